@@ -1,0 +1,354 @@
+// Package atomicbucket is a token bucket whose whole state is one 64-bit
+// word, updated by a single CompareAndSwap when a take succeeds. Denials only
+// read. Time is always a parameter (nanoseconds on the caller's clock), so the
+// bucket is deterministic in tests and as cheap as the caller's clock allows.
+//
+// # Model
+//
+// A bucket of rate r tokens per second and burst b holds up to b tokens and
+// refills continuously. A new bucket is full. Taking n tokens at time now first
+// credits the time elapsed (capped at b), then consumes n if at least n are
+// there. A denial consumes nothing and writes nothing. A take of n = 0 or
+// n > b can never pass and is reported as [Invalid], distinct from [Denied].
+//
+// # Encoding
+//
+// The state is the virtual-time form of a token bucket (GCRA), counted in
+// tokens rather than seconds:
+//
+//   - A [Limit] keeps a virtual clock v(t) = v0 + ρ·(t − t0), in units of
+//     2^-F token, where ρ = r·2^F / 1e9 units per nanosecond is a fixed-point
+//     number with 60 fractional bits and v is the floor of the exact product.
+//     F is chosen per limit at construction: the largest value with ρ ≤ 1
+//     (so r·2^F ≤ 1e9) and b·2^F ≤ 2^62. F is 25 at 30/s, 11 at 480,000/s
+//     and 0 above 5e8/s. One unit, 2^-F token, is the refill quantum.
+//   - The word of each bucket is E, the virtual time at which the bucket is
+//     empty. The level at t is min(b·2^F, v(t) − E) units; a take of n
+//     tokens passes when the level is at least n·2^F units and stores
+//     E' = max(E, v(t) − b·2^F) + n·2^F.
+//   - Arithmetic on v and E wraps modulo 2^64; v(t) − E is read as a signed
+//     64-bit number, so a bucket is exact while it is touched at least once
+//     per 2^63 units of virtual time: 292 years at ρ = 1, and never under 18
+//     years (ρ may grow to 16 by [Limit.SetRateAt]). The epoch is the time the
+//     Limit was made (t0), so the caller's clock may use any epoch.
+//
+// Because credit is v(t) − v(t_prev) with v computed from absolute time,
+// rounding never accumulates: over any interval [t0, t1] with demand always
+// above supply, the accepted tokens are at least r·(t1−t0) − 1, and never
+// more than b + r·(t1−t0) plus one refill quantum (the fraction of a unit a
+// full bucket drops when it caps) plus the rounding of ρ, which is upward and
+// worth less than one unit per 36 years.
+//
+// Rounding rule: a decision is exactly that of a continuous bucket whose
+// level is credited in whole units on the clock v above; at an instant where
+// the exact level is an integer number of units the take sees that integer.
+//
+// # Clocks
+//
+// Every take has an At form taking now in nanoseconds. [Nanotime] is the
+// monotonic clock; [CoarseClock] is a shared tick advanced by a goroutine that
+// the caller starts and stops. A reading earlier than the bucket's last
+// update (a caller-passed clock that steps back, or two goroutines racing
+// with slightly different readings) credits nothing and changes nothing: the
+// take is judged on the level the bucket had at that earlier time, and once
+// the clock is back the bucket is exactly where it would have been. A reading
+// more than one fill time (b/r) before the bucket's empty point can only
+// come from a clock that jumped backwards; the bucket then rebases itself to
+// empty at the new time (it credits nothing and forfeits at most what it
+// held), which is the one case in which a denial writes.
+//
+// All methods are safe for concurrent use.
+package atomicbucket
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits of the encoding. Every pair of rate and burst inside them is
+// accepted; everything outside is refused at construction with an error that
+// names the field.
+const (
+	// MaxRate is the highest rate, in tokens per second.
+	MaxRate = 1e9
+	// MaxBurst is the largest burst, in tokens.
+	MaxBurst = 1e9
+	// MaxFillTime is the longest time an empty bucket may take to fill
+	// (burst ÷ rate). It bounds the slowest rate for a given burst: at
+	// burst 1 the slowest rate is one token per 30 days.
+	MaxFillTime = 30 * 24 * time.Hour
+	// StepBack is how far behind a bucket's empty point, beyond one fill
+	// time, a reading must be to count as a clock that jumped backwards
+	// rather than a stale reading racing newer ones.
+	StepBack = time.Minute
+	// maxRho bounds live rate increases: ρ stays below 16 units/ns, the most
+	// a 4.60 fixed-point number holds.
+	maxRho = 16
+)
+
+const rhoFracBits = 60
+
+// Errors returned by construction and reconfiguration. They are wrapped in a
+// *ConfigError that names the field; test them with errors.Is.
+var (
+	ErrRate  = errors.New("atomicbucket: invalid rate")
+	ErrBurst = errors.New("atomicbucket: invalid burst")
+)
+
+// ConfigError names the field that made a rate or burst unusable.
+type ConfigError struct {
+	Field  string  // "rate" or "burst"
+	Value  float64 // the value given
+	Reason string  // why it was refused
+	err    error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("atomicbucket: %s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrRate or ErrBurst.
+func (e *ConfigError) Unwrap() error { return e.err }
+
+func rateErr(v float64, reason string) error {
+	return &ConfigError{Field: "rate", Value: v, Reason: reason, err: ErrRate}
+}
+
+func burstErr(v float64, reason string) error {
+	return &ConfigError{Field: "burst", Value: v, Reason: reason, err: ErrBurst}
+}
+
+// DefaultBurst is the burst used when none is given: max(1, ceil(rate)).
+func DefaultBurst(rate float64) float64 {
+	return math.Max(1, math.Ceil(rate))
+}
+
+// params is one immutable configuration of a Limit. A reconfiguration builds
+// a new one and publishes it with an atomic pointer store, so a take reads a
+// consistent set with one load.
+type params struct {
+	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
+	t0        int64   // anchor of the virtual clock, caller's nanoseconds
+	v0        uint64  // virtual time at t0, in units
+	capUnits  uint64  // burst in units; ≤ 2^62
+	maxTake   uint64  // largest n that can ever pass: floor(burst)
+	stepUnits uint64  // a level below −stepUnits is a clock step: capUnits + ρ·StepBack
+	shift     uint    // F: one token is 1<<shift units
+	rate      float64 // as configured, tokens per second
+	burst     float64 // as configured, tokens
+}
+
+// virtual returns v(now) and the fraction of a unit beyond it, in units of
+// 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
+// 2^64 in v).
+func (p *params) virtual(now int64) (v uint64, frac uint64) {
+	const mask = 1<<rhoFracBits - 1
+	if now >= p.t0 {
+		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho) // mulRho, keeping the fraction
+		return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & mask
+	}
+	// Before the anchor: subtract ρ·(t0 − now), rounding v down.
+	hi, lo := bits.Mul64(uint64(p.t0-now), p.rho)
+	whole := hi<<(64-rhoFracBits) | lo>>rhoFracBits
+	if f := lo & mask; f != 0 {
+		return p.v0 - whole - 1, (1 << rhoFracBits) - f
+	}
+	return p.v0 - whole, 0
+}
+
+// mulRho returns floor(d·ρ) in units.
+func mulRho(d, rho uint64) uint64 {
+	hi, lo := bits.Mul64(d, rho)
+	return hi<<(64-rhoFracBits) | lo>>rhoFracBits
+}
+
+// wait is the smallest number of nanoseconds after now at which the virtual
+// clock has advanced by at least need units, given the fraction frac already
+// earned at now. It saturates at math.MaxInt64.
+func (p *params) wait(need, frac uint64) time.Duration {
+	// ceil((need·2^60 − frac) / ρ), with a 128-bit numerator.
+	hi, lo := need>>(64-rhoFracBits), need<<rhoFracBits
+	lo, borrow := bits.Sub64(lo, frac, 0)
+	hi -= borrow
+	if hi >= p.rho {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, p.rho)
+	if r != 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(q)
+}
+
+// Limit is the configuration shared by any number of bucket words: rate,
+// burst and the virtual clock they are measured against. Its zero value is
+// not usable; make one with NewLimit. A Limit is safe for concurrent use:
+// takes read its configuration with one atomic load, and SetRateAt and
+// SetBurst publish a new configuration that takes see at once.
+//
+// Package shardmap keeps one word per key against a single Limit; [Bucket]
+// pairs a Limit with one word.
+type Limit struct {
+	p  atomic.Pointer[params]
+	mu sync.Mutex // serialises reconfiguration; never taken by a take
+}
+
+// NewLimit validates rate (tokens per second) and burst (tokens) and returns
+// a Limit whose virtual clock is anchored at now. A burst of 0 means
+// DefaultBurst(rate).
+func NewLimit(rate, burst float64, now int64) (*Limit, error) {
+	if burst == 0 {
+		burst = DefaultBurst(rate)
+	}
+	if err := validate(rate, burst); err != nil {
+		return nil, err
+	}
+	shift := chooseShift(rate, burst)
+	l := &Limit{}
+	p := &params{t0: now, shift: shift, rate: rate, burst: burst}
+	if err := p.setRate(rate); err != nil {
+		return nil, err
+	}
+	p.setBurst(burst)
+	l.p.Store(p)
+	return l, nil
+}
+
+func validate(rate, burst float64) error {
+	switch {
+	case math.IsNaN(rate) || math.IsInf(rate, 0):
+		return rateErr(rate, "must be finite")
+	case rate <= 0:
+		return rateErr(rate, "must be greater than 0")
+	case rate > MaxRate:
+		return rateErr(rate, fmt.Sprintf("must be at most %g tokens per second", float64(MaxRate)))
+	case math.IsNaN(burst) || math.IsInf(burst, 0):
+		return burstErr(burst, "must be finite")
+	case burst < 1:
+		return burstErr(burst, "must be at least 1")
+	case burst > MaxBurst:
+		return burstErr(burst, fmt.Sprintf("must be at most %g tokens", float64(MaxBurst)))
+	case burst/rate > MaxFillTime.Seconds():
+		return burstErr(burst, fmt.Sprintf("fill time burst/rate = %gs exceeds %v", burst/rate, MaxFillTime))
+	}
+	return nil
+}
+
+// chooseShift picks F: as fine as possible with ρ ≤ 1 unit/ns and the burst
+// within 2^62 units.
+func chooseShift(rate, burst float64) uint {
+	var f uint
+	for f < 62 && rate*math.Ldexp(1, int(f+1)) <= 1e9 && burst*math.Ldexp(1, int(f+1)) <= math.Ldexp(1, 62) {
+		f++
+	}
+	return f
+}
+
+// setRate computes ρ = rate·2^F/1e9 in fixed point from the exact value of
+// the float64 rate, rounded up. Rounding up makes every exact instant exact:
+// at 1/s the token is there at 1s, not one unit later. The excess is under
+// 2^-60 units per nanosecond, less than one unit in 36 years.
+func (p *params) setRate(rate float64) error {
+	r := new(big.Float).SetPrec(0).SetFloat64(rate) // exact
+	r.SetMantExp(r, int(p.shift)+rhoFracBits)
+	q := new(big.Float).SetPrec(200).Quo(r, big.NewFloat(1e9))
+	rho, acc := q.Int(nil)
+	if acc == big.Below {
+		rho.Add(rho, big.NewInt(1))
+	}
+	if !rho.IsUint64() { // ρ ≥ 16 units/ns
+		return rateErr(rate, fmt.Sprintf("is more than %d times the rate this limit's fixed-point scale was built for", maxRho))
+	}
+	if rho.Sign() == 0 {
+		return rateErr(rate, "is below the resolution of this limit's fixed-point scale")
+	}
+	p.rho = rho.Uint64()
+	p.rate = rate
+	p.stepUnits = p.capUnits + mulRho(uint64(StepBack), p.rho)
+	return nil
+}
+
+func (p *params) setBurst(burst float64) {
+	p.capUnits = uint64(math.Ldexp(burst, int(p.shift)))
+	p.maxTake = p.capUnits >> p.shift
+	p.burst = burst
+	p.stepUnits = p.capUnits + mulRho(uint64(StepBack), p.rho)
+}
+
+// Rate returns the configured rate in tokens per second.
+func (l *Limit) Rate() float64 { return l.p.Load().rate }
+
+// Burst returns the configured burst in tokens.
+func (l *Limit) Burst() float64 { return l.p.Load().burst }
+
+// EffectiveRate returns the rate the fixed-point clock actually runs at, in
+// tokens per second. It is never below Rate and exceeds it by less than 2^-60
+// units per nanosecond.
+func (l *Limit) EffectiveRate() float64 {
+	p := l.p.Load()
+	return math.Ldexp(float64(p.rho), -rhoFracBits-int(p.shift)) * 1e9
+}
+
+// Quantum returns the refill quantum in tokens: 2^-F.
+func (l *Limit) Quantum() float64 { return math.Ldexp(1, -int(l.p.Load().shift)) }
+
+// SetRateAt changes the rate from now on. The level every bucket word holds
+// at now is kept; from now on it refills at the new rate. Takes running
+// concurrently are judged under the old or the new rate, never a mixture. A
+// rate more than 16 times the one the limit was made with (the fixed-point
+// scale's headroom) is refused, as are the bounds NewLimit enforces.
+func (l *Limit) SetRateAt(rate float64, now int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.p.Load()
+	if err := validate(rate, old.burst); err != nil {
+		return err
+	}
+	p := *old
+	p.v0, _ = old.virtual(now)
+	p.t0 = now
+	if err := p.setRate(rate); err != nil {
+		return err
+	}
+	l.p.Store(&p)
+	return nil
+}
+
+// SetBurst changes the burst. A bucket holding more than the new burst is
+// capped to it at its next take or read, never above; a bucket below keeps
+// its level and may now refill up to the new burst.
+func (l *Limit) SetBurst(burst float64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.p.Load()
+	if burst == 0 {
+		burst = DefaultBurst(old.rate)
+	}
+	if err := validate(old.rate, burst); err != nil {
+		return err
+	}
+	if math.Ldexp(burst, int(old.shift)) > math.Ldexp(1, 62) {
+		return burstErr(burst, "exceeds what this limit's fixed-point scale represents")
+	}
+	p := *old
+	p.setBurst(burst)
+	l.p.Store(&p)
+	return nil
+}
+
+// FullWord returns the word of a bucket that is full at now: the state a new
+// bucket starts in.
+func (l *Limit) FullWord(now int64) uint64 {
+	p := l.p.Load()
+	v, _ := p.virtual(now)
+	return v - p.capUnits
+}

@@ -1,0 +1,124 @@
+package atomicbucket
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Status says how a take ended.
+type Status uint8
+
+const (
+	// Denied: not enough tokens now; RetryAfter says when there will be.
+	// It is the zero value, so a Result nobody filled in fails closed.
+	Denied Status = iota
+	// Allowed: the tokens were taken.
+	Allowed
+	// Invalid: n was 0 or more than the burst, so the take can never pass.
+	Invalid
+)
+
+func (s Status) String() string {
+	switch s {
+	case Denied:
+		return "denied"
+	case Allowed:
+		return "allowed"
+	case Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+// Result is the decision of one take. It is a small value returned without
+// allocation.
+type Result struct {
+	// RetryAfter is, for a denial, the exact time from now until n tokens
+	// will be there (rounded up to the nanosecond); 0 otherwise.
+	RetryAfter time.Duration
+	// Remaining is the number of whole tokens left after the decision.
+	Remaining uint32
+	// Status is Allowed, Denied or Invalid.
+	Status Status
+}
+
+// OK reports whether the take passed.
+func (r Result) OK() bool { return r.Status == Allowed }
+
+// TakeAt takes n tokens from the bucket word w at time now (nanoseconds on
+// the caller's clock, the same clock the Limit was made with).
+//
+// On success it stores the new word with one CompareAndSwap, retrying only
+// when another take changed the word in between. A denial only reads, except
+// for the rebase after a backwards clock jump described in the package doc.
+func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
+	p := l.p.Load()
+	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
+		return Result{Status: Invalid}
+	}
+	k := n << p.shift
+	capUnits := int64(p.capUnits)
+	v, _ := p.virtual(now)
+	for {
+		old := w.Load()
+		level := int64(v - old)
+		base := old
+		if level >= capUnits {
+			// Full: the empty point follows the clock.
+			base, level = v-uint64(capUnits), capUnits
+		}
+		if level < int64(k) {
+			return l.deny(w, p, old, now, level, k)
+		}
+		if w.CompareAndSwap(old, base+k) {
+			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
+		}
+	}
+}
+
+// deny builds the result of a denial. It is kept out of TakeAt so that the
+// pass path stays small enough to inline into callers' loops.
+//
+//go:noinline
+func (l *Limit) deny(w *atomic.Uint64, p *params, old uint64, now, level int64, k uint64) Result {
+	if level < -int64(p.stepUnits) {
+		// More than a fill time and StepBack before the empty point: the
+		// clock jumped backwards. Rebase to empty at now; if the CAS loses, someone else
+		// already moved the word and this reading is simply stale.
+		v, _ := p.virtual(now)
+		w.CompareAndSwap(old, v)
+		level = 0
+	}
+	_, frac := p.virtual(now)
+	var remaining uint32
+	if level > 0 {
+		remaining = uint32(uint64(level) >> p.shift)
+	}
+	return Result{Status: Denied, RetryAfter: p.wait(uint64(int64(k)-level), frac), Remaining: remaining}
+}
+
+// LevelAt returns the tokens the bucket word w holds at now, as a fraction
+// of whole tokens, without changing it.
+func (l *Limit) LevelAt(w *atomic.Uint64, now int64) float64 {
+	return l.levelOf(l.p.Load(), w.Load(), now)
+}
+
+func (l *Limit) levelOf(p *params, word uint64, now int64) float64 {
+	v, _ := p.virtual(now)
+	level := int64(v - word)
+	switch {
+	case level >= int64(p.capUnits):
+		return p.burst
+	case level <= 0:
+		return 0
+	}
+	return float64(level) / float64(uint64(1)<<p.shift)
+}
+
+// IsFull reports whether the bucket word w is full at now: indistinguishable
+// from a fresh bucket, so a keyed table may forget it.
+func (l *Limit) IsFull(word uint64, now int64) bool {
+	p := l.p.Load()
+	v, _ := p.virtual(now)
+	return int64(v-word) >= int64(p.capUnits)
+}
