@@ -148,12 +148,20 @@ type params struct {
 // 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
 // 2^64 in v).
 func (p *params) virtual(now int64) (v uint64, frac uint64) {
-	const mask = 1<<rhoFracBits - 1
-	if now >= p.t0 {
-		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho) // mulRho, keeping the fraction
-		return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & mask
+	if now < p.t0 {
+		return p.virtualBefore(now)
 	}
-	// Before the anchor: subtract ρ·(t0 − now), rounding v down.
+	hi, lo := bits.Mul64(uint64(now-p.t0), p.rho) // mulRho, keeping the fraction
+	return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
+}
+
+// virtualBefore is virtual for a reading before the anchor: it subtracts
+// ρ·(t0 − now), rounding v down. It is out of line to keep virtual small
+// enough to inline.
+//
+//go:noinline
+func (p *params) virtualBefore(now int64) (v uint64, frac uint64) {
+	const mask = 1<<rhoFracBits - 1
 	hi, lo := bits.Mul64(uint64(p.t0-now), p.rho)
 	whole := hi<<(64-rhoFracBits) | lo>>rhoFracBits
 	if f := lo & mask; f != 0 {

@@ -1,6 +1,7 @@
 package atomicbucket
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -56,9 +57,16 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
 		return Result{Status: Invalid}
 	}
+	// v, frac := p.virtual(now), written out: the call would not inline.
+	var v, frac uint64
+	if now >= p.t0 {
+		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho)
+		v, frac = p.v0+(hi<<(64-rhoFracBits)|lo>>rhoFracBits), lo&(1<<rhoFracBits-1)
+	} else {
+		v, frac = p.virtualBefore(now)
+	}
 	k := n << p.shift
 	capUnits := int64(p.capUnits)
-	v, _ := p.virtual(now)
 	for {
 		old := w.Load()
 		level := int64(v - old)
@@ -68,7 +76,7 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 			base, level = v-uint64(capUnits), capUnits
 		}
 		if level < int64(k) {
-			return l.deny(w, p, old, now, level, k)
+			return l.deny(w, p, old, now, level, k, frac)
 		}
 		if w.CompareAndSwap(old, base+k) {
 			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
@@ -80,16 +88,16 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 // pass path stays small enough to inline into callers' loops.
 //
 //go:noinline
-func (l *Limit) deny(w *atomic.Uint64, p *params, old uint64, now, level int64, k uint64) Result {
+func (l *Limit) deny(w *atomic.Uint64, p *params, old uint64, now, level int64, k, frac uint64) Result {
 	if level < -int64(p.stepUnits) {
 		// More than a fill time and StepBack before the empty point: the
-		// clock jumped backwards. Rebase to empty at now; if the CAS loses, someone else
-		// already moved the word and this reading is simply stale.
+		// clock jumped backwards. Rebase to empty at now; if the CAS loses,
+		// someone else already moved the word and this reading is simply
+		// stale.
 		v, _ := p.virtual(now)
 		w.CompareAndSwap(old, v)
 		level = 0
 	}
-	_, frac := p.virtual(now)
 	var remaining uint32
 	if level > 0 {
 		remaining = uint32(uint64(level) >> p.shift)
