@@ -1,0 +1,32 @@
+// Package reports is sluice's results model and its renderings.
+//
+// A Results value is everything one harness run measured: the run's metadata,
+// the machine it ran on, and for each policy variant the per-population,
+// per-message-kind counts, drops by reason, latency histograms, time series,
+// summary measures and evaluated thresholds. The harness fills it (New,
+// AddVariant, AddPopulation, Kind, AddHistogram, AddInterval, Finalize) and
+// writes it with WriteFile; anything that reads a results file (the CLI's
+// `sluice report`) uses ReadFile, then RenderFiles or WriteHTML.
+//
+// # The file format
+//
+// A results file is one JSON object whose "schema_version" is SchemaVersion.
+// Readers reject any other version, unknown fields, trailing data and
+// truncated files with errors that name the problem (see ErrVersion,
+// ErrTruncated, ErrInvalid). Files are written atomically: a temporary file in
+// the same directory, fsync, rename, so an interrupted run never leaves a
+// half-written file behind. Times are RFC 3339; durations and latencies are
+// integer nanoseconds in fields whose names end in _ns. Latency histograms are
+// HdrHistogram's standard V2 compressed encoding in base64 (the same payload
+// as a .hlog line), beside precomputed percentiles.
+//
+// # Renderings
+//
+// WriteHGRM writes HdrHistogram's percentile-distribution text (.hgrm),
+// WriteHlog the interval-histogram log (.hlog), and WriteHTML one
+// self-contained HTML page (inline SVG charts drawn with gonum.org/v1/plot, no
+// network access at view time).
+//
+// Package reports runs nothing and imports no other package of sluice: drop
+// reasons are their stable names as strings.
+package reports

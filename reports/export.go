@@ -1,0 +1,177 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// HGRMValueScale is the divisor applied to nanosecond values in .hgrm files:
+// their Value column is in milliseconds.
+const HGRMValueScale = 1e6
+
+// WriteHGRM writes h's percentile distribution in HdrHistogram's text format
+// (the .hgrm read by HdrHistogram's plotters), values in milliseconds, five
+// ticks per half distance.
+func WriteHGRM(w io.Writer, h *Histogram) error {
+	d, err := h.Decode()
+	if err != nil {
+		return err
+	}
+	if _, err := d.PercentilesPrint(w, 5, HGRMValueScale); err != nil {
+		return fmt.Errorf("reports: write hgrm: %w", err)
+	}
+	return nil
+}
+
+// WriteHlog writes p's interval response-time histograms as an HdrHistogram
+// interval log (.hlog): timestamps in seconds from the start of the
+// variant's run, interval maxima in milliseconds. Intervals without a
+// histogram are skipped. It returns an error when p has none at all.
+func WriteHlog(w io.Writer, v *Variant, p *Population) error {
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	if err := lw.OutputLogFormatVersion(); err != nil {
+		return fmt.Errorf("reports: write hlog: %w", err)
+	}
+	if err := lw.OutputComment(fmt.Sprintf("[sluice response time: variant %q, population %q; values in ns, timestamps in s from the variant's start]", v.Name, p.Name)); err != nil {
+		return fmt.Errorf("reports: write hlog: %w", err)
+	}
+	if err := lw.OutputLegend(); err != nil {
+		return fmt.Errorf("reports: write hlog: %w", err)
+	}
+	n := 0
+	for _, iv := range p.Series {
+		if iv.HDR == "" {
+			continue
+		}
+		h, err := hdrhistogram.Decode([]byte(iv.HDR))
+		if err != nil {
+			return fmt.Errorf("reports: variant %q population %q: interval at %v: %w", v.Name, p.Name, iv.Start, err)
+		}
+		h.SetStartTimeMs(iv.Start.Milliseconds())
+		h.SetEndTimeMs((iv.Start + iv.Length).Milliseconds())
+		if err := lw.OutputIntervalHistogram(h); err != nil {
+			return fmt.Errorf("reports: write hlog: %w", err)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("reports: variant %q population %q has no interval histograms", v.Name, p.Name)
+	}
+	return nil
+}
+
+// Files written by RenderFiles, relative to its directory.
+const (
+	ResultsFile = "results.json"
+	ReportFile  = "report.html"
+	HDRDir      = "hdr"
+)
+
+// RenderFiles writes everything a reader wants from r into dir (created if
+// needed), each file atomically:
+//
+//	results.json                                 the results (WriteFile)
+//	report.html                                  the report (WriteHTML)
+//	hdr/VARIANT/POPULATION.KIND.response_time.hgrm   per kind (WriteHGRM)
+//	hdr/VARIANT/POPULATION.response_time.hlog    per population (WriteHlog)
+//
+// Names are the variant, population and kind names with characters other
+// than letters, digits, '-', '_' and '.' replaced by '_'. Populations and
+// kinds without the histograms are skipped.
+func RenderFiles(dir string, r *Results) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := WriteFile(filepath.Join(dir, ResultsFile), r); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error { return WriteHTML(w, r) }); err != nil {
+		return err
+	}
+	var errs []error
+	vnames := newNamer()
+	for _, v := range r.Variants {
+		vdir := filepath.Join(dir, HDRDir, vnames.name(v.Name))
+		made := false
+		pnames := newNamer()
+		for _, p := range v.Populations {
+			pname := pnames.name(p.Name)
+			knames := newNamer()
+			var files []func() error
+			for _, k := range p.Kinds {
+				if k.ResponseTime == nil {
+					continue
+				}
+				path := filepath.Join(vdir, pname+"."+knames.name(k.Kind)+".response_time.hgrm")
+				files = append(files, func() error {
+					return writeFileAtomic(path, func(w io.Writer) error { return WriteHGRM(w, k.ResponseTime) })
+				})
+			}
+			if hasIntervalHistograms(p) {
+				path := filepath.Join(vdir, pname+".response_time.hlog")
+				files = append(files, func() error {
+					return writeFileAtomic(path, func(w io.Writer) error { return WriteHlog(w, v, p) })
+				})
+			}
+			if len(files) > 0 && !made {
+				if err := os.MkdirAll(vdir, 0o755); err != nil {
+					return fmt.Errorf("reports: %w", err)
+				}
+				made = true
+			}
+			for _, f := range files {
+				if err := f(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hasIntervalHistograms(p *Population) bool {
+	for _, iv := range p.Series {
+		if iv.HDR != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// namer turns names into distinct file-name-safe strings.
+type namer map[string]bool
+
+func newNamer() namer { return namer{} }
+
+func (n namer) name(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteRune(c)
+		case c == '.' && b.Len() > 0:
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	base := b.String()
+	if base == "" {
+		base = "_"
+	}
+	out := base
+	for i := 2; n[strings.ToLower(out)]; i++ {
+		out = fmt.Sprintf("%s-%d", base, i)
+	}
+	n[strings.ToLower(out)] = true
+	return out
+}

@@ -1,0 +1,819 @@
+package reports
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+//go:embed report.html.tmpl
+var reportTemplate string
+
+var pageTmpl = template.Must(template.New("report").Parse(reportTemplate))
+
+// WriteHTML writes r as one self-contained HTML page: inline CSS and SVG
+// charts, no scripts, nothing fetched at view time. It shows a headline per
+// variant with its thresholds, the policy comparison side by side with
+// deltas against the first variant, and per variant the response-time
+// percentile spectrum per population, percentiles over time, drops by
+// reason over time (honest and hostile populations apart), accepted and
+// dropped shares per population, per-kind tables, and the environment.
+// The page is deterministic: the same results give the same bytes.
+func WriteHTML(w io.Writer, r *Results) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	pg, err := buildPage(r)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := pageTmpl.Execute(&b, pg); err != nil {
+		return fmt.Errorf("reports: render html: %w", err)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("reports: write html: %w", err)
+	}
+	return nil
+}
+
+// popStats are a population's measures computed from its kinds, so the page
+// is right even when Finalize was not called.
+type popStats struct {
+	pop                    *Population
+	sent, accepted, drop   int64
+	acceptedBytes          int64
+	dropRate               float64
+	admittedPS, admittedBS float64
+	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
+	q                      Quantiles
+}
+
+func computePop(p *Population, measured time.Duration) (*popStats, error) {
+	s := &popStats{pop: p}
+	var rts []*Histogram
+	for _, k := range p.Kinds {
+		s.sent += k.Sent
+		s.accepted += k.Accepted
+		s.drop += k.Dropped()
+		s.acceptedBytes += k.AcceptedBytes
+		rts = append(rts, k.ResponseTime)
+	}
+	if s.sent > 0 {
+		s.dropRate = float64(s.drop) / float64(s.sent)
+	}
+	if sec := measured.Seconds(); sec > 0 {
+		s.admittedPS = float64(s.accepted) / sec
+		s.admittedBS = float64(s.acceptedBytes) / sec
+	} else {
+		s.admittedPS, s.admittedBS = p.Summary.AdmittedPerSec, p.Summary.AdmittedBytesPerSec
+	}
+	h, err := mergeHistograms(rts...)
+	if err != nil {
+		return nil, fmt.Errorf("reports: population %q: %w", p.Name, err)
+	}
+	s.resp, s.q = h, Percentiles(h)
+	return s, nil
+}
+
+// variantStats aggregates one variant's populations by role.
+type variantStats struct {
+	v                      *Variant
+	pops                   []*popStats
+	honestSent, honestDrop int64
+	honestResp             *hdrhistogram.Histogram
+	hostileAdmittedPS      float64
+	hostileAdmittedBS      float64
+	falseDisc, falseLock   int64
+	hasHonest, hasHostile  bool
+}
+
+func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
+	vs := &variantStats{v: v}
+	var honest []*hdrhistogram.Histogram
+	for _, p := range v.Populations {
+		ps, err := computePop(p, measured)
+		if err != nil {
+			return nil, fmt.Errorf("reports: variant %q: %w", v.Name, err)
+		}
+		vs.pops = append(vs.pops, ps)
+		if p.Role == Hostile {
+			vs.hasHostile = true
+			vs.hostileAdmittedPS += ps.admittedPS
+			vs.hostileAdmittedBS += ps.admittedBS
+			continue
+		}
+		vs.hasHonest = true
+		vs.honestSent += ps.sent
+		vs.honestDrop += ps.drop
+		vs.falseDisc += p.Summary.FalseDisconnects
+		vs.falseLock += p.Summary.FalseLockouts
+		if ps.resp != nil {
+			honest = append(honest, ps.resp)
+		}
+	}
+	vs.honestResp = mergeDecoded(honest)
+	return vs, nil
+}
+
+func (vs *variantStats) honestDropRate() float64 {
+	if vs.honestSent == 0 {
+		return 0
+	}
+	return float64(vs.honestDrop) / float64(vs.honestSent)
+}
+
+// The page's view model.
+type page struct {
+	Title       string
+	Run         []kv
+	Description string
+	Incomplete  bool
+	Headlines   []headline
+	Comparison  comparison
+	Compare     []*chart
+	Variants    []variantView
+	Environment []kv
+	SchemaVer   int
+	SluiceVer   string
+}
+
+type kv struct{ K, V string }
+
+type headline struct {
+	Anchor, Name, Color            string
+	HonestDropRate, HonestP99      string
+	HostileAdmitted, HostileBytes  string
+	FalseDisconnects, FalseLockout string
+	Verdict                        string // PASS, FAIL, or "no thresholds"
+	Pass, HasThresholds            bool
+	Thresholds                     []thresholdView
+	Invalid                        []string
+}
+
+type thresholdView struct {
+	Expr, Value string
+	Pass        bool
+}
+
+type comparison struct {
+	Variants []string
+	Rows     []cmpRow
+}
+
+type cmpRow struct {
+	Group, Measure string
+	Cells          []cmpCell
+}
+
+type cmpCell struct {
+	Value, Delta string
+	Class        string // "better", "worse" or ""
+}
+
+type variantView struct {
+	Anchor, Name    string
+	Policy          string
+	ServerCPU       string
+	Invalid         []string
+	Warnings        []string
+	Charts          []*chart
+	PopRows         []popRow
+	KindRows        []kindRow
+	NoDataNote      string
+	ThresholdsTotal int
+}
+
+type popRow struct {
+	Name, Color, Behaviour, Role, Clients     string
+	Sent, Accepted, Dropped, DropRate         string
+	P50, P99, P999, Max                       string
+	FalseDisc, FalseLock, Admitted, AdmittedB string
+	CutOff                                    string
+	Hostile                                   bool
+}
+
+type kindRow struct {
+	Population, Kind, Sent, Accepted, Dropped, DropRate string
+	Reasons                                             string
+	P50, P90, P99, P999, Max                            string
+	ServiceP99, SendLagP99                              string
+	First                                               bool
+	Span                                                int
+}
+
+func buildPage(r *Results) (*page, error) {
+	measured := r.Run.Measured()
+	pg := &page{
+		Title:       "sluice report: " + r.Run.Scenario,
+		Description: r.Run.Description,
+		Incomplete:  !r.Run.Complete,
+		SchemaVer:   r.SchemaVersion,
+		SluiceVer:   r.Environment.SluiceVersion,
+	}
+	pg.Run = runFacts(r)
+	pg.Environment = envFacts(r.Environment)
+
+	var stats []*variantStats
+	for _, v := range r.Variants {
+		vs, err := computeVariant(v, measured)
+		if err != nil {
+			return nil, err
+		}
+		stats = append(stats, vs)
+	}
+	for i, vs := range stats {
+		pg.Headlines = append(pg.Headlines, makeHeadline(i, vs))
+	}
+	pg.Comparison = makeComparison(stats, r)
+	if len(stats) > 1 {
+		cs, err := compareCharts(stats)
+		if err != nil {
+			return nil, err
+		}
+		pg.Compare = cs
+	}
+	others := map[string]string{}
+	for i, vs := range stats {
+		vv, err := makeVariantView(i, vs, r, others)
+		if err != nil {
+			return nil, err
+		}
+		pg.Variants = append(pg.Variants, vv)
+	}
+	return pg, nil
+}
+
+func runFacts(r *Results) []kv {
+	run := r.Run
+	f := []kv{
+		{"scenario", run.Scenario},
+		{"driver", run.Driver},
+		{"seed", strconv.FormatUint(run.Seed, 10)},
+		{"duration per variant", fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + ")"},
+	}
+	if run.Interval > 0 {
+		f = append(f, kv{"time-series interval", fmtDuration(run.Interval)})
+	}
+	if !run.Started.IsZero() {
+		f = append(f, kv{"started", run.Started.UTC().Format(time.RFC3339)})
+	}
+	if !run.Finished.IsZero() {
+		f = append(f, kv{"finished", run.Finished.UTC().Format(time.RFC3339)})
+	}
+	status := "complete"
+	if !run.Complete {
+		status = "INCOMPLETE (interrupted: results cover only what was measured)"
+	}
+	f = append(f, kv{"status", status})
+	if run.ScenarioSHA256 != "" {
+		f = append(f, kv{"scenario file SHA-256", run.ScenarioSHA256})
+	}
+	f = append(f, kv{"variants", strconv.Itoa(len(r.Variants))})
+	return f
+}
+
+func envFacts(e Environment) []kv {
+	or := func(s string) string {
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	orN := func(n int, unit string) string {
+		if n == 0 {
+			return "unknown"
+		}
+		return strconv.Itoa(n) + unit
+	}
+	return []kv{
+		{"CPU", or(e.CPU)},
+		{"cores", orN(e.PhysicalCores, " physical") + ", " + orN(e.LogicalCores, " logical")},
+		{"cache line", orN(e.CacheLineBytes, " bytes")},
+		{"GOMAXPROCS", orN(e.GOMAXPROCS, "")},
+		{"OS / arch", or(e.OS) + " / " + or(e.Arch)},
+		{"Go", or(e.GoVersion)},
+		{"sluice", or(e.SluiceVersion)},
+	}
+}
+
+func fmtDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	return d.String()
+}
+
+func fmtPct(f float64) string {
+	switch {
+	case f == 0:
+		return "0%"
+	case f*100 < 0.001:
+		return strconv.FormatFloat(f*100, 'e', 2, 64) + "%"
+	case f*100 < 1:
+		return strconv.FormatFloat(f*100, 'f', 4, 64) + "%"
+	default:
+		return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
+	}
+}
+
+func fmtInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func fmtRate(v float64, unit string) string { return formatCount(v) + " " + unit }
+
+func fmtBytesRate(v float64) string {
+	switch {
+	case v >= 1<<30:
+		return sig3(v/(1<<30)) + " GiB/s"
+	case v >= 1<<20:
+		return sig3(v/(1<<20)) + " MiB/s"
+	case v >= 1<<10:
+		return sig3(v/(1<<10)) + " KiB/s"
+	default:
+		return sig3(v) + " B/s"
+	}
+}
+
+func fmtLatency(ns int64, have bool) string {
+	if !have {
+		return "–"
+	}
+	return formatNs(float64(ns))
+}
+
+func fmtThresholdValue(t Threshold) string {
+	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
+	switch t.Unit {
+	case "ns":
+		return formatNs(t.Value)
+	case "":
+		return v
+	default:
+		return v + " " + t.Unit
+	}
+}
+
+func makeHeadline(i int, vs *variantStats) headline {
+	v := vs.v
+	h := headline{
+		Anchor:           fmt.Sprintf("variant-%d", i+1),
+		Name:             v.Name,
+		Color:            pick(variantColors, i),
+		HonestDropRate:   "no honest population",
+		HonestP99:        "–",
+		HostileAdmitted:  "no hostile population",
+		HostileBytes:     "",
+		FalseDisconnects: "–",
+		FalseLockout:     "–",
+		Invalid:          v.Invalid,
+		HasThresholds:    len(v.Thresholds) > 0,
+		Pass:             v.Passed() && len(v.Invalid) == 0,
+	}
+	if vs.hasHonest {
+		h.HonestDropRate = fmtPct(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
+		if vs.honestResp != nil {
+			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
+		}
+		h.FalseDisconnects = fmtInt(vs.falseDisc)
+		h.FalseLockout = fmtInt(vs.falseLock)
+	}
+	if vs.hasHostile {
+		h.HostileAdmitted = fmtRate(vs.hostileAdmittedPS, "msg/s")
+		h.HostileBytes = fmtBytesRate(vs.hostileAdmittedBS)
+	}
+	passed := 0
+	for _, t := range v.Thresholds {
+		if t.Pass {
+			passed++
+		}
+		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: fmtThresholdValue(t), Pass: t.Pass})
+	}
+	switch {
+	case len(v.Invalid) > 0:
+		h.Verdict = "INVALID"
+	case !h.HasThresholds:
+		h.Verdict = "no thresholds"
+	case h.Pass:
+		h.Verdict = fmt.Sprintf("PASS %d/%d", passed, len(v.Thresholds))
+	default:
+		h.Verdict = fmt.Sprintf("FAIL %d/%d", passed, len(v.Thresholds))
+	}
+	return h
+}
+
+// measure is one row of the comparison table.
+type measure struct {
+	group, name string
+	kind        int // mRate, mNs, mCount, mPerSec, mBytes
+	better      int // -1 lower is better, +1 higher is better, 0 neutral
+	get         func(vs *variantStats) (float64, bool)
+}
+
+const (
+	mRate = iota
+	mNs
+	mCount
+	mPerSec
+	mBytes
+	mNsFloat
+)
+
+func formatMeasure(kind int, v float64) string {
+	switch kind {
+	case mRate:
+		return fmtPct(v)
+	case mNs, mNsFloat:
+		return formatNs(v)
+	case mCount:
+		return fmtInt(int64(v))
+	case mPerSec:
+		return fmtRate(v, "/s")
+	case mBytes:
+		return fmtBytesRate(v)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func formatDelta(kind int, base, v float64) string {
+	if kind == mRate {
+		d := (v - base) * 100
+		if d == 0 {
+			return "±0 pp"
+		}
+		return fmt.Sprintf("%+.3g pp", d)
+	}
+	if kind == mCount {
+		d := v - base
+		if d == 0 {
+			return "±0"
+		}
+		return fmt.Sprintf("%+d", int64(d))
+	}
+	if v == base {
+		return "±0%"
+	}
+	if base == 0 {
+		return "new"
+	}
+	return fmt.Sprintf("%+.1f%%", (v-base)/math.Abs(base)*100)
+}
+
+func makeComparison(stats []*variantStats, r *Results) comparison {
+	var c comparison
+	for _, vs := range stats {
+		c.Variants = append(c.Variants, vs.v.Name)
+	}
+	var ms []measure
+	ms = append(ms,
+		measure{"all honest", "drop rate", mRate, -1, func(vs *variantStats) (float64, bool) {
+			return vs.honestDropRate(), vs.hasHonest
+		}},
+		measure{"all honest", "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
+			if vs.honestResp == nil {
+				return 0, false
+			}
+			return float64(Percentiles(vs.honestResp).P99), true
+		}},
+		measure{"all honest", "false disconnects", mCount, -1, func(vs *variantStats) (float64, bool) {
+			return float64(vs.falseDisc), vs.hasHonest
+		}},
+		measure{"all honest", "false lockouts", mCount, -1, func(vs *variantStats) (float64, bool) {
+			return float64(vs.falseLock), vs.hasHonest
+		}},
+		measure{"all hostile", "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
+			return vs.hostileAdmittedPS, vs.hasHostile
+		}},
+		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
+			return vs.hostileAdmittedBS, vs.hasHostile
+		}},
+		measure{"server", "CPU per frame", mNsFloat, -1, func(vs *variantStats) (float64, bool) {
+			if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
+				return 0, false
+			}
+			return vs.v.ServerCPU.NsPerFrame, true
+		}},
+	)
+	// Per population, by name, in the order they first appear.
+	var names []string
+	seen := map[string]bool{}
+	for _, vs := range stats {
+		for _, p := range vs.pops {
+			if !seen[p.pop.Name] {
+				seen[p.pop.Name] = true
+				names = append(names, p.pop.Name)
+			}
+		}
+	}
+	find := func(vs *variantStats, name string) *popStats {
+		for _, p := range vs.pops {
+			if p.pop.Name == name {
+				return p
+			}
+		}
+		return nil
+	}
+	for _, name := range names {
+		var hostile bool
+		for _, vs := range stats {
+			if p := find(vs, name); p != nil {
+				hostile = p.pop.Role == Hostile
+				break
+			}
+		}
+		g := name + " (" + string(Honest) + ")"
+		dropBetter := -1
+		if hostile {
+			g = name + " (" + string(Hostile) + ")"
+			dropBetter = +1
+		}
+		ms = append(ms,
+			measure{g, "drop rate", mRate, dropBetter, func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0
+			}},
+			measure{g, "p50 response", mNs, -1, func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return float64(p.q.P50) }), p != nil && p.resp != nil
+			}},
+			measure{g, "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return float64(p.q.P99) }), p != nil && p.resp != nil
+			}},
+		)
+		if hostile {
+			ms = append(ms,
+				measure{g, "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					return pf(p, func(p *popStats) float64 { return p.admittedPS }), p != nil
+				}},
+				measure{g, "clients cut off", mCount, +1, func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					if p == nil || p.pop.Summary.CutOff == nil {
+						return 0, false
+					}
+					return float64(p.pop.Summary.CutOff.Clients), true
+				}},
+				measure{g, "time to cut off, p50", mNs, -1, func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Clients == 0 {
+						return 0, false
+					}
+					return float64(p.pop.Summary.CutOff.P50), true
+				}},
+				measure{g, "time to cut off, max", mNs, -1, func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Clients == 0 {
+						return 0, false
+					}
+					return float64(p.pop.Summary.CutOff.Max), true
+				}},
+			)
+		} else {
+			ms = append(ms, measure{g, "false disconnects", mCount, -1, func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				if p == nil {
+					return 0, false
+				}
+				return float64(p.pop.Summary.FalseDisconnects), true
+			}})
+		}
+	}
+	for _, m := range ms {
+		row := cmpRow{Group: m.group, Measure: m.name}
+		base, haveBase := m.get(stats[0])
+		anyValue := false
+		for i, vs := range stats {
+			v, ok := m.get(vs)
+			cell := cmpCell{Value: "–"}
+			if ok {
+				anyValue = true
+				cell.Value = formatMeasure(m.kind, v)
+				if i > 0 && haveBase {
+					cell.Delta = formatDelta(m.kind, base, v)
+					if m.better != 0 && v != base {
+						if (v < base) == (m.better < 0) {
+							cell.Class = "better"
+						} else {
+							cell.Class = "worse"
+						}
+					}
+				}
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		if anyValue {
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	return c
+}
+
+func pf(p *popStats, f func(*popStats) float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return f(p)
+}
+
+// compareCharts draws, per population, the response-time spectrum of every
+// variant on one chart.
+func compareCharts(stats []*variantStats) ([]*chart, error) {
+	var names []string
+	seen := map[string]bool{}
+	for _, vs := range stats {
+		for _, p := range vs.pops {
+			if !seen[p.pop.Name] {
+				seen[p.pop.Name] = true
+				names = append(names, p.pop.Name)
+			}
+		}
+	}
+	var out []*chart
+	for _, name := range names {
+		var lines []spectrumLine
+		role := ""
+		for i, vs := range stats {
+			for _, p := range vs.pops {
+				if p.pop.Name == name && p.resp != nil {
+					role = string(p.pop.Role)
+					lines = append(lines, spectrumLine{Name: vs.v.Name, Color: pick(variantColors, i), Hist: p.resp})
+				}
+			}
+		}
+		c, err := spectrumChart(fmt.Sprintf("%s (%s): response time by variant", name, role), lines)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func makeVariantView(i int, vs *variantStats, r *Results, others map[string]string) (variantView, error) {
+	v := vs.v
+	vv := variantView{
+		Anchor:          fmt.Sprintf("variant-%d", i+1),
+		Name:            v.Name,
+		Invalid:         v.Invalid,
+		ThresholdsTotal: len(v.Thresholds),
+	}
+	if len(v.Policy) > 0 {
+		var b bytes.Buffer
+		if err := json.Indent(&b, v.Policy, "", "  "); err == nil {
+			vv.Policy = b.String()
+		} else {
+			vv.Policy = string(v.Policy)
+		}
+	}
+	if c := v.ServerCPU; c != nil {
+		vv.ServerCPU = fmt.Sprintf("%s per frame (%s CPU over %s frames)", formatNs(c.NsPerFrame), fmtDuration(c.CPU), fmtInt(c.Frames))
+	}
+	colorOf := map[string]string{}
+	for j, p := range vs.pops {
+		colorOf[p.pop.Name] = pick(populationColors, j)
+	}
+	// Charts.
+	var spec []spectrumLine
+	var lines, honestLines, hostileLines []seriesLine
+	var pops []*Population
+	for _, p := range vs.pops {
+		pops = append(pops, p.pop)
+		col := colorOf[p.pop.Name]
+		if p.resp != nil {
+			spec = append(spec, spectrumLine{Name: p.pop.Name, Color: col, Hist: p.resp})
+		}
+		sl := seriesLine{Name: p.pop.Name, Color: col, Series: p.pop.Series}
+		lines = append(lines, sl)
+		if p.pop.Role == Hostile {
+			hostileLines = append(hostileLines, sl)
+		} else {
+			honestLines = append(honestLines, sl)
+		}
+	}
+	add := func(c *chart, err error) error {
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			vv.Charts = append(vv.Charts, c)
+		}
+		return nil
+	}
+	if err := add(spectrumChart("Response time percentile spectrum per population", spec)); err != nil {
+		return vv, err
+	}
+	if err := add(overTimeChart("Response time percentiles over time (p99 solid, p50 dashed)", lines, r.Run.Warmup, r.Run.Duration)); err != nil {
+		return vv, err
+	}
+	if len(honestLines) > 0 {
+		c, err := dropsOverTimeChart("Honest drops by reason over time (stacked)", honestLines, r.Run.Warmup, r.Run.Duration, others)
+		if err != nil {
+			return vv, err
+		}
+		if c == nil && hasSeries(honestLines) {
+			vv.Warnings = append(vv.Warnings, "No honest message was dropped in any interval.")
+		}
+		_ = add(c, nil)
+	}
+	if len(hostileLines) > 0 {
+		if err := add(dropsOverTimeChart("Hostile drops by reason over time (stacked)", hostileLines, r.Run.Warmup, r.Run.Duration, others)); err != nil {
+			return vv, err
+		}
+	}
+	if err := add(outcomeChart("Accepted and dropped share of sent messages, per population", pops, others)); err != nil {
+		return vv, err
+	}
+	if len(vv.Charts) == 0 {
+		vv.NoDataNote = "This variant recorded no latencies and no traffic: nothing to chart."
+	}
+	// Tables.
+	for _, p := range vs.pops {
+		pp := p.pop
+		row := popRow{
+			Name: pp.Name, Color: colorOf[pp.Name], Behaviour: pp.Behaviour, Role: string(pp.Role),
+			Clients: fmtInt(int64(pp.Clients)), Sent: fmtInt(p.sent), Accepted: fmtInt(p.accepted),
+			Dropped: fmtInt(p.drop), DropRate: fmtPct(p.dropRate),
+			P50: fmtLatency(p.q.P50, p.resp != nil), P99: fmtLatency(p.q.P99, p.resp != nil),
+			P999: fmtLatency(p.q.P999, p.resp != nil), Max: fmtLatency(p.q.Max, p.resp != nil),
+			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
+			Hostile: pp.Role == Hostile, FalseDisc: "–", FalseLock: "–", CutOff: "–",
+		}
+		if pp.Role != Hostile {
+			row.FalseDisc = fmtInt(pp.Summary.FalseDisconnects)
+			row.FalseLock = fmtInt(pp.Summary.FalseLockouts)
+		}
+		if c := pp.Summary.CutOff; c != nil {
+			row.CutOff = fmt.Sprintf("%d of %d", c.Clients, c.Of)
+			if c.Clients > 0 {
+				row.CutOff += fmt.Sprintf("; p50 %s, max %s", formatNs(float64(c.P50)), formatNs(float64(c.Max)))
+			}
+		}
+		vv.PopRows = append(vv.PopRows, row)
+		for j, k := range pp.Kinds {
+			kr := kindRow{
+				Population: pp.Name, Kind: k.Kind, Sent: fmtInt(k.Sent), Accepted: fmtInt(k.Accepted),
+				Dropped: fmtInt(k.Dropped()), First: j == 0, Span: len(pp.Kinds),
+				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
+			}
+			if k.Sent > 0 {
+				kr.DropRate = fmtPct(float64(k.Dropped()) / float64(k.Sent))
+			}
+			var rs []string
+			for _, reason := range sortedReasons(k.Drops) {
+				rs = append(rs, reason+" "+fmtInt(k.Drops[reason]))
+			}
+			kr.Reasons = strings.Join(rs, ", ")
+			if h := k.ResponseTime; h != nil && h.Count > 0 {
+				kr.P50, kr.P90, kr.P99, kr.P999, kr.Max = formatNs(float64(h.P50)), formatNs(float64(h.P90)), formatNs(float64(h.P99)), formatNs(float64(h.P999)), formatNs(float64(h.Max))
+			}
+			if h := k.ServiceTime; h != nil && h.Count > 0 {
+				kr.ServiceP99 = formatNs(float64(h.P99))
+			}
+			if h := k.SendLag; h != nil && h.Count > 0 {
+				kr.SendLagP99 = formatNs(float64(h.P99))
+			}
+			for _, m := range []Metric{ResponseTime, ServiceTime, SendLag} {
+				if h := k.Histogram(m); h != nil && h.MergeDropped > 0 {
+					vv.Warnings = append(vv.Warnings, fmt.Sprintf("%s / %s: %s lost %s values out of the histogram's range while merging; its percentiles under-report.", pp.Name, k.Kind, m, fmtInt(h.MergeDropped)))
+				}
+			}
+			vv.KindRows = append(vv.KindRows, kr)
+		}
+	}
+	return vv, nil
+}
+
+func hasSeries(ls []seriesLine) bool {
+	for _, l := range ls {
+		if len(l.Series) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,371 @@
+package reports
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// Errors that reading a results file can return, wrapped with details;
+// test them with errors.Is.
+var (
+	// ErrVersion: the file's schema_version is missing or is not
+	// SchemaVersion (written by an older or newer sluice).
+	ErrVersion = errors.New("unsupported results schema version")
+	// ErrTruncated: the file ends before its JSON does (an interrupted
+	// copy or write), or is empty.
+	ErrTruncated = errors.New("results file is truncated")
+	// ErrInvalid: the file is not valid JSON, has unknown fields or
+	// trailing data, or its content breaks the model's rules.
+	ErrInvalid = errors.New("invalid results")
+)
+
+// Marshal validates r and encodes it as indented JSON ending in a newline.
+func Marshal(r *Results) ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("reports: encode results: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Unmarshal decodes and validates a results file's content. It rejects
+// truncated input (ErrTruncated), a missing, older or newer schema version
+// (ErrVersion, checked before anything else so a newer file is reported as
+// such), and malformed JSON, unknown fields, trailing data and content that
+// fails Validate (ErrInvalid).
+func Unmarshal(data []byte) (*Results, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("reports: file is empty: %w", ErrTruncated)
+	}
+	if !json.Valid(data) {
+		return nil, syntaxError(data)
+	}
+	var probe struct {
+		SchemaVersion *json.RawMessage `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("reports: not a results object: %v: %w", err, ErrInvalid)
+	}
+	if probe.SchemaVersion == nil {
+		return nil, fmt.Errorf("reports: no schema_version field (not a sluice results file?): %w", ErrVersion)
+	}
+	var ver int
+	if err := json.Unmarshal(*probe.SchemaVersion, &ver); err != nil {
+		return nil, fmt.Errorf("reports: schema_version is %s, not an integer: %w", *probe.SchemaVersion, ErrVersion)
+	}
+	switch {
+	case ver > SchemaVersion:
+		return nil, fmt.Errorf("reports: schema version %d is newer than this build reads (%d): written by a newer sluice; upgrade to read it: %w", ver, SchemaVersion, ErrVersion)
+	case ver < SchemaVersion:
+		return nil, fmt.Errorf("reports: schema version %d is older than this build reads (%d): re-run the scenario, or use the sluice that wrote it: %w", ver, SchemaVersion, ErrVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	r := new(Results)
+	if err := dec.Decode(r); err != nil {
+		return nil, fmt.Errorf("reports: %v: %w", err, ErrInvalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	// MarshalIndent re-indents the policies; keep them compact in memory
+	// as AddVariant does, so a round trip gives equal values.
+	for _, v := range r.Variants {
+		if len(v.Policy) > 0 {
+			v.Policy = compactJSON(v.Policy)
+		}
+	}
+	return r, nil
+}
+
+// syntaxError classifies invalid JSON as truncated (the input ends inside
+// the value) or otherwise malformed.
+func syntaxError(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v any
+	err := dec.Decode(&v)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("reports: file ends inside the JSON after %d bytes (interrupted write or copy?): %w", len(data), ErrTruncated)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("reports: JSON syntax error at byte %d: %v: %w", se.Offset, se, ErrInvalid)
+	}
+	if err == nil {
+		return fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
+	}
+	return fmt.Errorf("reports: %v: %w", err, ErrInvalid)
+}
+
+// Read reads and validates a results file's content from rd (see
+// Unmarshal).
+func Read(rd io.Reader) (*Results, error) {
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("reports: read results: %w", err)
+	}
+	return Unmarshal(data)
+}
+
+// ReadFile reads and validates the results file at path (see Unmarshal).
+// Errors name the file.
+func ReadFile(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	r, err := Unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// WriteFile validates r and writes it to path atomically: a reader sees
+// either the previous file or the complete new one, never a partial one.
+func WriteFile(path string, r *Results) error {
+	b, err := Marshal(r)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// writeFileAtomic writes a file through fill into a temporary file in path's
+// directory, syncs it, and renames it over path; on any error the temporary
+// file is removed and path is untouched.
+func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err = fill(bw); err != nil {
+		return fmt.Errorf("reports: write %s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("reports: write %s: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("reports: sync %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("reports: close %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	// Make the rename itself durable. Not every platform can sync a
+	// directory; the file is complete either way.
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+var reasonName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// Validate checks the rules a results file must follow: the schema version,
+// a scenario name, a known driver, non-negative durations with the warmup
+// inside the run, a well-formed SHA-256, unique non-empty names of variants,
+// populations and kinds, known roles, non-negative counts, reason names that
+// are identifiers, policies that are JSON objects, histograms that decode
+// with the count they claim, and time series in time order. Errors wrap
+// ErrInvalid (or ErrVersion) and name the offending field.
+func (r *Results) Validate() error {
+	if r == nil {
+		return fmt.Errorf("reports: nil results: %w", ErrInvalid)
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("reports: schema_version is %d, want %d: %w", r.SchemaVersion, SchemaVersion, ErrVersion)
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("reports: "+format+": %w", append(a, ErrInvalid)...)
+	}
+	run := r.Run
+	if run.Scenario == "" {
+		return bad("run.scenario is empty")
+	}
+	if run.Driver != DriverSim && run.Driver != DriverLoopback {
+		return bad("run.driver is %q, want %q or %q", run.Driver, DriverSim, DriverLoopback)
+	}
+	if run.ScenarioSHA256 != "" {
+		if b, err := hex.DecodeString(run.ScenarioSHA256); err != nil || len(b) != 32 {
+			return bad("run.scenario_sha256 %q is not 64 hex digits", run.ScenarioSHA256)
+		}
+	}
+	if run.Duration < 0 || run.Warmup < 0 || run.Interval < 0 {
+		return bad("run durations must not be negative (duration %v, warmup %v, interval %v)", run.Duration, run.Warmup, run.Interval)
+	}
+	if run.Warmup > run.Duration {
+		return bad("run.warmup_ns %v is longer than run.duration_ns %v", run.Warmup, run.Duration)
+	}
+	if !run.Started.IsZero() && !run.Finished.IsZero() && run.Finished.Before(run.Started) {
+		return bad("run.finished %v is before run.started %v", run.Finished, run.Started)
+	}
+	seenV := map[string]bool{}
+	for i, v := range r.Variants {
+		if v == nil {
+			return bad("variants[%d] is null", i)
+		}
+		if v.Name == "" {
+			return bad("variants[%d].name is empty", i)
+		}
+		if seenV[v.Name] {
+			return bad("variant name %q appears twice", v.Name)
+		}
+		seenV[v.Name] = true
+		if len(v.Policy) > 0 {
+			if err := checkObject(v.Policy); err != nil {
+				return bad("variant %q: policy: %v", v.Name, err)
+			}
+		}
+		if c := v.ServerCPU; c != nil && (c.Frames < 0 || c.CPU < 0 || c.NsPerFrame < 0) {
+			return bad("variant %q: server_cpu has a negative field", v.Name)
+		}
+		for j, t := range v.Thresholds {
+			if t.Expr == "" {
+				return bad("variant %q: thresholds[%d].expr is empty", v.Name, j)
+			}
+		}
+		seenP := map[string]bool{}
+		for j, p := range v.Populations {
+			if p == nil {
+				return bad("variant %q: populations[%d] is null", v.Name, j)
+			}
+			where := fmt.Sprintf("variant %q population %q", v.Name, p.Name)
+			if p.Name == "" {
+				return bad("variant %q: populations[%d].name is empty", v.Name, j)
+			}
+			if seenP[p.Name] {
+				return bad("variant %q: population name %q appears twice", v.Name, p.Name)
+			}
+			seenP[p.Name] = true
+			if p.Role != Honest && p.Role != Hostile {
+				return bad("%s: role is %q, want %q or %q", where, p.Role, Honest, Hostile)
+			}
+			if p.Clients < 0 {
+				return bad("%s: clients is negative", where)
+			}
+			if err := validateSummary(&p.Summary); err != nil {
+				return bad("%s: summary: %v", where, err)
+			}
+			seenK := map[string]bool{}
+			for l, k := range p.Kinds {
+				if k == nil {
+					return bad("%s: kinds[%d] is null", where, l)
+				}
+				if k.Kind == "" {
+					return bad("%s: kinds[%d].kind is empty", where, l)
+				}
+				if seenK[k.Kind] {
+					return bad("%s: kind %q appears twice", where, k.Kind)
+				}
+				seenK[k.Kind] = true
+				kw := fmt.Sprintf("%s kind %q", where, k.Kind)
+				if k.Sent < 0 || k.Accepted < 0 || k.SentBytes < 0 || k.AcceptedBytes < 0 {
+					return bad("%s: negative count", kw)
+				}
+				if err := validateDrops(k.Drops); err != nil {
+					return bad("%s: drops: %v", kw, err)
+				}
+				for _, m := range []Metric{ResponseTime, ServiceTime, SendLag} {
+					if err := validateHistogram(k.Histogram(m)); err != nil {
+						return bad("%s: %s: %v", kw, m, err)
+					}
+				}
+			}
+			var end int64 = -1 << 63
+			for l, iv := range p.Series {
+				if iv.Length <= 0 || iv.Start < 0 {
+					return bad("%s: series[%d] has start %v and length %v", where, l, iv.Start, iv.Length)
+				}
+				if int64(iv.Start) < end {
+					return bad("%s: series[%d] starts before the previous interval ends", where, l)
+				}
+				end = int64(iv.Start + iv.Length)
+				if iv.Sent < 0 || iv.Accepted < 0 || iv.Responses < 0 || iv.P50 < 0 || iv.P99 < 0 {
+					return bad("%s: series[%d]: negative count", where, l)
+				}
+				if err := validateDrops(iv.Drops); err != nil {
+					return bad("%s: series[%d].drops: %v", where, l, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func validateDrops(m map[string]int64) error {
+	for r, n := range m {
+		if !reasonName.MatchString(r) {
+			return fmt.Errorf("reason %q is not a reason name", r)
+		}
+		if n < 0 {
+			return fmt.Errorf("%s count is negative", r)
+		}
+	}
+	return nil
+}
+
+func validateSummary(s *Summary) error {
+	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
+		return errors.New("negative count")
+	}
+	if s.DropRate < 0 || s.DropRate > 1 {
+		return fmt.Errorf("drop_rate %v is outside [0, 1]", s.DropRate)
+	}
+	if c := s.CutOff; c != nil && (c.Clients < 0 || c.Of < c.Clients || c.P50 < 0 || c.Max < c.P50) {
+		return fmt.Errorf("cut_off is inconsistent (%d of %d clients, p50 %v, max %v)", c.Clients, c.Of, c.P50, c.Max)
+	}
+	return nil
+}
+
+func validateHistogram(h *Histogram) error {
+	if h == nil {
+		return nil
+	}
+	d, err := h.Decode()
+	if err != nil {
+		return err
+	}
+	if d.TotalCount() != h.Count {
+		return fmt.Errorf("count is %d but the hdr encoding holds %d values", h.Count, d.TotalCount())
+	}
+	if h.MergeDropped < 0 {
+		return errors.New("merge_dropped is negative")
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+package reports
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the version of the results file format this package writes
+// and the only one it reads. It changes whenever a field changes meaning or a
+// reader of the previous version could not read the new files.
+const SchemaVersion = 1
+
+// Drivers of a run.
+const (
+	DriverSim      = "sim"      // virtual time, straight into the limiter
+	DriverLoopback = "loopback" // real sockets to the reference server on 127.0.0.1
+)
+
+// Results is everything one harness run measured. It is the root of a results
+// file.
+//
+// The zero value is not a valid result; New returns one with the schema
+// version set. A Results is plain data and not safe for concurrent use: the
+// harness merges its per-worker state first and fills the Results from one
+// goroutine.
+type Results struct {
+	// SchemaVersion is always SchemaVersion in files this package writes.
+	SchemaVersion int `json:"schema_version"`
+	// Run describes what was run and whether it finished.
+	Run Run `json:"run"`
+	// Environment describes the machine and build that ran it.
+	Environment Environment `json:"environment"`
+	// Variants holds one entry per policy variant, in the order they were
+	// run. The first is the baseline that comparisons are made against.
+	Variants []*Variant `json:"variants"`
+}
+
+// Run is the metadata of one harness run: the scenario, its seed and driver,
+// and the run's time bounds. The zero value is an empty record; the harness
+// fills every field it knows.
+type Run struct {
+	// Scenario is the scenario's name (required).
+	Scenario string `json:"scenario"`
+	// Description is the scenario's one-paragraph description.
+	Description string `json:"description,omitempty"`
+	// ScenarioSHA256 is the lowercase hex SHA-256 of the scenario file as
+	// read, so a report can be tied to the exact file.
+	ScenarioSHA256 string `json:"scenario_sha256,omitempty"`
+	// Seed seeds every behaviour's generator; the same seed and driver
+	// "sim" give byte-for-byte identical results.
+	Seed uint64 `json:"seed"`
+	// Driver is DriverSim or DriverLoopback.
+	Driver string `json:"driver"`
+	// Duration is each variant's run length, warmup included.
+	Duration time.Duration `json:"duration_ns"`
+	// Warmup is the leading part of Duration excluded from counts,
+	// histograms and summaries (time series still cover it).
+	Warmup time.Duration `json:"warmup_ns"`
+	// Interval is the length of one time-series interval.
+	Interval time.Duration `json:"interval_ns,omitempty"`
+	// Started and Finished are wall-clock times of the whole run (all
+	// variants). For driver "sim" they are still wall-clock times.
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Complete is false when the run was interrupted (signal, error, time
+	// limit) and the results hold only what was measured until then.
+	Complete bool `json:"complete"`
+}
+
+// Measured returns the length of the measurement window, Duration - Warmup,
+// or zero when that is not positive.
+func (r Run) Measured() time.Duration {
+	if d := r.Duration - r.Warmup; d > 0 {
+		return d
+	}
+	return 0
+}
+
+// Environment records the machine and build a run used, so results from
+// different machines are not compared blindly. CaptureEnvironment fills it.
+// The zero value means "unknown".
+type Environment struct {
+	// CPU is the processor's brand string.
+	CPU string `json:"cpu"`
+	// CacheLineBytes is the CPU's cache line size (0 if undetectable).
+	CacheLineBytes int `json:"cache_line_bytes"`
+	// PhysicalCores and LogicalCores are as reported by cpuid (0 if
+	// undetectable).
+	PhysicalCores int `json:"physical_cores"`
+	LogicalCores  int `json:"logical_cores"`
+	// GoVersion is runtime.Version() of the harness binary.
+	GoVersion string `json:"go_version"`
+	// OS and Arch are runtime.GOOS and runtime.GOARCH.
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+	// GOMAXPROCS is the value in force during the run.
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// SluiceVersion is the harness's version string, passed in by the CLI.
+	SluiceVersion string `json:"sluice_version"`
+}
+
+// Variant is the outcome of running the scenario under one policy variant.
+// The zero value is an empty variant; AddVariant makes one with a name and
+// policy summary.
+type Variant struct {
+	// Name is the variant's name, unique within the results (required).
+	Name string `json:"name"`
+	// Policy is a short summary of the policy as a JSON object, opaque to
+	// this package (the harness chooses what matters). It may be absent.
+	Policy json.RawMessage `json:"policy,omitempty"`
+	// Populations holds one entry per client population, in scenario order.
+	Populations []*Population `json:"populations"`
+	// ServerCPU is the server's CPU cost per inbound frame, when measured.
+	ServerCPU *ServerCPU `json:"server_cpu,omitempty"`
+	// Thresholds are the scenario's thresholds evaluated on this variant.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Invalid lists the reasons this variant's measurements cannot be
+	// trusted (for example send lag too large: the load generator could not
+	// keep its schedule). Empty when valid.
+	Invalid []string `json:"invalid,omitempty"`
+}
+
+// Role says whether a population is honest (its drops are false positives)
+// or hostile (its admitted traffic is what leaked through).
+type Role string
+
+// The roles.
+const (
+	Honest  Role = "honest"  // honest and laggy players
+	Hostile Role = "hostile" // floods, replays, malformed traffic
+)
+
+// Population is one group of clients that share a behaviour, within one
+// variant. The zero value is an empty population; AddPopulation makes one.
+type Population struct {
+	// Name is the population's label from the scenario, unique within the
+	// variant (required).
+	Name string `json:"name"`
+	// Behaviour names the behaviour generator (for example "honest",
+	// "laggy", "flood").
+	Behaviour string `json:"behaviour"`
+	// Role is Honest or Hostile.
+	Role Role `json:"role"`
+	// Clients is the number of clients in the population.
+	Clients int `json:"clients"`
+	// Kinds holds per message kind counts and latencies, in first-seen
+	// order.
+	Kinds []*KindStats `json:"kinds"`
+	// Series is the population's time series, one entry per interval in
+	// time order, all kinds together.
+	Series []Interval `json:"series,omitempty"`
+	// Summary holds the population's summary measures.
+	Summary Summary `json:"summary"`
+}
+
+// KindStats are the counts and latencies of one message kind (for example
+// "move", "chat", "purchase") sent by one population during the measurement
+// window. The zero value is an empty record.
+type KindStats struct {
+	// Kind is the message kind's name, unique within the population.
+	Kind string `json:"kind"`
+	// Sent counts messages the schedule asked to send. Every one of them
+	// ends either accepted or in exactly one drop reason (client-seen
+	// reasons included), or was still in flight when the run ended.
+	Sent int64 `json:"sent"`
+	// Accepted counts messages the server accepted.
+	Accepted int64 `json:"accepted"`
+	// SentBytes and AcceptedBytes are the same counts in frame bytes.
+	SentBytes     int64 `json:"sent_bytes,omitempty"`
+	AcceptedBytes int64 `json:"accepted_bytes,omitempty"`
+	// Drops counts dropped messages by stable reason name (see
+	// KnownReasons). Reasons with no drops are omitted.
+	Drops map[string]int64 `json:"drops,omitempty"`
+	// ResponseTime is measured from the intended send time to the reply
+	// (coordinated-omission free); ServiceTime from the actual send to the
+	// reply; SendLag from the intended to the actual send. Each may be
+	// absent when nothing was measured.
+	ResponseTime *Histogram `json:"response_time,omitempty"`
+	ServiceTime  *Histogram `json:"service_time,omitempty"`
+	SendLag      *Histogram `json:"send_lag,omitempty"`
+}
+
+// Dropped returns the total of k's drops over all reasons.
+func (k *KindStats) Dropped() int64 {
+	var n int64
+	for _, c := range k.Drops {
+		n += c
+	}
+	return n
+}
+
+// Interval is one point of a population's time series: what happened in
+// [Start, Start+Length) measured from the start of the variant's run (warmup
+// included). The zero value is an empty interval at time zero.
+type Interval struct {
+	// Start is the interval's start, from the start of the run.
+	Start time.Duration `json:"start_ns"`
+	// Length is the interval's length.
+	Length time.Duration `json:"length_ns"`
+	// Sent and Accepted count messages of every kind in the interval.
+	Sent     int64 `json:"sent"`
+	Accepted int64 `json:"accepted"`
+	// Drops counts drops by stable reason name.
+	Drops map[string]int64 `json:"drops,omitempty"`
+	// Responses counts the response times recorded in the interval;
+	// P50 and P99 are their percentiles (0 when Responses is 0).
+	Responses int64 `json:"responses"`
+	P50       int64 `json:"p50_ns"`
+	P99       int64 `json:"p99_ns"`
+	// HDR is the interval's response-time histogram in the encoding of
+	// Histogram.HDR, for the .hlog export. It may be absent.
+	HDR string `json:"hdr,omitempty"`
+}
+
+// Summary holds a population's summary measures over the measurement window.
+// Finalize computes the fields marked "derived" from the kinds; the harness
+// sets the others. Fields that do not apply to the population's role are
+// zero and omitted.
+type Summary struct {
+	// Sent, Accepted and Dropped total every kind (derived).
+	Sent     int64 `json:"sent"`
+	Accepted int64 `json:"accepted"`
+	Dropped  int64 `json:"dropped"`
+	// DropRate is Dropped / Sent, 0 when nothing was sent (derived).
+	DropRate float64 `json:"drop_rate"`
+	// ResponseP50 and ResponseP99 are percentiles of the response time of
+	// every kind together (derived).
+	ResponseP50 int64 `json:"response_p50_ns"`
+	ResponseP99 int64 `json:"response_p99_ns"`
+	// FalseDisconnects counts honest clients the server disconnected, and
+	// FalseLockouts honest clients (or accounts) it locked out.
+	FalseDisconnects int64 `json:"false_disconnects,omitempty"`
+	FalseLockouts    int64 `json:"false_lockouts,omitempty"`
+	// AdmittedPerSec and AdmittedBytesPerSec are the accepted messages and
+	// bytes per second of the measurement window (derived; the report
+	// features them for hostile populations).
+	AdmittedPerSec      float64 `json:"admitted_per_s"`
+	AdmittedBytesPerSec float64 `json:"admitted_bytes_per_s"`
+	// CutOff says how quickly hostile clients were cut off (disconnected
+	// or locked out). Absent for honest populations.
+	CutOff *CutOff `json:"cut_off,omitempty"`
+}
+
+// CutOff summarises the time from each hostile client's first message to
+// the moment the server cut it off. CutOffTimes builds one. The zero value
+// means no client was cut off.
+type CutOff struct {
+	// Clients is how many clients were cut off; Of how many there were.
+	Clients int `json:"clients"`
+	Of      int `json:"of"`
+	// P50 and Max are over the clients that were cut off.
+	P50 time.Duration `json:"p50_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// ServerCPU is the server's CPU cost per inbound frame for one variant. The
+// zero value means nothing was measured.
+type ServerCPU struct {
+	// Frames is the number of inbound frames the server handled.
+	Frames int64 `json:"frames"`
+	// CPU is the server process's CPU time (user + system) over them.
+	CPU time.Duration `json:"cpu_ns"`
+	// NsPerFrame is CPU / Frames.
+	NsPerFrame float64 `json:"ns_per_frame"`
+}
+
+// Threshold is one of the scenario's pass/fail conditions evaluated on a
+// variant. The zero value is a failed, empty threshold.
+type Threshold struct {
+	// Expr is the condition as written in the scenario, for example
+	// "honest.drop_rate < 0.001".
+	Expr string `json:"expr"`
+	// Value is the measured value of the condition's left-hand side.
+	Value float64 `json:"value"`
+	// Unit is Value's unit for display ("", "ns", "1/s", ...).
+	Unit string `json:"unit,omitempty"`
+	// Pass says whether the condition held.
+	Pass bool `json:"pass"`
+}
+
+// knownReasons lists the stable drop-reason names in report order: the
+// limiter's reasons (core.Reason's names, None excluded), then the outcomes
+// only a client sees.
+var knownReasons = []string{
+	"ChannelLimit", "ByteLimit", "FrameLimit", "AccountLimit", "MatchLimit",
+	"AddressLimit", "InFlightLimit", "Oversize", "Malformed", "Duplicate",
+	"Replay", "NoSession", "Locked", "Lockout", "TableFull", "QueueFull",
+	"Closed",
+	// client-seen
+	"NotSent", "Timeout", "Disconnected", "Refused",
+}
+
+// KnownReasons returns the drop-reason names this package knows, in the
+// order reports list them: the server's reasons (the names of core.Reason)
+// followed by the client-seen NotSent, Timeout, Disconnected and Refused.
+// Results may carry other reason names (a newer limiter's); reports list
+// those after the known ones, by name.
+func KnownReasons() []string {
+	return append([]string(nil), knownReasons...)
+}
+
+func reasonRank(name string) int {
+	for i, n := range knownReasons {
+		if n == name {
+			return i
+		}
+	}
+	return len(knownReasons)
+}
