@@ -1,0 +1,161 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const minimal = `name: t
+seed: 7
+duration: 10s
+warmup: 1s
+driver: sim
+policy:
+  channels:
+    - name: move
+      class: input
+      rate: 30
+populations:
+  - name: honest
+    behaviour: honest
+    count: 3
+thresholds:
+  - honest.drop_rate < 0.1%
+  - honest.move.p99 < 50ms
+`
+
+func TestParseMinimal(t *testing.T) {
+	s, err := Parse([]byte(minimal), "t.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "t", s.Name)
+	assert.Equal(t, DriverSim, s.Driver)
+	assert.Equal(t, ArrivalAll, s.Population[0].Arrival.Kind)
+	assert.Equal(t, s.Duration, s.Population[0].Stop)
+	th := s.ThresholdList()
+	require.Len(t, th, 2)
+	assert.Equal(t, "honest", th[0].Population)
+	assert.Equal(t, "drop_rate", th[0].Metric)
+	assert.InDelta(t, 0.001, th[0].Value, 1e-12)
+	assert.Equal(t, "move", th[1].Kind)
+	assert.Equal(t, 50e6, th[1].Value)
+	pols, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, pols, 1)
+	assert.Equal(t, "base", pols[0].Name)
+	assert.Len(t, s.SHA256, 64)
+}
+
+func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
+	cases := []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"misspelt key", "    count: 3", "    cuont: 3", []string{"t.yaml:14:5:", "populations[0].cuont", "unknown field", `did you mean "count"?`}},
+		{"wrong type", "    count: 3", "    count: many", []string{"t.yaml:14:12:", "populations[0].count", `"many" is not a valid integer`}},
+		{"bad duration", "duration: 10s", "duration: 10", []string{"t.yaml:3:11:", "duration", "not a duration"}},
+		{"unknown driver", "driver: sim", "driver: udp", []string{"t.yaml:5:9:", "driver", `"udp" is not a driver`}},
+		{"top-level typo", "warmup: 1s", "warmpu: 1s", []string{"t.yaml:4:1:", "warmpu", `did you mean "warmup"?`}},
+		{"threshold metric", "honest.drop_rate < 0.1%", "honest.drop_rat < 0.1%", []string{"thresholds[0]", `unknown metric "drop_rat"`, `did you mean "drop_rate"?`}},
+		{"threshold population", "honest.drop_rate < 0.1%", "honset.drop_rate < 0.1%", []string{"thresholds[0]", `no population named "honset"`}},
+		{"warmup too long", "warmup: 1s", "warmup: 11s", []string{"t.yaml:4:9:", "warmup", "shorter than duration"}},
+		{"policy field", "      rate: 30", "      rtae: 30", []string{`policy variant "base"`, "rtae"}},
+		{"policy value", "      rate: 30", "      rate: -1", []string{`policy variant "base"`, "rate"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(minimal, c.from, c.to, 1)
+			require.NotEqual(t, minimal, doc, "the case must change the document")
+			s, err := Parse([]byte(doc), "t.yaml")
+			if err == nil {
+				_, err = s.Policies()
+			}
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestFieldErrorIsTyped(t *testing.T) {
+	_, err := Parse([]byte(strings.Replace(minimal, "seed: 7", "sead: 7", 1)), "x.yaml")
+	var fe *FieldError
+	require.True(t, errors.As(err, &fe))
+	assert.Equal(t, 2, fe.Line)
+	assert.Equal(t, 1, fe.Col)
+	assert.Equal(t, "seed", fe.Suggestion)
+}
+
+func TestVariantsMergeOverTheBase(t *testing.T) {
+	doc := minimal + `variants:
+  - name: strict
+    set:
+      channels:
+        - name: move
+          rate: 10
+      transport:
+        frames:
+          rate: 60
+  - name: loose
+    set:
+      channels:
+        - name: chat
+          class: request
+          rate: 2
+`
+	s, err := Parse([]byte(doc), "t.yaml")
+	require.NoError(t, err)
+	pols, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, pols, 2)
+	strict, loose := pols[0].Policy, pols[1].Policy
+	require.Len(t, strict.Channels, 1)
+	assert.Equal(t, 10.0, *strict.Channels[0].Rate)
+	assert.Equal(t, "input", strict.Channels[0].Class.String(), "fields not set keep the base value")
+	assert.Equal(t, 60.0, *strict.Transport.Frames.Rate)
+	require.Len(t, loose.Channels, 2, "a new name is appended")
+	assert.Equal(t, 30.0, *loose.Channels[0].Rate)
+	assert.Equal(t, "chat", loose.Channels[1].Name)
+	// The base node is untouched by merging.
+	base := s.variantNodes()
+	assert.Len(t, base, 2)
+	_, err = s.variantByName("nope")
+	assert.ErrorContains(t, err, `no policy variant "nope"`)
+}
+
+func TestThresholdParsing(t *testing.T) {
+	for _, c := range []struct {
+		in        string
+		pop, kind string
+		metric    string
+		value     float64
+		ok        bool
+	}{
+		{"hostile.admitted_per_s <= 300", "hostile", "", "admitted_per_s", 300, true},
+		{"honest.request.p99 < 50ms", "honest", "request", "p99", 50e6, true},
+		{"all.drops.ByteLimit == 0", "all", "", "drops.ByteLimit", 0, true},
+		{"honest.chat.drops.ChannelLimit < 5", "honest", "chat", "drops.ChannelLimit", 5, true},
+		{"honest.p99 < fast", "", "", "", 0, false},
+		{"honest.drop_rate 0.1", "", "", "", 0, false},
+		{"drop_rate < 1", "", "", "", 0, false},
+	} {
+		th, err := ParseThreshold(c.in)
+		if !c.ok {
+			assert.Error(t, err, c.in)
+			continue
+		}
+		require.NoError(t, err, c.in)
+		assert.Equal(t, c.pop, th.Population, c.in)
+		assert.Equal(t, c.kind, th.Kind, c.in)
+		assert.Equal(t, c.metric, th.Metric, c.in)
+		assert.Equal(t, c.value, th.Value, c.in)
+	}
+	th, _ := ParseThreshold("x.p99 <= 5ms")
+	assert.True(t, th.Holds(5e6))
+	assert.False(t, th.Holds(5e6+1))
+	assert.Equal(t, "5ms", th.Format(5e6))
+}

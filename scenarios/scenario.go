@@ -1,0 +1,296 @@
+// Package scenarios reads, validates and runs scenario files: YAML documents
+// that say who plays (populations of honest, laggy and hostile clients), for
+// how long, against which policy and which named variants of it, and what
+// counts as success (thresholds over the results).
+//
+// Parsing is strict: an unknown key, a wrong type or an impossible value is
+// a *FieldError with file:line:column and the field path, and a suggestion
+// when a key looks misspelt. A parsed Scenario is immutable and safe to share
+// between goroutines; running it is done by Run, which gives every variant
+// the same seed and therefore the same traffic.
+package scenarios
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Drivers a scenario may name.
+const (
+	DriverSim      = "sim"
+	DriverLoopback = "loopback"
+)
+
+// Arrival kinds.
+const (
+	ArrivalAll     = "all"
+	ArrivalRamp    = "ramp"
+	ArrivalPoisson = "poisson"
+)
+
+// Scenario is one parsed scenario file.
+type Scenario struct {
+	Name        string        `yaml:"name"`
+	Description string        `yaml:"description"`
+	Seed        uint64        `yaml:"seed"`
+	Duration    time.Duration `yaml:"duration"`
+	Warmup      time.Duration `yaml:"warmup"`
+	// Interval is the width of one point of the time series (default 1s).
+	Interval time.Duration `yaml:"interval"`
+	Driver   string        `yaml:"driver"`
+	// Policy is the base policy, inline; PolicyFile names one instead,
+	// relative to the scenario file.
+	Policy     yaml.Node    `yaml:"policy"`
+	PolicyFile string       `yaml:"policy_file"`
+	Variants   []Variant    `yaml:"variants"`
+	Population []Population `yaml:"populations"`
+	Thresholds []string     `yaml:"thresholds"`
+
+	// File is the path the scenario was read from, and SHA256 the hash of
+	// its bytes; both are filled by Load.
+	File   string `yaml:"-"`
+	SHA256 string `yaml:"-"`
+
+	thresholds []Threshold
+}
+
+// Variant is a named policy: the base policy with the fields in Set
+// replaced. Mappings merge key by key; a list of mappings whose items have a
+// name merges item by item; anything else replaces.
+type Variant struct {
+	Name        string    `yaml:"name"`
+	Description string    `yaml:"description"`
+	Set         yaml.Node `yaml:"set"`
+}
+
+// Population is a group of clients that behave alike.
+type Population struct {
+	Name      string `yaml:"name"`
+	Behaviour string `yaml:"behaviour"`
+	Count     int    `yaml:"count"`
+	// Hostile marks the population whose admitted traffic counts against
+	// the policy; by default populations whose behaviour is a hostile one.
+	Hostile *bool   `yaml:"hostile"`
+	Arrival Arrival `yaml:"arrival"`
+	// Start and Stop bound the population's activity within the run
+	// (default: the whole run).
+	Start time.Duration `yaml:"start"`
+	Stop  time.Duration `yaml:"stop"`
+	// Params are the behaviour's parameters; see the loadgen package doc.
+	Params yaml.Node `yaml:"params"`
+}
+
+// Arrival says when a population's clients connect.
+type Arrival struct {
+	// Kind is all (every client at Start), ramp (evenly over Over) or
+	// poisson (exponential gaps at Rate clients per second).
+	Kind string        `yaml:"kind"`
+	Over time.Duration `yaml:"over"`
+	Rate float64       `yaml:"rate"`
+}
+
+// Load reads and validates a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse validates a scenario from its bytes; file names it in errors and
+// anchors a relative policy_file.
+func Parse(data []byte, file string) (*Scenario, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, yamlSyntaxError(file, err)
+	}
+	if fe := checkNode(&root, reflect.TypeOf(Scenario{}), ""); fe != nil {
+		fe.File = file
+		return nil, fe
+	}
+	var s Scenario
+	if err := root.Decode(&s); err != nil {
+		return nil, yamlSyntaxError(file, err)
+	}
+	s.File = file
+	sum := sha256.Sum256(data)
+	s.SHA256 = hex.EncodeToString(sum[:])
+	if err := s.validate(&root); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func yamlSyntaxError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s: %s", file, te.Errors[0])
+	}
+	return fmt.Errorf("%s: %v", file, err)
+}
+
+// field returns the node of a top-level key, for positions in errors.
+func field(root *yaml.Node, path ...any) *yaml.Node {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			var next *yaml.Node
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == p {
+						next = n.Content[i+1]
+					}
+				}
+			}
+			if next == nil {
+				return n
+			}
+			n = next
+		case int:
+			if n.Kind != yaml.SequenceNode || p >= len(n.Content) {
+				return n
+			}
+			n = n.Content[p]
+		}
+	}
+	return n
+}
+
+func (s *Scenario) fail(root *yaml.Node, path string, at []any, msg string) error {
+	n := field(root, at...)
+	return &FieldError{File: s.File, Line: n.Line, Col: n.Column, Path: path, Msg: msg}
+}
+
+func (s *Scenario) validate(root *yaml.Node) error {
+	if s.Name == "" {
+		return s.fail(root, "name", nil, "is required")
+	}
+	if s.Duration <= 0 {
+		return s.fail(root, "duration", []any{"duration"}, "must be a positive duration such as 20s")
+	}
+	if s.Warmup < 0 || s.Warmup >= s.Duration {
+		return s.fail(root, "warmup", []any{"warmup"}, "must be at least 0 and shorter than duration")
+	}
+	if s.Interval == 0 {
+		s.Interval = time.Second
+	}
+	if s.Interval < 10*time.Millisecond || s.Interval > s.Duration {
+		return s.fail(root, "interval", []any{"interval"}, "must be between 10ms and the duration")
+	}
+	switch s.Driver {
+	case "":
+		s.Driver = DriverSim
+	case DriverSim, DriverLoopback:
+	default:
+		return s.fail(root, "driver", []any{"driver"}, fmt.Sprintf("%q is not a driver (sim or loopback)", s.Driver))
+	}
+	if s.Policy.Kind == 0 && s.PolicyFile == "" {
+		return s.fail(root, "policy", nil, "is required: inline, or policy_file")
+	}
+	if s.Policy.Kind != 0 && s.PolicyFile != "" {
+		return s.fail(root, "policy_file", []any{"policy_file"}, "give either policy or policy_file, not both")
+	}
+	if s.PolicyFile != "" {
+		if !filepath.IsAbs(s.PolicyFile) {
+			s.PolicyFile = filepath.Join(filepath.Dir(s.File), s.PolicyFile)
+		}
+		data, err := os.ReadFile(s.PolicyFile)
+		if err != nil {
+			return s.fail(root, "policy_file", []any{"policy_file"}, err.Error())
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("%s: %v", s.PolicyFile, err)
+		}
+		if len(doc.Content) > 0 {
+			s.Policy = *doc.Content[0]
+		}
+	}
+	seen := map[string]bool{}
+	for i, v := range s.Variants {
+		p := fmt.Sprintf("variants[%d]", i)
+		if v.Name == "" {
+			return s.fail(root, p+".name", []any{"variants", i}, "is required")
+		}
+		if seen[v.Name] {
+			return s.fail(root, p+".name", []any{"variants", i, "name"}, fmt.Sprintf("%q is used twice", v.Name))
+		}
+		seen[v.Name] = true
+	}
+	if len(s.Population) == 0 {
+		return s.fail(root, "populations", nil, "at least one population is required")
+	}
+	seen = map[string]bool{}
+	for i := range s.Population {
+		p := &s.Population[i]
+		path := fmt.Sprintf("populations[%d]", i)
+		at := func(k string) []any { return []any{"populations", i, k} }
+		switch {
+		case p.Name == "":
+			return s.fail(root, path+".name", []any{"populations", i}, "is required")
+		case seen[p.Name]:
+			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q is used twice", p.Name))
+		case p.Count < 1 || p.Count > 100000:
+			return s.fail(root, path+".count", at("count"), "must be between 1 and 100000")
+		case p.Start < 0 || p.Start >= s.Duration:
+			return s.fail(root, path+".start", at("start"), "must be at least 0 and before the end of the run")
+		}
+		seen[p.Name] = true
+		if p.Stop == 0 {
+			p.Stop = s.Duration
+		}
+		if p.Stop <= p.Start || p.Stop > s.Duration {
+			return s.fail(root, path+".stop", at("stop"), "must be after start and no later than duration")
+		}
+		switch p.Arrival.Kind {
+		case "":
+			p.Arrival.Kind = ArrivalAll
+		case ArrivalAll:
+		case ArrivalRamp:
+			if p.Arrival.Over <= 0 {
+				return s.fail(root, path+".arrival.over", []any{"populations", i, "arrival"}, "a ramp needs a positive duration")
+			}
+		case ArrivalPoisson:
+			if !(p.Arrival.Rate > 0) {
+				return s.fail(root, path+".arrival.rate", []any{"populations", i, "arrival"}, "poisson arrival needs a rate above 0 (clients per second)")
+			}
+		default:
+			return s.fail(root, path+".arrival.kind", []any{"populations", i, "arrival", "kind"},
+				fmt.Sprintf("%q is not an arrival kind (all, ramp or poisson)", p.Arrival.Kind))
+		}
+		if err := checkBehaviour(s, root, i); err != nil {
+			return err
+		}
+	}
+	s.thresholds = s.thresholds[:0]
+	for i, text := range s.Thresholds {
+		th, err := ParseThreshold(text)
+		if err != nil {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, err.Error())
+		}
+		if !seen[th.Population] && th.Population != "all" {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
+				fmt.Sprintf("no population named %q", th.Population))
+		}
+		s.thresholds = append(s.thresholds, th)
+	}
+	return nil
+}
+
+// ThresholdList returns the parsed thresholds in file order.
+func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }

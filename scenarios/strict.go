@@ -1,0 +1,235 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FieldError is a problem at one place of a YAML file: the file, the line
+// and column, the field path from the document root (for example
+// populations[1].arrival.kind), what is wrong, and a suggestion when a key
+// looks misspelt.
+type FieldError struct {
+	File       string
+	Line, Col  int
+	Path       string
+	Msg        string
+	Suggestion string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteByte(':')
+	}
+	fmt.Fprintf(&b, "%d:%d: ", e.Line, e.Col)
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Suggestion != "" {
+		fmt.Fprintf(&b, " (did you mean %q?)", e.Suggestion)
+	}
+	return b.String()
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// checkNode walks a YAML node against the Go type it will be decoded into
+// and reports the first unknown key, wrong type or malformed scalar, with
+// its position. yaml.v3's own KnownFields errors carry a line but no column,
+// no path and no suggestion; this walk carries all three.
+func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return checkNode(n.Content[0], t, path)
+	}
+	if n.Kind == yaml.AliasNode {
+		return checkNode(n.Alias, t, path)
+	}
+	if t == reflect.TypeOf(yaml.Node{}) || reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
+		// Custom decoders validate themselves when decoded.
+		if t != durationType {
+			return nil
+		}
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			return errAt(n, path, "want a duration such as 250ms or 20s")
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			return errAt(n, path, fmt.Sprintf("%q is not a duration (use a unit: 250ms, 20s, 1m)", n.Value))
+		}
+		return nil
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return errAt(n, path, "want a mapping of fields")
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := fields[k.Value]
+			if !ok {
+				e := errAt(k, join(path, k.Value), "unknown field")
+				e.Suggestion = suggest(k.Value, keys(fields))
+				return e
+			}
+			if e := checkNode(v, f.Type, join(path, k.Value)); e != nil {
+				return e
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return errAt(n, path, "want a mapping")
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if e := checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); e != nil {
+				return e
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return errAt(n, path, "want a list")
+		}
+		for i, c := range n.Content {
+			if e := checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
+				return e
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Interface:
+		return nil
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return errAt(n, path, fmt.Sprintf("want a single %s value", kindWord(t)))
+		}
+		v := reflect.New(t)
+		if err := n.Decode(v.Interface()); err != nil {
+			return errAt(n, path, fmt.Sprintf("%q is not a valid %s", n.Value, kindWord(t)))
+		}
+		return nil
+	}
+}
+
+func kindWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.String:
+		return "string"
+	}
+	return t.String()
+}
+
+func errAt(n *yaml.Node, path, msg string) *FieldError {
+	return &FieldError{Line: n.Line, Col: n.Column, Path: path, Msg: msg}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// yamlFields maps each YAML key of struct t to its field, following inline
+// embedded structs.
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			for k, v := range yamlFields(ft) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func keys(m map[string]reflect.StructField) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// suggest returns the known key closest to key when it is close enough to
+// be a misspelling (edit distance at most a third of its length, and 2 at
+// least), or "".
+func suggest(key string, known []string) string {
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := max(2, len(key)/3)
+	if bestD <= limit {
+		return best
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			// A swap of two neighbours counts as one edit.
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev[j-1]) // approximate transposition
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,144 @@
+package scenarios
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Threshold is one success criterion, written as
+//
+//	<population>[.<kind>].<metric> <op> <value>
+//
+// for example `honest.drop_rate < 0.001`, `hostile.admitted_per_s <= 300`
+// or `honest.request.p99 < 50ms`. The population "all" means every client.
+// Values are numbers, percentages (0.1%) or durations (50ms). See Metrics
+// for the metric names.
+type Threshold struct {
+	Text       string
+	Population string
+	Kind       string // "" for all kinds
+	Metric     string
+	Op         string
+	Value      float64 // durations in nanoseconds, percentages as fractions
+	IsDuration bool
+}
+
+// Metrics lists the metric names a threshold may use, with their meaning.
+var Metrics = map[string]string{
+	"sent":                 "messages the clients meant to send",
+	"accepted":             "messages the server accepted",
+	"dropped":              "messages not accepted, for any reason",
+	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001)",
+	"admitted_per_s":       "accepted messages per second of measured time",
+	"admitted_bytes_per_s": "accepted bytes per second of measured time",
+	"p50":                  "median response time, from the intended send time",
+	"p90":                  "90th percentile response time",
+	"p99":                  "99th percentile response time",
+	"p999":                 "99.9th percentile response time",
+	"max":                  "largest response time",
+	"false_disconnects":    "clients the server disconnected (a defect for honest populations)",
+	"lockouts":             "clients locked out",
+	"cutoff_p50":           "median time from a client's first message until it was cut off",
+	"cutoff_max":           "longest time until a client was cut off",
+	"send_lag_p99":         "99th percentile of how late sends left versus their schedule",
+}
+
+var durationMetrics = map[string]bool{"p50": true, "p90": true, "p99": true, "p999": true, "max": true,
+	"cutoff_p50": true, "cutoff_max": true, "send_lag_p99": true}
+
+// ParseThreshold parses one threshold expression.
+func ParseThreshold(text string) (Threshold, error) {
+	t := Threshold{Text: strings.TrimSpace(text)}
+	var lhs, rhs string
+	for _, op := range []string{"<=", ">=", "==", "<", ">"} {
+		if i := strings.Index(t.Text, op); i > 0 {
+			lhs, rhs, t.Op = strings.TrimSpace(t.Text[:i]), strings.TrimSpace(t.Text[i+len(op):]), op
+			break
+		}
+	}
+	if t.Op == "" {
+		return t, fmt.Errorf("%q has no comparison (<, <=, >, >=, ==)", text)
+	}
+	parts := strings.Split(lhs, ".")
+	metricIdx := len(parts) - 1
+	// drops.<Reason> is a metric of two segments.
+	if len(parts) >= 3 && parts[len(parts)-2] == "drops" {
+		metricIdx = len(parts) - 2
+	}
+	switch metricIdx {
+	case 1:
+		t.Population = parts[0]
+	case 2:
+		t.Population, t.Kind = parts[0], parts[1]
+	default:
+		return t, fmt.Errorf("%q: want population[.kind].metric", lhs)
+	}
+	t.Metric = strings.Join(parts[metricIdx:], ".")
+	if _, ok := Metrics[t.Metric]; !ok && !strings.HasPrefix(t.Metric, "drops.") {
+		names := make([]string, 0, len(Metrics))
+		for k := range Metrics {
+			names = append(names, k)
+		}
+		msg := fmt.Sprintf("unknown metric %q", t.Metric)
+		if s := suggest(t.Metric, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return t, fmt.Errorf("%s", msg)
+	}
+	t.IsDuration = durationMetrics[t.Metric]
+	v, err := parseValue(rhs, t.IsDuration)
+	if err != nil {
+		return t, fmt.Errorf("%s: %v", t.Metric, err)
+	}
+	t.Value = v
+	return t, nil
+}
+
+func parseValue(s string, duration bool) (float64, error) {
+	if duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (use a unit: 50ms)", s)
+		}
+		return float64(d), nil
+	}
+	if strings.HasSuffix(s, "%") {
+		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a percentage", s)
+		}
+		return f / 100, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return f, nil
+}
+
+// Holds reports whether value satisfies the threshold.
+func (t Threshold) Holds(value float64) bool {
+	switch t.Op {
+	case "<":
+		return value < t.Value
+	case "<=":
+		return value <= t.Value
+	case ">":
+		return value > t.Value
+	case ">=":
+		return value >= t.Value
+	case "==":
+		return value == t.Value
+	}
+	return false
+}
+
+// Format renders a measured value in the threshold's unit.
+func (t Threshold) Format(value float64) string {
+	if t.IsDuration {
+		return time.Duration(value).String()
+	}
+	return strconv.FormatFloat(value, 'g', 6, 64)
+}

@@ -1,0 +1,154 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"github.com/sluicedev/sluice/core"
+
+	"gopkg.in/yaml.v3"
+)
+
+// mergeNode returns base with over laid on top: mappings merge key by key,
+// lists whose items are all mappings with a name merge item by item (an item
+// with a new name is appended), and anything else replaces. Neither input
+// is modified.
+func mergeNode(base, over *yaml.Node) *yaml.Node {
+	if over == nil || over.Kind == 0 {
+		return cloneNode(base)
+	}
+	if base == nil || base.Kind == 0 || base.Kind != over.Kind {
+		return cloneNode(over)
+	}
+	switch base.Kind {
+	case yaml.MappingNode:
+		out := cloneNode(base)
+		for i := 0; i+1 < len(over.Content); i += 2 {
+			k, v := over.Content[i], over.Content[i+1]
+			found := false
+			for j := 0; j+1 < len(out.Content); j += 2 {
+				if out.Content[j].Value == k.Value {
+					out.Content[j+1] = mergeNode(out.Content[j+1], v)
+					found = true
+					break
+				}
+			}
+			if !found {
+				out.Content = append(out.Content, cloneNode(k), cloneNode(v))
+			}
+		}
+		return out
+	case yaml.SequenceNode:
+		if !namedItems(base) || !namedItems(over) {
+			return cloneNode(over)
+		}
+		out := cloneNode(base)
+		for _, item := range over.Content {
+			name := itemName(item)
+			found := false
+			for j, cur := range out.Content {
+				if itemName(cur) == name {
+					out.Content[j] = mergeNode(cur, item)
+					found = true
+					break
+				}
+			}
+			if !found {
+				out.Content = append(out.Content, cloneNode(item))
+			}
+		}
+		return out
+	}
+	return cloneNode(over)
+}
+
+func namedItems(n *yaml.Node) bool {
+	for _, c := range n.Content {
+		if itemName(c) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func itemName(n *yaml.Node) string {
+	if n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "name" {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+func cloneNode(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, ch := range n.Content {
+		c.Content[i] = cloneNode(ch)
+	}
+	return &c
+}
+
+// VariantNode is a named policy variant as a YAML node: the base policy with
+// the variant's Set merged over it.
+type VariantNode struct {
+	Name        string
+	Description string
+	Node        *yaml.Node
+}
+
+// variantNodes returns the variants to run: "base" alone when the scenario
+// names none, else each named variant.
+func (s *Scenario) variantNodes() []VariantNode {
+	if len(s.Variants) == 0 {
+		return []VariantNode{{Name: "base", Node: cloneNode(&s.Policy)}}
+	}
+	out := make([]VariantNode, 0, len(s.Variants))
+	for _, v := range s.Variants {
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, Node: mergeNode(&s.Policy, &v.Set)})
+	}
+	return out
+}
+
+// variantByName finds one variant, for --policy NAME.
+func (s *Scenario) variantByName(name string) (VariantNode, error) {
+	names := []string{}
+	for _, v := range s.variantNodes() {
+		if v.Name == name {
+			return v, nil
+		}
+		names = append(names, v.Name)
+	}
+	return VariantNode{}, fmt.Errorf("scenarios: no policy variant %q (have %v)", name, names)
+}
+
+// NamedPolicy is one policy variant, decoded and validated.
+type NamedPolicy struct {
+	Name        string
+	Description string
+	Policy      core.Policy
+}
+
+// Policies decodes and validates every variant (or the base policy alone
+// when there are none). Errors name the scenario file, the variant and the
+// field path with its line.
+func (s *Scenario) Policies() ([]NamedPolicy, error) {
+	var out []NamedPolicy
+	for _, v := range s.variantNodes() {
+		p, err := core.DecodePolicyNode(v.Node)
+		if err != nil {
+			file := s.File
+			if s.PolicyFile != "" {
+				file = s.PolicyFile + " (with " + s.File + ")"
+			}
+			return nil, fmt.Errorf("%s: policy variant %q: %w", file, v.Name, err)
+		}
+		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, Policy: p})
+	}
+	return out, nil
+}
