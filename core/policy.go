@@ -288,41 +288,41 @@ type Escalation struct {
 	TableFull string `yaml:"tableFull,omitempty" json:"tableFull,omitempty"`
 }
 
-// Defaults.
+// Defaults (documented on the fields).
 const (
-	DefaultRate            = 30.0
-	DefaultByteRate        = 480_000.0 // 8,000 bytes per 1/60 s
-	DefaultByteBurst       = 8_000.0
-	DefaultMinCharge       = 800
-	DefaultFrameRate       = 240.0
-	DefaultFrameBurst      = 128.0
-	DefaultMaxFrame        = 4_096
-	DefaultAccountRate     = 120.0
-	DefaultAccountBurst    = 240.0
-	DefaultAddressRate     = 60.0
-	DefaultAddressBurst    = 120.0
-	DefaultMatchRate       = 2_000.0
-	DefaultMatchBurst      = 4_000.0
-	DefaultQueueCommands   = 32
-	DefaultPendingBytes    = 65_536
-	DefaultReplayWindow    = 64
-	DefaultStrikeWindow    = 30 * time.Second
-	DefaultLockout         = 60 * time.Second
-	DefaultShedFactor      = 2
-	DefaultSessions        = 4_096
-	DefaultAccounts        = 100_000
-	DefaultAddresses       = 100_000
-	DefaultMatches         = 10_000
-	DefaultEscalationWin   = 8 * time.Second
-	DefaultEscalationLock  = 30 * time.Second
-	maxSessions            = 1 << 24
-	maxReplayWindow        = 1 << 16
-	maxQueueCommands       = 1 << 12
-	defaultLadderWarn      = 4.0
-	defaultLadderShed      = 8.0
-	defaultLadderDrop      = 12.0
-	defaultLadderDisconect = 16.0
-	defaultLadderLockout   = 32.0
+	dfltRate             = 30.0
+	dfltByteRate         = 480_000.0 // 8,000 bytes per 1/60 s
+	dfltByteBurst        = 8_000.0
+	dfltMinCharge        = 800
+	dfltFrameRate        = 240.0
+	dfltFrameBurst       = 128.0
+	dfltMaxFrame         = 4_096
+	dfltAccountRate      = 120.0
+	dfltAccountBurst     = 240.0
+	dfltAddressRate      = 60.0
+	dfltAddressBurst     = 120.0
+	dfltMatchRate        = 2_000.0
+	dfltMatchBurst       = 4_000.0
+	dfltQueueCommands    = 32
+	dfltPendingBytes     = 65_536
+	dfltReplayWindow     = 64
+	dfltStrikeWindow     = 30 * time.Second
+	dfltLockout          = 60 * time.Second
+	dfltShedFactor       = 2
+	dfltSessions         = 4_096
+	dfltAccounts         = 100_000
+	dfltAddresses        = 100_000
+	dfltMatches          = 10_000
+	dfltEscalationWin    = 8 * time.Second
+	dfltEscalationLock   = 30 * time.Second
+	maxSessions          = 1 << 24
+	maxReplayWindow      = 1 << 16
+	maxQueueCommands     = 1 << 12
+	dfltLadderWarn       = 4.0
+	dfltLadderShed       = 8.0
+	dfltLadderDrop       = 12.0
+	dfltLadderDisconnect = 16.0
+	dfltLadderLockout    = 32.0
 )
 
 // DefaultStrikeWeights returns the weight of each reason when the policy
@@ -441,7 +441,7 @@ func (p *Policy) Normalize() {
 		c := &p.Channels[i]
 		if c.Rate == nil {
 			c.RateDefaulted = true
-			r := DefaultRate
+			r := dfltRate
 			c.Rate = &r
 		}
 		if c.Burst == nil {
@@ -462,44 +462,44 @@ func (p *Policy) Normalize() {
 		}
 	}
 	t := &p.Transport
-	t.Bytes.normalize(DefaultByteRate, DefaultByteBurst)
-	t.Frames.normalize(DefaultFrameRate, DefaultFrameBurst)
-	setU32(&t.MinCharge, DefaultMinCharge)
-	setU32(&t.MaxFrame, DefaultMaxFrame)
+	t.Bytes.normalize(dfltByteRate, dfltByteBurst)
+	t.Frames.normalize(dfltFrameRate, dfltFrameBurst)
+	setU32(&t.MinCharge, dfltMinCharge)
+	setU32(&t.MaxFrame, dfltMaxFrame)
 	for i := range p.Channels {
 		if p.Channels[i].MaxSize == nil {
 			m := *t.MaxFrame
 			p.Channels[i].MaxSize = &m
 		}
 	}
-	p.Account.normalize(DefaultAccountRate, DefaultAccountBurst)
-	p.Address.normalize(DefaultAddressRate, DefaultAddressBurst)
-	p.Match.normalize(DefaultMatchRate, DefaultMatchBurst)
+	p.Account.normalize(dfltAccountRate, dfltAccountBurst)
+	p.Address.normalize(dfltAddressRate, dfltAddressBurst)
+	p.Match.normalize(dfltMatchRate, dfltMatchBurst)
 	q := &p.Queue
-	setU32(&q.Commands, DefaultQueueCommands)
-	setU32(&q.PendingBytes, DefaultPendingBytes)
-	setU32(&q.ReplayWindow, DefaultReplayWindow)
+	setU32(&q.Commands, dfltQueueCommands)
+	setU32(&q.PendingBytes, dfltPendingBytes)
+	setU32(&q.ReplayWindow, dfltReplayWindow)
 	s := &p.Strikes
-	setDur(&s.Window, DefaultStrikeWindow)
-	setDur(&s.Lockout, DefaultLockout)
+	setDur(&s.Window, dfltStrikeWindow)
+	setDur(&s.Lockout, dfltLockout)
 	if s.ShedFactor == nil {
-		f := uint64(DefaultShedFactor)
+		f := uint64(dfltShedFactor)
 		s.ShedFactor = &f
 	}
-	setF(&s.Ladder.Warn, defaultLadderWarn)
-	setF(&s.Ladder.Shed, defaultLadderShed)
-	setF(&s.Ladder.Drop, defaultLadderDrop)
-	setF(&s.Ladder.Disconnect, defaultLadderDisconect)
-	setF(&s.Ladder.Lockout, defaultLadderLockout)
+	setF(&s.Ladder.Warn, dfltLadderWarn)
+	setF(&s.Ladder.Shed, dfltLadderShed)
+	setF(&s.Ladder.Drop, dfltLadderDrop)
+	setF(&s.Ladder.Disconnect, dfltLadderDisconnect)
+	setF(&s.Ladder.Lockout, dfltLadderLockout)
 	tb := &p.Tables
-	setU32(&tb.Sessions, DefaultSessions)
-	setU32(&tb.Accounts, DefaultAccounts)
-	setU32(&tb.Addresses, DefaultAddresses)
-	setU32(&tb.Matches, DefaultMatches)
+	setU32(&tb.Sessions, dfltSessions)
+	setU32(&tb.Accounts, dfltAccounts)
+	setU32(&tb.Addresses, dfltAddresses)
+	setU32(&tb.Matches, dfltMatches)
 	e := &p.Escalation
 	setU32(&e.Violations, 0)
-	setDur(&e.Window, DefaultEscalationWin)
-	setDur(&e.Lockout, DefaultEscalationLock)
+	setDur(&e.Window, dfltEscalationWin)
+	setDur(&e.Lockout, dfltEscalationLock)
 	if e.TableFull == "" {
 		e.TableFull = "deny"
 	}
@@ -674,6 +674,10 @@ func (v *validator) addErr(path, msg string, err error) {
 // (finite, rate > 0, burst ≥ 1, within the encoding's range), naming the
 // field at fault.
 func (v *validator) limit(path string, rate, burst float64) {
+	if burst == 0 { // NewLimit would read 0 as "default"; here it was written
+		v.addErr(path+".burst", "0 must be at least 1", atomicbucket.ErrBurst)
+		return
+	}
 	if _, err := atomicbucket.NewLimit(rate, burst, 0); err != nil {
 		var ce *atomicbucket.ConfigError
 		field, msg := "rate", err.Error()
