@@ -1,0 +1,169 @@
+package shardmap
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
+
+// Benchmarks of a take on an existing key at 1k and 1M random keys, serial
+// and parallel, beside the floor they are held to: a plain Go
+// map[uint64]uint64 lookup of the same random keys in the same order.
+// Every take passes (rate 1e6/s, now advancing 1µs per take).
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"1k", 1000}, {"1M", 1 << 20}}
+
+// fixture is a map filled to its bound and the keys in it.
+type fixture struct {
+	m    *Map
+	keys []uint64
+}
+
+var fixtures = map[int]*fixture{}
+
+// benchFixture returns a map with MaxKeys n whose every shard is full (random
+// keys are offered until every shard refuses more: the load factor of each
+// shard table is then at its maximum of 3/4), and the keys it holds.
+func benchFixture(b *testing.B, n int) *fixture {
+	b.Helper()
+	if f := fixtures[n]; f != nil {
+		return f
+	}
+	lim, err := atomicbucket.NewLimit(1e6, 1000, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New(lim, Config{MaxKeys: n}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	want := m.Shards() * m.PerShard()
+	keys := make([]uint64, 0, want)
+	for len(keys) < want {
+		k := r.Uint64()
+		if o := m.TakeAt(k, 0, 1); o.Status == Taken {
+			keys = append(keys, k)
+		}
+	}
+	if m.Len() != want {
+		b.Fatalf("Len = %d, want %d", m.Len(), want)
+	}
+	f := &fixture{m, keys}
+	fixtures[n] = f
+	return f
+}
+
+// xorshift is the index generator of every benchmark loop, so that the
+// floor and the map pay the same overhead for picking a key.
+func xorshift(x uint64) uint64 {
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	return x
+}
+
+// pick maps x to [0, n) by multiply-shift (no division).
+func pick(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
+
+func BenchmarkTakeExisting(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name+"/serial", func(b *testing.B) {
+			f := benchFixture(b, sz.n)
+			m, keys := f.m, f.keys
+			x := uint64(88172645463325252)
+			now := int64(1e9)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x = xorshift(x)
+				now += 1000
+				m.TakeAt(keys[pick(x, len(keys))], now, 1)
+			}
+		})
+		b.Run(sz.name+"/parallel", func(b *testing.B) {
+			f := benchFixture(b, sz.n)
+			m, keys := f.m, f.keys
+			var seed atomic.Uint64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				x := seed.Add(0x9e3779b97f4a7c15) | 1
+				now := int64(1e9)
+				for pb.Next() {
+					x = xorshift(x)
+					now += 1000
+					m.TakeAt(keys[pick(x, len(keys))], now, 1)
+				}
+			})
+		})
+	}
+}
+
+var sink uint64
+
+// BenchmarkFloorGoMap is the floor: a lookup in a plain map[uint64]uint64.
+func BenchmarkFloorGoMap(b *testing.B) {
+	for _, sz := range benchSizes {
+		f := benchFixture(b, sz.n)
+		keys := f.keys
+		gm := make(map[uint64]uint64, len(keys))
+		for i, k := range keys {
+			gm[k] = uint64(i)
+		}
+		b.Run(sz.name+"/serial", func(b *testing.B) {
+			x := uint64(88172645463325252)
+			var s uint64
+			for i := 0; i < b.N; i++ {
+				x = xorshift(x)
+				s += gm[keys[pick(x, len(keys))]]
+			}
+			sink = s
+		})
+		b.Run(sz.name+"/parallel", func(b *testing.B) {
+			var seed atomic.Uint64
+			b.RunParallel(func(pb *testing.PB) {
+				x := seed.Add(0x9e3779b97f4a7c15) | 1
+				var s uint64
+				for pb.Next() {
+					x = xorshift(x)
+					s += gm[keys[pick(x, len(keys))]]
+				}
+				atomic.AddUint64(&sink, s)
+			})
+		})
+	}
+}
+
+// BenchmarkMemory reports the heap bytes per tracked key of a map with a
+// bound of 1M keys offered 1.25M distinct keys (so that every shard fills).
+func BenchmarkMemory(b *testing.B) {
+	const n = 1 << 20
+	lim, _ := atomicbucket.NewLimit(1e6, 1000, 0)
+	r := rand.New(rand.NewPCG(3, 4))
+	keys := make([]uint64, n+n/4)
+	for i := range keys {
+		keys[i] = r.Uint64()
+	}
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		m, err := New(lim, Config{MaxKeys: n}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range keys {
+			m.TakeAt(k, 0, 1)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(m.Len()), "B/key")
+		b.ReportMetric(float64(m.Len())/float64(n), "filled")
+		runtime.KeepAlive(m)
+	}
+}

@@ -1,0 +1,765 @@
+package shardmap
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
+
+// Config sizes a Map. The zero value of an optional field means its default.
+type Config struct {
+	// MaxKeys is the most keys the map tracks (rounded up to a multiple of
+	// Shards). Required: at least 1.
+	MaxKeys int
+	// Shards is the number of shards, a power of two. 0 means
+	// DefaultShards(MaxKeys).
+	Shards int
+	// EvictBackoff is how long (on the caller's clock) a full shard in which
+	// nothing could be evicted refuses new keys without scanning again.
+	// 0 means DefaultEvictBackoff; a negative value means never back off.
+	EvictBackoff time.Duration
+}
+
+// DefaultEvictBackoff is the EvictBackoff used when none is given.
+const DefaultEvictBackoff = time.Millisecond
+
+// MaxShards is the largest shard count.
+const MaxShards = 1 << 16
+
+// MaxKeysLimit is the largest MaxKeys: 2^31 slots per shard is the most a
+// 32-bit home index addresses.
+const MaxKeysLimit = 1 << 40
+
+// DefaultShards is the shard count used when none is given: the power of
+// two at or above 4·GOMAXPROCS, at least 16, at most 1024, and small enough
+// that every shard tracks at least 64 keys (a smaller shard fills unevenly).
+func DefaultShards(maxKeys int) int {
+	n := 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1))
+	n = min(max(n, 16), 1024)
+	for n > 1 && maxKeys/n < 64 {
+		n >>= 1
+	}
+	return n
+}
+
+// ErrConfig is wrapped by every configuration error; test with errors.Is.
+var ErrConfig = errors.New("shardmap: invalid config")
+
+// ConfigError names the field of a Config that is unusable.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("shardmap: %s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrConfig.
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// Validate reports the first unusable field of c.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxKeys < 1:
+		return &ConfigError{"MaxKeys", c.MaxKeys, "must be at least 1"}
+	case c.MaxKeys > MaxKeysLimit:
+		return &ConfigError{"MaxKeys", c.MaxKeys, fmt.Sprintf("must be at most %d", MaxKeysLimit)}
+	case c.Shards < 0 || c.Shards > MaxShards || c.Shards&(c.Shards-1) != 0:
+		return &ConfigError{"Shards", c.Shards, fmt.Sprintf("must be 0 or a power of two up to %d", MaxShards)}
+	case c.Shards != 0 && (c.MaxKeys+c.Shards-1)/c.Shards > 1<<30:
+		return &ConfigError{"Shards", c.Shards, "too few for MaxKeys: a shard holds at most 2^30 keys"}
+	}
+	return nil
+}
+
+// Status says what a take on the map did.
+type Status uint8
+
+const (
+	// Taken: the key's bucket was consulted; Outcome.Result is its decision.
+	Taken Status = iota
+	// Held: the key's mark holds it; nothing was taken, and
+	// Outcome.Result.RetryAfter is the time left until the deadline.
+	Held
+	// Full: the key was not tracked, its shard is full and nothing could be
+	// evicted; nothing was taken.
+	Full
+)
+
+func (s Status) String() string {
+	switch s {
+	case Taken:
+		return "taken"
+	case Held:
+		return "held"
+	case Full:
+		return "full"
+	}
+	return "unknown"
+}
+
+// Outcome is the result of Map.TakeAt: a small value returned without
+// allocation.
+type Outcome struct {
+	// Result is the bucket's decision (Status Taken), or a denial whose
+	// RetryAfter is the hold's remaining time (Status Held). For Full it
+	// is the zero Result (Denied).
+	Result atomicbucket.Result
+	// Mark is the key's mark as read before the take.
+	Mark Mark
+	// Status says which of the above happened.
+	Status Status
+}
+
+// Counters are a Map's running totals. Tracked is exact when no insert or
+// removal is in flight; PeakTracked is the sum of every shard's own peak,
+// an upper bound on the map's peak that equals it while keys only grow.
+type Counters struct {
+	Tracked     int    // keys tracked now
+	PeakTracked int    // see above
+	Inserted    uint64 // keys inserted (including revived tombstones)
+	Evicted     uint64 // idle keys removed to make room for new ones
+	Swept       uint64 // idle keys removed by SweepAt
+	Deleted     uint64 // keys removed by Delete
+	Full        uint64 // inserts refused because nothing could be evicted
+	Compactions uint64 // shard tables rebuilt to clear tombstones
+}
+
+// slot is one entry of a shard table. Every field is read and written
+// atomically; see the package doc for the protocol.
+type slot struct {
+	key  atomic.Uint64
+	word atomic.Uint64
+	mark atomic.Uint64
+}
+
+// deadWord is the reserved word of a removed or moved slot.
+const deadWord = 0xdead_dead_dead_dead
+
+// table is one shard's open-addressing array. Its slots never move; a
+// compaction builds a new table and links it from next.
+type table struct {
+	slots []slot
+	m     uint64 // len(slots)
+	next  atomic.Pointer[table]
+}
+
+// home is the first slot of the probe sequence of hash h (its low 32 bits
+// reduced to [0, m) by multiply-shift).
+func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
+
+// lookup returns the slot of key and its mark (which may be markDead: a
+// tombstone of key, or a slot moved to next), or nil if key is not in t.
+// A slot whose key is being written (key set, mark still 0) reads as empty:
+// see the package doc for why that is never a miss of a placed key.
+func (t *table) lookup(key, h uint64) (*slot, Mark) {
+	i := t.home(h)
+	for {
+		s := &t.slots[i]
+		// The mark first: it is stored after the key when a slot is
+		// filled, so a non-empty mark guarantees the key read next is the
+		// slot's key (never the 0 of a slot being filled).
+		mk := Mark(s.mark.Load())
+		if mk == markEmpty {
+			return nil, 0
+		}
+		if s.key.Load() == key {
+			return s, mk
+		}
+		if i++; i == t.m {
+			i = 0
+		}
+	}
+}
+
+// empty returns the first empty slot of h's probe sequence. Only called
+// under the shard lock, on a table with at least one empty slot.
+func (t *table) empty(h uint64) *slot {
+	i := t.home(h)
+	for {
+		s := &t.slots[i]
+		if Mark(s.mark.Load()) == markEmpty {
+			return s
+		}
+		if i++; i == t.m {
+			i = 0
+		}
+	}
+}
+
+// shardHot is what every take reads: alone in its cache lines.
+type shardHot struct {
+	tab atomic.Pointer[table]
+}
+
+// shardCold is what inserts and removals write, under mu (the counters are
+// atomic so that reports read them without the lock).
+type shardCold struct {
+	mu           sync.Mutex
+	tombs        int    // tombstones in tab (under mu)
+	hand         uint64 // eviction hand (under mu)
+	noEvictUntil int64  // caller's time before which a full shard does not scan (under mu)
+	backoff      bool   // noEvictUntil is set (under mu)
+	live         atomic.Int64
+	peak         atomic.Int64
+	inserted     atomic.Uint64
+	evicted      atomic.Uint64
+	swept        atomic.Uint64
+	deleted      atomic.Uint64
+	full         atomic.Uint64
+	compactions  atomic.Uint64
+}
+
+// padBlock is the padding unit: two 64-byte lines, so that adjacent-line
+// prefetch does not pair two shards either, and a multiple of every cache
+// line size cpuid reports on current hardware (64 or 128).
+const padBlock = 128
+
+// shard is one lock domain of the Map, padded to whole blocks: the hot part
+// and the cold part each round up to a multiple of padBlock.
+type shard struct {
+	shardHot
+	_ [(padBlock - unsafe.Sizeof(shardHot{})%padBlock) % padBlock]byte
+	shardCold
+	_ [(padBlock - unsafe.Sizeof(shardCold{})%padBlock) % padBlock]byte
+}
+
+// Map is a bounded map from uint64 keys to token buckets that share one
+// *atomicbucket.Limit, with a Mark of escalation state per key. Make one with
+// New; the zero value is not usable. A Map is safe for concurrent use: a
+// take on a tracked key never locks or allocates; inserts and removals lock
+// one shard. See the package doc for layout, concurrency and eviction.
+type Map struct {
+	lim      *atomicbucket.Limit
+	shards   []shard
+	shift    uint   // 64 − log2(len(shards)); a shift of 64 yields shard 0
+	seed     [4]uint64
+	perShard int64  // most keys per shard
+	slots    uint64 // slots per shard table
+	maxUsed  int64  // live+tombstones above which an insert compacts first
+	batch    int64  // most keys one eviction scan removes
+	backoff  int64  // EvictBackoff in ns; < 0: never
+	anchor   int64  // the caller's time at New: epoch of Mark deadlines
+	maxKeys  int
+}
+
+// New returns an empty map whose buckets follow lim. now (the caller's
+// clock) anchors Mark deadlines.
+func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
+	if lim == nil {
+		return nil, &ConfigError{"Limit", nil, "must not be nil"}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = DefaultShards(cfg.MaxKeys)
+	}
+	switch {
+	case cfg.EvictBackoff == 0:
+		cfg.EvictBackoff = DefaultEvictBackoff
+	case cfg.EvictBackoff < 0:
+		cfg.EvictBackoff = -1
+	}
+	per := (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards
+	m := &Map{
+		lim:      lim,
+		shards:   make([]shard, cfg.Shards),
+		shift:    uint(64 - bits.TrailingZeros(uint(cfg.Shards))),
+		perShard: int64(per),
+		slots:    uint64(per+(per+2)/3) + 2, // ≥ 4/3·per + 1: load ≤ 3/4, one slot always empty
+		batch:    max(1, int64(per)/16),
+		backoff:  int64(cfg.EvictBackoff),
+		anchor:   now,
+		maxKeys:  cfg.MaxKeys,
+	}
+	// Tombstones may use half the spare slots before an insert compacts;
+	// at least one slot always stays empty so that probes end.
+	m.maxUsed = m.perShard + max(1, (int64(m.slots)-m.perShard)/2)
+	m.maxUsed = min(m.maxUsed, int64(m.slots)-1)
+	for i := range m.seed {
+		m.seed[i] = rand.Uint64() // ChaCha8, seeded by the runtime from the OS
+	}
+	m.seed[1] |= 1
+	m.seed[3] |= 1
+	for i := range m.shards {
+		m.shards[i].tab.Store(m.newTable())
+	}
+	return m, nil
+}
+
+func (m *Map) newTable() *table {
+	return &table{slots: make([]slot, m.slots), m: m.slots}
+}
+
+// setSeed fixes the hash secrets (tests only: a fixed hash is what an
+// attacker would exploit). The map must be empty.
+func (m *Map) setSeed(s [4]uint64) {
+	s[1] |= 1
+	s[3] |= 1
+	m.seed = s
+}
+
+// hash is the keyed mix: two rounds of multiply-fold with secret operands.
+func (m *Map) hash(key uint64) uint64 {
+	hi, lo := bits.Mul64(key^m.seed[0], m.seed[1])
+	hi, lo = bits.Mul64(hi^lo^m.seed[2], m.seed[3])
+	return hi ^ lo
+}
+
+// Limit returns the Limit every bucket follows.
+func (m *Map) Limit() *atomicbucket.Limit { return m.lim }
+
+// Shards returns the shard count.
+func (m *Map) Shards() int { return len(m.shards) }
+
+// MaxKeys returns the configured bound.
+func (m *Map) MaxKeys() int { return m.maxKeys }
+
+// PerShard returns the most keys one shard tracks.
+func (m *Map) PerShard() int { return int(m.perShard) }
+
+// SlotsPerShard returns the length of each shard's table.
+func (m *Map) SlotsPerShard() int { return int(m.slots) }
+
+// Anchor returns the caller's time the map was made at (the epoch of Mark
+// deadlines).
+func (m *Map) Anchor() int64 { return m.anchor }
+
+// ShardOf returns the shard index of key, in [0, Shards()).
+func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
+
+// TakeAt takes n tokens from key's bucket at now (the caller's clock, the
+// Limit's), inserting a full bucket if key is not tracked. A key whose mark
+// is held at now is refused (Held) without touching its bucket.
+//
+// For a tracked key it neither locks nor allocates.
+func (m *Map) TakeAt(key uint64, now int64, n uint64) Outcome {
+	h := m.hash(key)
+	sh := &m.shards[h>>m.shift]
+	t := sh.tab.Load()
+	for {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			break
+		}
+		if mk != MarkNone {
+			if mk == markDead { // removed, or moved to next
+				if t = t.next.Load(); t == nil {
+					break
+				}
+				continue
+			}
+			if d, held := m.HeldAt(mk, now); held {
+				return Outcome{Result: atomicbucket.Result{RetryAfter: d}, Mark: mk, Status: Held}
+			}
+		}
+		if r, ok := m.takeWord(s, now, n); ok {
+			return Outcome{Result: r, Mark: mk}
+		}
+		// The word was dead: moved (follow next, where the key already is
+		// with its final word) or removed (insert).
+		if t = t.next.Load(); t == nil {
+			break
+		}
+	}
+	return m.slowTake(sh, key, h, now, n)
+}
+
+// takeWord takes n tokens from the slot's word. It reports false, taking
+// nothing, if the word is dead.
+//
+// The take is computed by Limit.TakeAt on a private copy and stored with
+// one CompareAndSwap on the slot: a take that races another retries on the
+// new value, and one that races a kill fails (the dead value never equals a
+// live one), so no take is ever written into a removed or moved slot.
+func (m *Map) takeWord(s *slot, now int64, n uint64) (atomicbucket.Result, bool) {
+	w := s.word.Load()
+	for {
+		if w == deadWord {
+			return atomicbucket.Result{}, false
+		}
+		var tmp atomic.Uint64
+		// tmp is private to this call and not yet shared: a plain store
+		// initialises it without a locked instruction.
+		*(*uint64)(unsafe.Pointer(&tmp)) = w
+		r := m.lim.TakeAt(&tmp, now, n)
+		nw := *(*uint64)(unsafe.Pointer(&tmp)) // TakeAt has returned: no other access
+		if nw == w {
+			// A denial (or invalid n) wrote nothing: it is linearized at
+			// the load of w.
+			return r, true
+		}
+		if nw == deadWord {
+			nw++ // one refill quantum less credit: never the dead value
+		}
+		if s.word.CompareAndSwap(w, nw) {
+			return r, true
+		}
+		w = s.word.Load()
+	}
+}
+
+// slowTake inserts key if needed and takes, under the shard lock. Under the
+// lock no slot of the current table can be killed or moved, so the take on
+// the slot found is final.
+func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) Outcome {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := m.ensure(sh, key, h, now)
+	if s == nil {
+		sh.full.Add(1)
+		return Outcome{Status: Full}
+	}
+	mk := Mark(s.mark.Load())
+	if d, held := m.HeldAt(mk, now); held {
+		return Outcome{Result: atomicbucket.Result{RetryAfter: d}, Mark: mk, Status: Held}
+	}
+	r, _ := m.takeWord(s, now, n)
+	return Outcome{Result: r, Mark: mk}
+}
+
+// ensure returns key's live slot in the shard's current table, inserting a
+// full bucket (evicting or compacting first if needed); nil if the shard is
+// full and nothing could be evicted. Called with sh.mu held.
+func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
+	t := sh.tab.Load()
+	s, mk := t.lookup(key, h)
+	if s != nil && mk != markDead {
+		return s
+	}
+	if sh.live.Load() >= m.perShard {
+		if !m.evict(sh, t, now) {
+			return nil
+		}
+	}
+	if s == nil && sh.live.Load()+int64(sh.tombs)+1 > m.maxUsed {
+		m.compact(sh)
+	}
+	if t2 := sh.tab.Load(); t2 != t { // compacted: the tombstone of key, if any, is gone
+		t = t2
+		s = nil
+	}
+	fw := m.lim.FullWord(now)
+	if fw == deadWord {
+		fw-- // one quantum more than full is still full
+	}
+	if s != nil {
+		// Revive key's own tombstone. A take that read this slot before it
+		// was killed is on the same key, and a word is the whole state of a
+		// bucket, so its CompareAndSwap is right if it succeeds.
+		s.word.Store(fw)
+		s.mark.Store(uint64(MarkNone))
+		sh.tombs--
+	} else {
+		s = t.empty(h)
+		s.word.Store(fw)
+		s.key.Store(key)
+		s.mark.Store(uint64(MarkNone)) // publishes the slot to lookups
+	}
+	live := sh.live.Add(1)
+	if live > sh.peak.Load() {
+		sh.peak.Store(live)
+	}
+	sh.inserted.Add(1)
+	return s
+}
+
+// idle reports whether a live slot may be evicted or swept at now: its
+// bucket is full and its mark carries no state.
+func (m *Map) idle(w uint64, mk Mark, now int64) bool {
+	return w != deadWord && mk != markDead && mk != markEmpty && !m.Active(mk, now) && m.lim.IsFull(w, now)
+}
+
+// kill removes a live slot if force or if it is idle at now; it reports
+// whether it did. Called with the shard lock held (no compaction runs).
+//
+// The word is swapped to dead first: from then on no take can change it. If
+// the mark then turns out to have changed (a racing denial recorded state),
+// an idle kill restores the word and gives up; a take that met the dead word
+// meanwhile is waiting for the lock and finds the slot live again.
+func (m *Map) kill(s *slot, now int64, force bool) bool {
+	for {
+		mk := Mark(s.mark.Load())
+		w := s.word.Load()
+		if mk == markDead || mk == markEmpty || w == deadWord {
+			return false
+		}
+		if !force && !m.idle(w, mk, now) {
+			return false
+		}
+		if !s.word.CompareAndSwap(w, deadWord) {
+			if force {
+				continue
+			}
+			return false // a take just changed it: not idle
+		}
+		if s.mark.CompareAndSwap(uint64(mk), uint64(markDead)) {
+			return true
+		}
+		s.word.Store(w)
+		if !force {
+			return false
+		}
+	}
+}
+
+// evict scans the shard from its hand and kills up to m.batch idle slots.
+// It reports whether it killed any. Called with sh.mu held.
+func (m *Map) evict(sh *shard, t *table, now int64) bool {
+	if sh.backoff && now < sh.noEvictUntil {
+		return false
+	}
+	var killed int64
+	for scanned := uint64(0); scanned < t.m && killed < m.batch; scanned++ {
+		s := &t.slots[sh.hand]
+		if sh.hand++; sh.hand == t.m {
+			sh.hand = 0
+		}
+		if m.kill(s, now, false) {
+			killed++
+		}
+	}
+	if killed == 0 {
+		if m.backoff >= 0 {
+			sh.backoff, sh.noEvictUntil = true, now+m.backoff
+		}
+		return false
+	}
+	sh.live.Add(-killed)
+	sh.tombs += int(killed)
+	sh.evicted.Add(uint64(killed))
+	return true
+}
+
+// compact replaces the shard's table by a copy without tombstones. Called
+// with sh.mu held. Takes keep running on both tables; see the package doc.
+func (m *Map) compact(sh *shard) {
+	old := sh.tab.Load()
+	nt := m.newTable()
+	old.next.Store(nt)
+	for i := range old.slots {
+		s := &old.slots[i]
+		mk := s.mark.Load()
+		if Mark(mk) == markEmpty || Mark(mk) == markDead {
+			continue // empty, or a tombstone: not carried over
+		}
+		k := s.key.Load()
+		d := nt.empty(m.hash(k))
+		d.key.Store(k)
+		d.mark.Store(mk) // first copy: lookups in nt find the key from here on
+		// Move the word, then the mark: copy the current value, then swap
+		// the old field to dead, retrying if a take changed it meanwhile.
+		// After the swap nobody writes the old field, and nobody writes the
+		// new one until it has the final value (a take goes to nt for a
+		// field only after seeing it dead in old).
+		for {
+			w := s.word.Load()
+			d.word.Store(w)
+			if s.word.CompareAndSwap(w, deadWord) {
+				break
+			}
+		}
+		for {
+			mk := s.mark.Load()
+			d.mark.Store(mk)
+			if s.mark.CompareAndSwap(mk, uint64(markDead)) {
+				break
+			}
+		}
+	}
+	sh.tab.Store(nt)
+	sh.tombs = 0
+	sh.hand %= nt.m
+	sh.compactions.Add(1)
+}
+
+// UpdateMark replaces key's mark by f(old) with one CompareAndSwap,
+// retrying with the new old value if another update raced it. f returns
+// the new mark and whether to store it; it must not return the zero Mark.
+// UpdateMark reports the mark now in place and whether f's was stored; it
+// reports false if key is not tracked. It neither locks nor allocates (f
+// does not escape).
+func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool) {
+	h := m.hash(key)
+	t := m.shards[h>>m.shift].tab.Load()
+	for t != nil {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			return 0, false
+		}
+		for mk != markDead {
+			nw, ok := f(mk)
+			if !ok {
+				return mk, false
+			}
+			if nw == markEmpty || nw == markDead {
+				panic("shardmap: UpdateMark: f returned a reserved mark")
+			}
+			if s.mark.CompareAndSwap(uint64(mk), uint64(nw)) {
+				return nw, true
+			}
+			mk = Mark(s.mark.Load())
+		}
+		t = t.next.Load() // moved: the mark is final in next; removed: nil
+	}
+	return 0, false
+}
+
+// MarkOf returns key's mark and whether key is tracked.
+func (m *Map) MarkOf(key uint64) (Mark, bool) {
+	h := m.hash(key)
+	t := m.shards[h>>m.shift].tab.Load()
+	for t != nil {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			return 0, false
+		}
+		if mk != markDead {
+			return mk, true
+		}
+		t = t.next.Load()
+	}
+	return 0, false
+}
+
+// LevelAt returns the tokens key's bucket holds at now and whether key is
+// tracked, without changing anything.
+func (m *Map) LevelAt(key uint64, now int64) (float64, bool) {
+	h := m.hash(key)
+	t := m.shards[h>>m.shift].tab.Load()
+	for t != nil {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			return 0, false
+		}
+		if mk != markDead {
+			if w := s.word.Load(); w != deadWord {
+				var tmp atomic.Uint64
+				*(*uint64)(unsafe.Pointer(&tmp)) = w // private: see takeWord
+				return m.lim.LevelAt(&tmp, now), true
+			}
+		}
+		t = t.next.Load()
+	}
+	return 0, false
+}
+
+// Contains reports whether key is tracked.
+func (m *Map) Contains(key uint64) bool {
+	_, ok := m.MarkOf(key)
+	return ok
+}
+
+// Delete removes key whatever its state and reports whether it was tracked.
+// A later take on key starts from a full bucket and no mark.
+func (m *Map) Delete(key uint64) bool {
+	h := m.hash(key)
+	sh := &m.shards[h>>m.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s, mk := sh.tab.Load().lookup(key, h)
+	if s == nil || mk == markDead || !m.kill(s, 0, true) {
+		return false
+	}
+	sh.live.Add(-1)
+	sh.tombs++
+	sh.deleted.Add(1)
+	sh.backoff = false
+	m.maybeCompact(sh)
+	return true
+}
+
+// maybeCompact compacts when tombstones take more than half the room left
+// for them. Called with sh.mu held.
+func (m *Map) maybeCompact(sh *shard) {
+	if int64(sh.tombs) > (m.maxUsed-m.perShard)/2 {
+		m.compact(sh)
+	}
+}
+
+// SweepAt removes every idle key (bucket full at now, no mark state) and
+// returns how many it removed. It locks one shard at a time.
+func (m *Map) SweepAt(now int64) int {
+	total := 0
+	for i := range m.shards {
+		total += m.sweepShard(&m.shards[i], now)
+	}
+	return total
+}
+
+func (m *Map) sweepShard(sh *shard, now int64) int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.tab.Load()
+	n := 0
+	for i := range t.slots {
+		if m.kill(&t.slots[i], now, false) {
+			n++
+		}
+	}
+	if n > 0 {
+		sh.live.Add(int64(-n))
+		sh.tombs += n
+		sh.swept.Add(uint64(n))
+		sh.backoff = false
+		m.maybeCompact(sh)
+	}
+	return n
+}
+
+// Len returns the number of tracked keys.
+func (m *Map) Len() int {
+	n := int64(0)
+	for i := range m.shards {
+		n += m.shards[i].live.Load()
+	}
+	return int(n)
+}
+
+// Counters returns the map's running totals.
+func (m *Map) Counters() Counters {
+	var c Counters
+	for i := range m.shards {
+		sh := &m.shards[i]
+		c.Tracked += int(sh.live.Load())
+		c.PeakTracked += int(sh.peak.Load())
+		c.Inserted += sh.inserted.Load()
+		c.Evicted += sh.evicted.Load()
+		c.Swept += sh.swept.Load()
+		c.Deleted += sh.deleted.Load()
+		c.Full += sh.full.Load()
+		c.Compactions += sh.compactions.Load()
+	}
+	return c
+}
+
+// Range calls f for every tracked key with its mark, shard by shard, until
+// f returns false. It takes no lock: a key inserted or removed during the
+// call may or may not be seen, and a key moved by a compaction during the
+// call may be seen twice.
+func (m *Map) Range(f func(key uint64, mk Mark) bool) {
+	for i := range m.shards {
+		t := m.shards[i].tab.Load()
+		for j := range t.slots {
+			s := &t.slots[j]
+			mk := Mark(s.mark.Load())
+			if mk == markEmpty || mk == markDead {
+				continue
+			}
+			if !f(s.key.Load(), mk) {
+				return
+			}
+		}
+	}
+}
