@@ -1,0 +1,891 @@
+package core
+
+import (
+	"math"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
+
+// Gate is the layered rate limiter a server calls once per inbound message.
+// For every message it checks, in order: frame size and format; the
+// session (a message for a session that is not open is dropped before any
+// state exists); the strike stage and the transaction-lock hook; the
+// connection's transport budgets (bytes, with a minimum charge per read,
+// and frames); duplicate and replayed request ids, the connection's queue
+// caps and the account's in-flight cap; and then the address (before
+// authentication) or account bucket, the channel's bucket and the match
+// bucket, all or nothing: when a layer denies, every token the message took
+// from earlier layers is given back, so a denied message leaves every
+// bucket as it was. Passing the gate is never permission: the server's own
+// validation and authorization run after it.
+//
+// Denials earn weighted strikes that decay over a window and escalate along
+// the ladder warn, shed, drop, disconnect, lockout. In shadow mode the gate
+// decides, keeps its state and counts exactly as if it enforced, but every
+// Verdict's Action is Accept.
+//
+// Make one with NewGate; the zero value is not usable. A Gate is safe for
+// concurrent use. Check, Read and Done are lock-free and allocation-free:
+// sessions live in a fixed table indexed by their handle, and a denial
+// writes only the session's own state, its account's strike record and
+// striped counters. Open, Authenticate, Close and Step take a mutex. Time is
+// only ever the now passed in (nanoseconds on the server's monotonic clock,
+// one clock for all calls).
+type Gate struct {
+	shadow bool
+	chans  []chanSpec
+
+	bytesLim, framesLim     *atomicbucket.Limit
+	bytesShift, framesShift uint
+	minCharge               uint64
+	maxFrame                uint32
+	bytesBurst, framesBurst uint64
+
+	queueCmds  int32
+	queueBytes int64
+	pendMask   uint64
+	replayMask uint64
+	shedFactor uint64
+	nInflight  int
+
+	ladder         strikeLadder
+	tableFullAllow bool
+	account        keyedBuckets // nil when the layer is disabled
+	address        keyedBuckets
+	match          keyedBuckets
+	locked         func(account uint64) bool
+
+	slots []atomic.Pointer[session]
+	high  atomic.Uint32 // slots below this index have been used
+	stats gateStats
+	obs   observers
+
+	mu        sync.Mutex // Open, Authenticate, Close, Step: the tables below
+	free      []uint32
+	gens      []uint32
+	accounts  entityTable
+	addresses entityTable
+	lastSweep int64
+	policy    Policy
+}
+
+// chanSpec is the compiled form of one channel.
+type chanSpec struct {
+	name        string
+	idx         int
+	lim         *atomicbucket.Limit
+	shift       uint
+	cost        uint64
+	maxCost     uint64 // floor(burst): the most one take may ask
+	maxSize     uint32
+	inflight    int32 // per-account cap, 0 for none
+	inflightIdx int
+	class       Class
+	out         bool // server-to-client: a client may not send on it
+	retry       bool
+}
+
+// Session is the handle of an open session, returned by Open: the slot
+// index in the low 32 bits and the slot's generation in the high 32, so a
+// handle outlives its session safely (a message for it is NoSession). The
+// zero Session is never open.
+type Session uint64
+
+func (s Session) index() uint32 { return uint32(s) }
+
+// Action is what the server does with a message.
+type Action uint8
+
+const (
+	// Accept: hand the message to the server's validation and handler.
+	Accept Action = iota
+	// Drop: discard it silently (input, predicted, transport floods).
+	Drop
+	// Reject: answer the request with Reason and RetryAfter.
+	Reject
+	// Disconnect: close the connection.
+	Disconnect
+	numActions
+)
+
+var actionNames = [numActions]string{"Accept", "Drop", "Reject", "Disconnect"}
+
+func (a Action) String() string {
+	if a < numActions {
+		return actionNames[a]
+	}
+	return "Action(?)"
+}
+
+// MarshalText encodes the action name.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// MessageFlags qualify a Message.
+type MessageFlags uint8
+
+const (
+	// FlagMalformed: the frame did not decode (the server's decoder says
+	// so; the gate never decodes).
+	FlagMalformed MessageFlags = 1 << iota
+	// FlagCharged: the frame's bytes were already charged for its read by
+	// Gate.Read, so Check charges only its frame.
+	FlagCharged
+)
+
+// Message describes one inbound frame. It is a small value passed by value.
+type Message struct {
+	Session Session
+	// Request is the request id of a request-class message (required for
+	// them, 0 otherwise). Ids are best increasing per session: duplicate
+	// and replay detection index small tables by the id's low bits.
+	Request uint64
+	// Match is the match / room / party id the message is for, 0 for none.
+	Match uint64
+	// Size is the frame's size in bytes.
+	Size uint32
+	// Kind is the channel index in the policy.
+	Kind  uint16
+	Flags MessageFlags
+}
+
+// Verdict is the gate's decision on a message or a lifecycle call.
+type Verdict struct {
+	// RetryAfter is, for a Reject on a channel with retry guidance, how
+	// long until the denying layer would accept the message; 0 if unknown.
+	RetryAfter time.Duration
+	Action     Action
+	// Reason is why (None for an accepted message). In shadow mode an
+	// Accept may carry the reason it would have been refused for.
+	Reason Reason
+	// Stage is the strike stage of the session after this message.
+	Stage StrikeStage
+	// Shadow is true when Action is Accept only because of shadow mode.
+	Shadow bool
+}
+
+// OK reports whether the message is accepted.
+func (v Verdict) OK() bool { return v.Action == Accept }
+
+// GateOption configures a Gate.
+type GateOption func(*gateConfig)
+
+type gateConfig struct {
+	locked func(account uint64) bool
+}
+
+// WithLockedHook sets the transaction-lock hook: a message from an
+// authenticated session whose account's profile is inside a durable
+// transaction (f returns true) is refused with reason Locked, before any
+// bucket. f runs on the hot path: it must be fast, allocation-free and safe
+// for concurrent use.
+func WithLockedHook(f func(account uint64) bool) GateOption {
+	return func(c *gateConfig) { c.locked = f }
+}
+
+// NewGate validates a copy of the policy, fills its defaults, and returns
+// a gate whose buckets are anchored at now.
+func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
+	var cfg gateConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pol := p.clone()
+	pol.Normalize()
+	if err := pol.validate(); err != nil {
+		return nil, err
+	}
+	g := &Gate{
+		shadow:         pol.Shadow,
+		policy:         pol,
+		locked:         cfg.locked,
+		tableFullAllow: pol.Escalation.TableFull == "allow",
+		minCharge:      uint64(*pol.Transport.MinCharge),
+		maxFrame:       *pol.Transport.MaxFrame,
+		queueCmds:      int32(*pol.Queue.Commands),
+		queueBytes:     int64(*pol.Queue.PendingBytes),
+		shedFactor:     *pol.Strikes.ShedFactor,
+		ladder:         newStrikeLadder(&pol.Strikes),
+	}
+	g.pendMask = uint64(pow2(2*int(*pol.Queue.Commands), 8)) - 1
+	g.replayMask = uint64(pow2(int(*pol.Queue.ReplayWindow), 1)) - 1
+	mk := func(b *Budget) *atomicbucket.Limit {
+		l, err := atomicbucket.NewLimit(*b.Rate, *b.Burst, now)
+		if err != nil { // validate checked it
+			panic(err)
+		}
+		return l
+	}
+	g.chans = make([]chanSpec, len(pol.Channels))
+	for i := range pol.Channels {
+		c := &pol.Channels[i]
+		l := mk(&Budget{Rate: c.Rate, Burst: c.Burst})
+		cs := chanSpec{
+			name: c.Name, idx: i, lim: l, shift: wordShift(l), cost: *c.Cost,
+			maxCost: uint64(math.Floor(*c.Burst)), maxSize: min(*c.MaxSize, g.maxFrame),
+			class: c.Class, out: c.Direction == ServerToClient, retry: *c.RetryAfter,
+			inflight: int32(c.InFlight), inflightIdx: -1,
+		}
+		if c.InFlight > 0 {
+			cs.inflightIdx = g.nInflight
+			g.nInflight++
+		}
+		g.chans[i] = cs
+	}
+	if b := &pol.Transport.Bytes; !b.Disabled {
+		g.bytesLim = mk(b)
+		g.bytesShift = wordShift(g.bytesLim)
+		g.bytesBurst = uint64(*b.Burst)
+	}
+	if b := &pol.Transport.Frames; !b.Disabled {
+		g.framesLim = mk(b)
+		g.framesShift = wordShift(g.framesLim)
+		g.framesBurst = uint64(*b.Burst)
+	}
+	if !pol.Account.Disabled {
+		g.account = newFallbackKeyed(mk(&pol.Account), int(*pol.Tables.Accounts))
+	}
+	if !pol.Address.Disabled {
+		g.address = newFallbackKeyed(mk(&pol.Address), int(*pol.Tables.Addresses))
+	}
+	if !pol.Match.Disabled {
+		g.match = newFallbackKeyed(mk(&pol.Match), int(*pol.Tables.Matches))
+	}
+	n := int(*pol.Tables.Sessions)
+	g.slots = make([]atomic.Pointer[session], n)
+	g.gens = make([]uint32, n)
+	g.free = make([]uint32, n)
+	for i := range g.free {
+		g.free[i] = uint32(n - 1 - i) // pop from the end: lowest index first
+	}
+	g.accounts = newEntityTable(int(*pol.Tables.Accounts), g.nInflight)
+	g.addresses = newEntityTable(int(*pol.Tables.Addresses), 0)
+	g.stats = newGateStats(len(g.chans))
+	g.lastSweep = now
+	return g, nil
+}
+
+func pow2(n, least int) int {
+	p := least
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// Policy returns a copy of the gate's normalized policy.
+func (g *Gate) Policy() Policy { return g.policy.clone() }
+
+// session is one open connection. Its buckets, request tables and flood
+// accumulators are written only by its own messages.
+type session struct {
+	h       Session
+	stripe  int
+	addrKey uint64
+	addr    *entity
+	acct    atomic.Pointer[entity] // set once by Authenticate
+	account atomic.Uint64
+
+	pre         strikeRecord // strikes before authentication
+	preInflight []atomic.Int32
+
+	bytes, frames atomic.Uint64
+	kinds         []atomic.Uint64
+
+	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
+	meta        []atomic.Uint64 // kind | account flag | size of each pending request
+	done        []atomic.Uint64 // completed request ids, direct-mapped by id
+	queued      atomic.Int32
+	queuedBytes atomic.Int64
+
+	floodDirty atomic.Bool
+	floods     [numFloodSlots]floodAcc
+}
+
+// strikeTarget returns the strike record and lock of the session: its
+// account's once authenticated (so they persist across connections), its
+// own and its source address's before.
+func (s *session) strikeTarget() (*strikeRecord, *lockState) {
+	if a := s.acct.Load(); a != nil {
+		return &a.strikes, &a.lock
+	}
+	return &s.pre, &s.addr.lock
+}
+
+func (s *session) inflightCounter(idx int, acct bool) *atomic.Int32 {
+	if acct {
+		return &s.acct.Load().inflight[idx]
+	}
+	return &s.preInflight[idx]
+}
+
+const (
+	metaAcct      = 1 << 48
+	metaKindShift = 32
+)
+
+// lookup returns the open session of a handle, or nil. Lock-free: one
+// bounds check and one atomic load.
+func (g *Gate) lookup(h Session) *session {
+	i := h.index()
+	if uint64(i) >= uint64(len(g.slots)) {
+		return nil
+	}
+	s := g.slots[i].Load()
+	if s == nil || s.h != h {
+		return nil
+	}
+	return s
+}
+
+// Open starts a session for a connection from src. It charges one token
+// to src's address bucket and refuses the session (Disconnect) with reason
+// Lockout while the address is locked out, AddressLimit when it opens
+// connections too fast, or TableFull when no slot or address entry is free.
+func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
+	key := addrKey(src.Addr())
+	row := len(g.chans) + statsRowSession
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ent := g.addresses.acquire(key, now)
+	if ent == nil {
+		return 0, g.lifecycleDeny(row, 0, TableFull, 0)
+	}
+	if ent.lock.locked(now) {
+		if v := g.lifecycleDeny(row, 0, Lockout, ent.lock.remaining(now)); !v.OK() {
+			g.addresses.release(ent, now)
+			return 0, v
+		}
+	}
+	if g.address != nil {
+		r := g.address.takeAt(key, now, 1)
+		if !r.ok && !(r.reason == TableFull && g.tableFullAllow) {
+			reason := AddressLimit
+			if r.reason != None {
+				reason = r.reason
+			}
+			if v := g.lifecycleDeny(row, 0, reason, r.retry); !v.OK() {
+				g.addresses.release(ent, now)
+				return 0, v
+			}
+		}
+	}
+	if len(g.free) == 0 {
+		g.addresses.release(ent, now)
+		return 0, g.lifecycleDeny(row, 0, TableFull, 0)
+	}
+	idx := g.free[len(g.free)-1]
+	g.free = g.free[:len(g.free)-1]
+	g.gens[idx]++
+	if g.gens[idx] == 0 {
+		g.gens[idx] = 1
+	}
+	h := Session(uint64(g.gens[idx])<<32 | uint64(idx))
+	s := &session{
+		h:           h,
+		stripe:      int(idx),
+		addrKey:     key,
+		addr:        ent,
+		preInflight: make([]atomic.Int32, g.nInflight),
+		kinds:       make([]atomic.Uint64, len(g.chans)),
+		pending:     make([]atomic.Uint64, g.pendMask+1),
+		meta:        make([]atomic.Uint64, g.pendMask+1),
+		done:        make([]atomic.Uint64, g.replayMask+1),
+	}
+	s.pre.zeroAt.Store(now)
+	for i := range g.chans {
+		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
+	}
+	if g.bytesLim != nil {
+		s.bytes.Store(g.bytesLim.FullWord(now))
+	}
+	if g.framesLim != nil {
+		s.frames.Store(g.framesLim.FullWord(now))
+	}
+	g.slots[idx].Store(s)
+	if idx >= g.high.Load() {
+		g.high.Store(idx + 1)
+	}
+	g.count(int(idx), row, None, Accept)
+	return h, Verdict{}
+}
+
+// Authenticate binds an open session to an account. From then on the
+// session's messages are charged to the account's bucket (shared by all of
+// the account's connections and kept after they close, so reconnecting
+// never resets it) instead of the address bucket, and its strikes go to the
+// account's record. It refuses (Disconnect) with reason Lockout while the
+// account is locked out or its strike score is at the disconnect stage,
+// NoSession for a session that is not open, Malformed for a session already
+// bound to another account, and TableFull when the account cannot be
+// tracked.
+func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
+	row := len(g.chans) + statsRowSession
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.lookup(h)
+	if s == nil {
+		return g.lifecycleDeny(row, 0, NoSession, 0)
+	}
+	if a := s.acct.Load(); a != nil {
+		if a.key == account {
+			return Verdict{}
+		}
+		return g.lifecycleDeny(row, s.stripe, Malformed, 0)
+	}
+	ent := g.accounts.acquire(account, now)
+	if ent == nil {
+		return g.lifecycleDeny(row, s.stripe, TableFull, 0)
+	}
+	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageDisconnect) {
+		if v := g.lifecycleDeny(row, s.stripe, Lockout, ent.lock.remaining(now)); !v.OK() {
+			g.accounts.release(ent, now)
+			return v
+		}
+	}
+	s.account.Store(account)
+	s.acct.Store(ent)
+	g.count(s.stripe, row, None, Accept)
+	return Verdict{}
+}
+
+// lifecycleDeny counts a refused Open or Authenticate and returns its
+// verdict (Accept in shadow mode).
+func (g *Gate) lifecycleDeny(row, stripe int, r Reason, retry time.Duration) Verdict {
+	act := Disconnect
+	if r == NoSession {
+		act = Drop
+	}
+	g.count(stripe, row, r, act)
+	if g.shadow {
+		g.stats.stripe(stripe).shadowed.Add(1)
+		return Verdict{Reason: r, RetryAfter: retry, Shadow: true}
+	}
+	return Verdict{Action: act, Reason: r, RetryAfter: retry}
+}
+
+// Close ends a session: its buckets and request tables are dropped, its
+// pending flood reports are emitted, and the in-flight counts of its
+// requests not yet Done are released (a Done arriving later is ignored).
+// The account's and address's state (buckets, strikes, lockout) persists.
+func (g *Gate) Close(h Session, now int64) {
+	g.mu.Lock()
+	s := g.lookup(h)
+	if s == nil {
+		g.mu.Unlock()
+		return
+	}
+	idx := h.index()
+	g.slots[idx].Store(nil)
+	g.free = append(g.free, idx)
+	g.addresses.release(s.addr, now)
+	if a := s.acct.Load(); a != nil {
+		g.accounts.release(a, now)
+	}
+	g.mu.Unlock()
+	for i := range s.pending {
+		if id := s.pending[i].Load(); id != 0 && s.pending[i].CompareAndSwap(id, 0) {
+			g.release(s, s.meta[i].Load())
+		}
+	}
+	g.flushFloods(s, now)
+}
+
+// Done tells the gate that the handler of an accepted request has finished:
+// the request leaves the session's queue and its account's in-flight count,
+// and its id enters the session's replay window. Unknown ids are ignored.
+// Lock-free; safe to call from any goroutine.
+func (g *Gate) Done(h Session, requestID uint64) {
+	s := g.lookup(h)
+	if s == nil || requestID == 0 {
+		return
+	}
+	i := requestID & g.pendMask
+	if s.pending[i].Load() != requestID {
+		return
+	}
+	meta := s.meta[i].Load()
+	s.done[requestID&g.replayMask].Store(requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
+	if s.pending[i].CompareAndSwap(requestID, 0) {
+		g.release(s, meta)
+	}
+}
+
+func (g *Gate) release(s *session, meta uint64) {
+	s.queued.Add(-1)
+	s.queuedBytes.Add(-int64(uint32(meta)))
+	if c := &g.chans[uint16(meta>>metaKindShift)]; c.inflightIdx >= 0 {
+		s.inflightCounter(c.inflightIdx, meta&metaAcct != 0).Add(-1)
+	}
+}
+
+// Read charges the byte budget for one read of n bytes from the session's
+// connection (at least the minimum charge), for servers that read several
+// frames at once; they then Check each frame with FlagCharged. A denial
+// (ByteLimit) means the whole read is dropped.
+func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
+	row := len(g.chans) + statsRowTransport
+	s := g.lookup(h)
+	if s == nil {
+		return g.deny(nil, h, row, nil, NoSession, 0, n, now)
+	}
+	if g.bytesLim == nil {
+		return Verdict{}
+	}
+	r := g.bytesLim.TakeAt(&s.bytes, now, max(uint64(n), g.minCharge))
+	if !r.OK() {
+		return g.deny(s, h, row, nil, ByteLimit, r.RetryAfter, n, now)
+	}
+	g.count(s.stripe, row, None, Accept)
+	return Verdict{}
+}
+
+// held is what a message has taken so far, so a denial can give it back.
+type held struct {
+	bytes    uint64 // bytes charged, 0 for none
+	frame    bool
+	pend     uint64 // pending slot index + 1, 0 for none
+	size     int64
+	inflight *atomic.Int32
+	keyed    keyedBuckets // address or account layer
+	key      uint64
+	kind     bool
+	cost     uint64
+}
+
+// undo returns everything held, in reverse order.
+func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
+	if h.kind {
+		refundWord(c.lim, c.shift, &s.kinds[c.idx], now, h.cost)
+	}
+	if h.keyed != nil {
+		h.keyed.refundAt(h.key, now, h.cost)
+	}
+	if h.inflight != nil {
+		h.inflight.Add(-1)
+	}
+	if h.pend != 0 {
+		s.pending[h.pend-1].Store(0)
+		s.queued.Add(-1)
+		s.queuedBytes.Add(-h.size)
+	}
+	if h.frame {
+		refundWord(g.framesLim, g.framesShift, &s.frames, now, 1)
+	}
+	if h.bytes != 0 {
+		refundWord(g.bytesLim, g.bytesShift, &s.bytes, now, h.bytes)
+	}
+}
+
+// Check decides one inbound message at now. It never blocks, locks or
+// allocates; see Gate for the order of checks.
+func (g *Gate) Check(m Message, now int64) Verdict {
+	kind := int(m.Kind)
+	var c *chanSpec
+	reason := None
+	if kind < len(g.chans) {
+		c = &g.chans[kind]
+		switch {
+		case m.Size > c.maxSize:
+			reason = Oversize
+		case m.Flags&FlagMalformed != 0 || c.out || (c.class == ClassRequest && m.Request == 0):
+			reason = Malformed
+		}
+	} else {
+		kind = len(g.chans) + statsRowUnknown
+		reason = Malformed
+		if m.Size > g.maxFrame {
+			reason = Oversize
+		}
+	}
+	s := g.lookup(m.Session)
+	if s == nil {
+		if reason == None {
+			reason = NoSession
+		}
+		return g.deny(nil, m.Session, kind, c, reason, 0, m.Size, now)
+	}
+	if reason != None {
+		return g.deny(s, m.Session, kind, c, reason, 0, m.Size, now)
+	}
+
+	// Strike stage and lockout: before any bucket.
+	rec, lk := s.strikeTarget()
+	if lk.locked(now) {
+		return g.deny(s, m.Session, kind, c, Lockout, lk.remaining(now), m.Size, now)
+	}
+	stage := StageNone
+	if !g.ladder.disabled {
+		stage = g.ladder.stageOf(rec.score(now))
+		if stage >= StageDrop {
+			return g.deny(s, m.Session, kind, c, Lockout, 0, m.Size, now)
+		}
+	}
+	if g.locked != nil {
+		if a := s.account.Load(); a != 0 && g.locked(a) {
+			return g.deny(s, m.Session, kind, c, Locked, 0, m.Size, now)
+		}
+	}
+
+	var h held
+	// Transport: bytes (at least the minimum charge), then one frame.
+	if g.bytesLim != nil && m.Flags&FlagCharged == 0 {
+		n := max(uint64(m.Size), g.minCharge)
+		if r := g.bytesLim.TakeAt(&s.bytes, now, n); !r.OK() {
+			return g.deny(s, m.Session, kind, c, ByteLimit, r.RetryAfter, m.Size, now)
+		}
+		h.bytes = n
+	}
+	if g.framesLim != nil {
+		if r := g.framesLim.TakeAt(&s.frames, now, 1); !r.OK() {
+			g.undo(s, c, now, &h)
+			return g.deny(s, m.Session, kind, c, FrameLimit, r.RetryAfter, m.Size, now)
+		}
+		h.frame = true
+	}
+
+	// Requests: duplicate, replay, queue caps, in-flight cap.
+	if c.class == ClassRequest {
+		id := m.Request
+		i := id & g.pendMask
+		if r := g.admitRequest(s, c, kind, m, i, &h); r != None {
+			g.undo(s, c, now, &h)
+			return g.deny(s, m.Session, kind, c, r, 0, m.Size, now)
+		}
+	}
+
+	// Address or account, channel, match: all or nothing.
+	cost := c.cost
+	if stage >= StageShed && g.shedFactor > 1 {
+		cost = min(cost*g.shedFactor, c.maxCost)
+	}
+	h.cost = cost
+	acct := s.acct.Load()
+	layer, key, lreason := g.address, s.addrKey, AddressLimit
+	if acct != nil {
+		layer, key, lreason = g.account, s.account.Load(), AccountLimit
+	}
+	if layer != nil {
+		r := layer.takeAt(key, now, cost)
+		switch {
+		case r.ok:
+			h.keyed, h.key = layer, key
+		case r.reason == TableFull && g.tableFullAllow:
+		default:
+			if r.reason != None {
+				lreason = r.reason
+			}
+			g.undo(s, c, now, &h)
+			return g.deny(s, m.Session, kind, c, lreason, r.retry, m.Size, now)
+		}
+	}
+	if r := c.lim.TakeAt(&s.kinds[kind], now, cost); !r.OK() {
+		g.undo(s, c, now, &h)
+		return g.deny(s, m.Session, kind, c, ChannelLimit, r.RetryAfter, m.Size, now)
+	}
+	h.kind = true
+	if g.match != nil && m.Match != 0 {
+		r := g.match.takeAt(m.Match, now, cost)
+		if !r.ok && !(r.reason == TableFull && g.tableFullAllow) {
+			mreason := MatchLimit
+			if r.reason != None {
+				mreason = r.reason
+			}
+			g.undo(s, c, now, &h)
+			return g.deny(s, m.Session, kind, c, mreason, r.retry, m.Size, now)
+		}
+	}
+	g.count(s.stripe, kind, None, Accept)
+	return Verdict{Stage: stage}
+}
+
+// admitRequest registers a request in the session's pending table and
+// in-flight count, or says why not.
+func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, i uint64, h *held) Reason {
+	id := m.Request
+	if s.pending[i].Load() == id {
+		return Duplicate
+	}
+	if s.done[id&g.replayMask].Load() == id {
+		return Replay
+	}
+	if s.queued.Add(1) > g.queueCmds {
+		s.queued.Add(-1)
+		return QueueFull
+	}
+	if s.queuedBytes.Add(int64(m.Size)) > g.queueBytes {
+		s.queuedBytes.Add(-int64(m.Size))
+		s.queued.Add(-1)
+		return QueueFull
+	}
+	if !s.pending[i].CompareAndSwap(0, id) {
+		s.queuedBytes.Add(-int64(m.Size))
+		s.queued.Add(-1)
+		if s.pending[i].Load() == id { // the same id, admitted concurrently
+			return Duplicate
+		}
+		return QueueFull // another pending request holds the slot
+	}
+	h.pend, h.size = i+1, int64(m.Size)
+	acct := s.acct.Load() != nil
+	meta := uint64(kind)<<metaKindShift | uint64(m.Size)
+	if acct {
+		meta |= metaAcct
+	}
+	s.meta[i].Store(meta)
+	if c.inflight > 0 {
+		ctr := s.inflightCounter(c.inflightIdx, acct)
+		if ctr.Add(1) > c.inflight {
+			ctr.Add(-1)
+			return InFlightLimit
+		}
+		h.inflight = ctr
+	}
+	return None
+}
+
+// actionFor is the action for a denial by class: transport-level and
+// malformed traffic is dropped; a request the client must hear about is
+// rejected; replaceable and predicted input is dropped.
+func actionFor(c *chanSpec, r Reason) Action {
+	switch r {
+	case None:
+		return Accept
+	case NoSession, Oversize, Malformed, ByteLimit, FrameLimit, Duplicate, Replay, Lockout:
+		return Drop
+	}
+	if c != nil && c.class == ClassRequest {
+		return Reject
+	}
+	return Drop
+}
+
+// deny records a denial: strikes (escalating the action), the flood
+// accumulator or a RateLimited event, counters; and returns the verdict.
+// s is nil for a message without a session (nothing is created for it).
+func (g *Gate) deny(s *session, h Session, row int, c *chanSpec, r Reason, retry time.Duration, size uint32, now int64) Verdict {
+	act := actionFor(c, r)
+	stripe := int(h.index())
+	stage := StageNone
+	var account uint64
+	if s != nil {
+		stripe = s.stripe
+		account = s.account.Load()
+		rec, lk := s.strikeTarget()
+		if !g.ladder.disabled {
+			before, after := rec.score(now), rec.score(now)
+			if w := g.ladder.weight[r]; w > 0 {
+				before, after = rec.add(w, g.ladder.ceiling, now)
+			}
+			sb, sa := g.ladder.stageOf(before), g.ladder.stageOf(after)
+			stage = sa
+			if sa >= StageLockout && !lk.locked(now) {
+				lk.lockUntil(now + g.ladder.lockout)
+				g.stats.stripe(stripe).lockouts.Add(1)
+			}
+			if sa > sb {
+				g.stats.stripe(stripe).rises[sa].Add(1)
+				g.emitStrike(stripe, StrikeEvent{Session: h, Account: account, Stage: sa, Score: g.ladder.points(after), Reason: r, Shadow: g.shadow, At: now})
+			}
+			if sa >= StageDisconnect {
+				act = Disconnect
+			}
+		}
+		if lk.locked(now) {
+			act = Disconnect
+		}
+		if slot := floodSlot[r]; slot >= 0 {
+			s.floods[slot].note(size)
+			if !s.floodDirty.Load() {
+				s.floodDirty.Store(true)
+			}
+			st := g.stats.stripe(stripe)
+			st.floods.Add(1)
+			st.floodB.Add(uint64(size))
+		}
+	}
+	if act != Reject || (c != nil && !c.retry) {
+		retry = 0
+	}
+	g.count(stripe, row, r, act)
+	if s != nil && floodSlot[r] < 0 {
+		e := RateLimitedEvent{Session: h, Account: account, Kind: -1, Reason: r, Action: act, RetryAfter: retry, Shadow: g.shadow, At: now}
+		if c != nil {
+			e.Kind, e.Channel = row, c.name
+		}
+		g.emitRateLimited(stripe, e)
+	}
+	if g.shadow {
+		g.stats.stripe(stripe).shadowed.Add(1)
+		return Verdict{Reason: r, RetryAfter: retry, Stage: stage, Shadow: true}
+	}
+	return Verdict{Action: act, Reason: r, RetryAfter: retry, Stage: stage}
+}
+
+func (g *Gate) count(stripe, row int, r Reason, a Action) {
+	st := g.stats.stripe(stripe)
+	st.decisions[row*NumReasons+int(r)].Add(1)
+	st.actions[a].Add(1)
+}
+
+// Step emits the coalesced flood reports gathered since the previous Step:
+// one FloodEvent per session and reason, with the number of drops folded
+// in. About once a second of now it also sweeps idle account and address
+// entries and full keyed buckets. Call it from the server's tick.
+func (g *Gate) Step(now int64) {
+	hi := g.high.Load()
+	for i := uint32(0); i < hi; i++ {
+		if s := g.slots[i].Load(); s != nil && s.floodDirty.Load() {
+			g.flushFloods(s, now)
+		}
+	}
+	if now-g.lastSweepLoad() >= int64(time.Second) {
+		g.sweep(now)
+	}
+}
+
+func (g *Gate) lastSweepLoad() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lastSweep
+}
+
+func (g *Gate) sweep(now int64) {
+	g.mu.Lock()
+	g.lastSweep = now
+	g.accounts.sweep(now)
+	g.addresses.sweep(now)
+	g.mu.Unlock()
+	for _, k := range []keyedBuckets{g.account, g.address, g.match} {
+		if k != nil {
+			k.sweep(now)
+		}
+	}
+}
+
+func (g *Gate) flushFloods(s *session, now int64) {
+	s.floodDirty.Store(false)
+	for i := range s.floods {
+		a := &s.floods[i]
+		n := a.count.Swap(0)
+		if n == 0 {
+			continue
+		}
+		e := FloodEvent{
+			Session: s.h, Account: s.account.Load(), Reason: floodReasons[i], Count: n,
+			Bytes: a.bytes.Swap(0), Largest: a.largest.Swap(0), At: now,
+		}
+		switch e.Reason {
+		case ByteLimit:
+			e.Budget = g.bytesBurst
+		case FrameLimit:
+			e.Budget = g.framesBurst
+		case Oversize:
+			e.Budget = uint64(g.maxFrame)
+		}
+		g.emitFlood(s.stripe, e)
+	}
+}
