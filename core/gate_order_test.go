@@ -43,7 +43,7 @@ func TestGateNoStateForDepartedSession(t *testing.T) {
 	words := g.lookup(s2).kinds[kMove].Load()
 
 	msgs := []Message{
-		{Session: s, Kind: kMove, Size: 20, Match: 999},           // departed, new match id
+		{Session: s, Kind: kMove, Size: 20, Match: 999},            // departed, new match id
 		{Session: s, Kind: kAsk, Size: 20, Request: 1, Match: 998}, // departed request
 		{Session: s, Kind: kChat, Size: 9999},                      // departed, oversize
 		{Session: s, Kind: kMove, Size: 20, Flags: FlagMalformed},  // departed, malformed
