@@ -299,8 +299,9 @@ func (l *Limit) Rate() float64 { return l.p.Load().rate }
 func (l *Limit) Burst() float64 { return l.p.Load().burst }
 
 // EffectiveRate returns the rate the fixed-point clock actually runs at, in
-// tokens per second. It is never below Rate and exceeds it by less than 2^-60
-// units per nanosecond.
+// tokens per second, rounded to the nearest float64. The fixed-point rate
+// itself is never below Rate and exceeds it by less than 2^-60 units per
+// nanosecond, so the two agree to within a float64's precision.
 func (l *Limit) EffectiveRate() float64 {
 	p := l.p.Load()
 	return math.Ldexp(float64(p.rho), -rhoFracBits-int(p.shift)) * 1e9

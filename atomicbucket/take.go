@@ -76,7 +76,16 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 			base, level = v-uint64(capUnits), capUnits
 		}
 		if level < int64(k) {
-			return l.deny(w, p, old, now, level, k, frac)
+			if level < -int64(p.stepUnits) {
+				// More than a fill time and StepBack before the empty
+				// point: the clock jumped backwards. Rebase to empty at
+				// now; if the CAS loses, the word moved and is read again.
+				if !w.CompareAndSwap(old, v) {
+					continue
+				}
+				level = 0
+			}
+			return p.deny(level, k, frac)
 		}
 		if w.CompareAndSwap(old, base+k) {
 			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
@@ -85,19 +94,10 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 }
 
 // deny builds the result of a denial. It is kept out of TakeAt so that the
-// pass path stays small enough to inline into callers' loops.
+// pass path stays small.
 //
 //go:noinline
-func (l *Limit) deny(w *atomic.Uint64, p *params, old uint64, now, level int64, k, frac uint64) Result {
-	if level < -int64(p.stepUnits) {
-		// More than a fill time and StepBack before the empty point: the
-		// clock jumped backwards. Rebase to empty at now; if the CAS loses,
-		// someone else already moved the word and this reading is simply
-		// stale.
-		v, _ := p.virtual(now)
-		w.CompareAndSwap(old, v)
-		level = 0
-	}
+func (p *params) deny(level int64, k, frac uint64) Result {
 	var remaining uint32
 	if level > 0 {
 		remaining = uint32(uint64(level) >> p.shift)
