@@ -53,7 +53,6 @@ type Gate struct {
 	nInflight  int
 
 	ladder         strikeLadder
-	tableFullAllow bool
 	account        keyedBuckets // nil when the layer is disabled
 	address        keyedBuckets
 	match          keyedBuckets
@@ -202,7 +201,6 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		shadow:         pol.Shadow,
 		policy:         pol,
 		locked:         cfg.locked,
-		tableFullAllow: pol.Escalation.TableFull == "allow",
 		minCharge:      uint64(*pol.Transport.MinCharge),
 		maxFrame:       *pol.Transport.MaxFrame,
 		queueCmds:      int32(*pol.Queue.Commands),
@@ -245,15 +243,22 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		g.framesShift = wordShift(g.framesLim)
 		g.framesBurst = uint64(*b.Burst)
 	}
-	if !pol.Account.Disabled {
-		g.account = newFallbackKeyed(mk(&pol.Account), int(*pol.Tables.Accounts))
+	esc := &pol.Escalation
+	failOpen := esc.TableFull == "allow"
+	// The address and account layers must be able to give tokens back
+	// (see limiterKeyed); the match layer, last, never does.
+	keyed := func(b *Budget, maxKeys uint32, reason Reason, needRefund bool) keyedBuckets {
+		if b.Disabled {
+			return nil
+		}
+		if k := newLimiterKeyed(b, int(maxKeys), esc, reason, now, needRefund); k != nil {
+			return k
+		}
+		return newFallbackKeyed(mk(b), int(maxKeys), failOpen)
 	}
-	if !pol.Address.Disabled {
-		g.address = newFallbackKeyed(mk(&pol.Address), int(*pol.Tables.Addresses))
-	}
-	if !pol.Match.Disabled {
-		g.match = newFallbackKeyed(mk(&pol.Match), int(*pol.Tables.Matches))
-	}
+	g.account = keyed(&pol.Account, *pol.Tables.Accounts, AccountLimit, true)
+	g.address = keyed(&pol.Address, *pol.Tables.Addresses, AddressLimit, true)
+	g.match = keyed(&pol.Match, *pol.Tables.Matches, MatchLimit, false)
 	n := int(*pol.Tables.Sessions)
 	g.slots = make([]atomic.Pointer[session], n)
 	g.gens = make([]uint32, n)
@@ -361,8 +366,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		}
 	}
 	if g.address != nil {
-		r := g.address.takeAt(key, now, 1)
-		if !r.ok && !(r.reason == TableFull && g.tableFullAllow) {
+		if r := g.address.takeAt(key, now, 1); !r.ok {
 			reason := AddressLimit
 			if r.reason != None {
 				reason = r.reason
@@ -615,13 +619,13 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	// Strike stage and lockout: before any bucket.
 	rec, lk := s.strikeTarget()
 	if lk.locked(now) {
-		return g.deny(s, m.Session, kind, c, Lockout, lk.remaining(now), m.Size, now)
+		return g.denyAs(s, m.Session, kind, c, Lockout, Disconnect, lk.remaining(now), m.Size, now)
 	}
 	stage := StageNone
 	if !g.ladder.disabled {
 		stage = g.ladder.stageOf(rec.score(now))
 		if stage >= StageDrop {
-			return g.deny(s, m.Session, kind, c, Lockout, 0, m.Size, now)
+			return g.denyAs(s, m.Session, kind, c, Lockout, Drop, 0, m.Size, now)
 		}
 	}
 	if g.locked != nil {
@@ -670,16 +674,15 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	if layer != nil {
 		r := layer.takeAt(key, now, cost)
-		switch {
-		case r.ok:
-			h.keyed, h.key = layer, key
-		case r.reason == TableFull && g.tableFullAllow:
-		default:
+		if !r.ok {
 			if r.reason != None {
 				lreason = r.reason
 			}
 			g.undo(s, c, now, &h)
 			return g.deny(s, m.Session, kind, c, lreason, r.retry, m.Size, now)
+		}
+		if r.reason == None { // a fail-open TableFull pass took nothing
+			h.keyed, h.key = layer, key
 		}
 	}
 	if r := c.lim.TakeAt(&s.kinds[kind], now, cost); !r.OK() {
@@ -688,8 +691,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	h.kind = true
 	if g.match != nil && m.Match != 0 {
-		r := g.match.takeAt(m.Match, now, cost)
-		if !r.ok && !(r.reason == TableFull && g.tableFullAllow) {
+		if r := g.match.takeAt(m.Match, now, cost); !r.ok {
 			mreason := MatchLimit
 			if r.reason != None {
 				mreason = r.reason
@@ -754,7 +756,7 @@ func actionFor(c *chanSpec, r Reason) Action {
 	switch r {
 	case None:
 		return Accept
-	case NoSession, Oversize, Malformed, ByteLimit, FrameLimit, Duplicate, Replay, Lockout:
+	case NoSession, Oversize, Malformed, ByteLimit, FrameLimit, Duplicate, Replay:
 		return Drop
 	}
 	if c != nil && c.class == ClassRequest {
@@ -767,7 +769,11 @@ func actionFor(c *chanSpec, r Reason) Action {
 // accumulator or a RateLimited event, counters; and returns the verdict.
 // s is nil for a message without a session (nothing is created for it).
 func (g *Gate) deny(s *session, h Session, row int, c *chanSpec, r Reason, retry time.Duration, size uint32, now int64) Verdict {
-	act := actionFor(c, r)
+	return g.denyAs(s, h, row, c, r, actionFor(c, r), retry, size, now)
+}
+
+// denyAs is deny with the action before escalation given.
+func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act Action, retry time.Duration, size uint32, now int64) Verdict {
 	stripe := int(h.index())
 	stage := StageNone
 	var account uint64

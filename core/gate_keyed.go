@@ -31,10 +31,14 @@ type keyedBuckets interface {
 	size() int
 }
 
-// keyedResult is the outcome of a keyed take.
+// keyedResult is the outcome of a keyed take. A pass with reason TableFull
+// is a key that could not be tracked, let through by a fail-open policy:
+// nothing was taken. A denial's reason is None or the layer's own reason
+// for an empty bucket (the gate names the layer), or TableFull, Lockout
+// (keyed escalation) or Closed.
 type keyedResult struct {
 	retry  time.Duration
-	reason Reason // None for an ordinary denial (the gate names the layer), TableFull, Lockout
+	reason Reason
 	ok     bool
 }
 

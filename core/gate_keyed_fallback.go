@@ -26,6 +26,7 @@ type fallbackKeyed struct {
 	shift    uint
 	perShard int
 	seed     uint64
+	failOpen bool
 	shards   [fallbackShards]fallbackShard
 }
 
@@ -37,9 +38,9 @@ type fallbackShard struct {
 	_  [64 - 16]byte
 }
 
-func newFallbackKeyed(lim *atomicbucket.Limit, bound int) *fallbackKeyed {
+func newFallbackKeyed(lim *atomicbucket.Limit, bound int, failOpen bool) *fallbackKeyed {
 	per := (bound + fallbackShards - 1) / fallbackShards
-	f := &fallbackKeyed{lim: lim, shift: wordShift(lim), perShard: max(per, 1), seed: rand.Uint64()}
+	f := &fallbackKeyed{lim: lim, shift: wordShift(lim), perShard: max(per, 1), seed: rand.Uint64(), failOpen: failOpen}
 	for i := range f.shards {
 		m := map[uint64]*atomic.Uint64{}
 		f.shards[i].m.Store(&m)
@@ -67,7 +68,7 @@ func (f *fallbackKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 	w := f.lookup(key)
 	if w == nil {
 		if w = f.insert(key, now); w == nil {
-			return keyedResult{reason: TableFull}
+			return keyedResult{reason: TableFull, ok: f.failOpen}
 		}
 	}
 	r := f.lim.TakeAt(w, now, n)

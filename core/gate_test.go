@@ -245,7 +245,7 @@ func TestGateEveryReason(t *testing.T) {
 				require.Equal(t, StageLockout, v.Stage)
 				return Message{Session: e.s, Kind: kMove, Size: 20}
 			}},
-		{name: "TableFull for a match", reason: TableFull, action: Reject, row: "ask",
+		{name: "TableFull for a match", reason: TableFull, action: Reject, row: "ask", retry: true,
 			policy: func(p *Policy) { p.Tables.Matches = new(uint32(1)); p.Match = Budget{Rate: new(1.0), Burst: new(10.0)} },
 			setup: func(t *testing.T, e *env) Message {
 				// Fill the match table with throttled (not full) buckets.

@@ -146,6 +146,8 @@ func (d *Direction) UnmarshalText(b []byte) error {
 // "1m30s") in YAML and JSON.
 type Duration time.Duration
 
+func (d Duration) std() time.Duration { return time.Duration(d) }
+
 // MarshalText encodes the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
