@@ -52,11 +52,11 @@ type Gate struct {
 	shedFactor uint64
 	nInflight  int
 
-	ladder         strikeLadder
-	account        keyedBuckets // nil when the layer is disabled
-	address        keyedBuckets
-	match          keyedBuckets
-	locked         func(account uint64) bool
+	ladder  strikeLadder
+	account keyedBuckets // nil when the layer is disabled
+	address keyedBuckets
+	match   keyedBuckets
+	locked  func(account uint64) bool
 
 	slots []atomic.Pointer[session]
 	high  atomic.Uint32 // slots below this index have been used
@@ -198,15 +198,15 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{
-		shadow:         pol.Shadow,
-		policy:         pol,
-		locked:         cfg.locked,
-		minCharge:      uint64(*pol.Transport.MinCharge),
-		maxFrame:       *pol.Transport.MaxFrame,
-		queueCmds:      int32(*pol.Queue.Commands),
-		queueBytes:     int64(*pol.Queue.PendingBytes),
-		shedFactor:     *pol.Strikes.ShedFactor,
-		ladder:         newStrikeLadder(&pol.Strikes),
+		shadow:     pol.Shadow,
+		policy:     pol,
+		locked:     cfg.locked,
+		minCharge:  uint64(*pol.Transport.MinCharge),
+		maxFrame:   *pol.Transport.MaxFrame,
+		queueCmds:  int32(*pol.Queue.Commands),
+		queueBytes: int64(*pol.Queue.PendingBytes),
+		shedFactor: *pol.Strikes.ShedFactor,
+		ladder:     newStrikeLadder(&pol.Strikes),
 	}
 	g.pendMask = uint64(pow2(2*int(*pol.Queue.Commands), 8)) - 1
 	g.replayMask = uint64(pow2(int(*pol.Queue.ReplayWindow), 1)) - 1
