@@ -39,8 +39,8 @@ type legendItem struct {
 // Chart size: wide enough for log axes with unit labels, small enough that
 // two dozen charts keep the page light.
 const (
-	chartW = 7.2 * vg.Inch
-	chartH = 3.0 * vg.Inch
+	chartW = 10 * vg.Inch
+	chartH = 3.6 * vg.Inch
 )
 
 var sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
@@ -164,7 +164,7 @@ func formatCount(v float64) string {
 		return sig3(v/1e9) + "G"
 	case a >= 1e6:
 		return sig3(v/1e6) + "M"
-	case a >= 1e4:
+	case a >= 1e3:
 		return sig3(v/1e3) + "k"
 	case a == math.Trunc(a):
 		return strconv.FormatFloat(v, 'f', 0, 64)
@@ -191,7 +191,7 @@ func (latencyTicks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if m == 1 || (decades <= 3 && (m == 2 || m == 5)) {
+			if m == 1 || (decades <= maxLabelledDecades && (m == 2 || m == 5)) {
 				t.Label = formatNs(v)
 			}
 			ticks = append(ticks, t)
@@ -221,10 +221,30 @@ func (percentileTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // nines returns the percentile label for 1/(1-p) = 10^n: 90%, 99%, 99.9%...
 func nines(n int) string {
-	if n <= 2 {
-		return strings.Repeat("9", n) + "%"
+	switch n {
+	case 0:
+		return "0%"
+	case 1:
+		return "90%"
+	case 2:
+		return "99%"
 	}
 	return "99." + strings.Repeat("9", n-2) + "%"
+}
+
+// log10Axis marks an axis whose data are log10 of the real values, with the
+// ticks of the inner ticker for the real values. Plotting log10 values on a
+// linear axis gives a log scale without plot.LogScale, whose axis-label
+// placement in gonum/plot v0.17 assumes a linear scale and squeezes the
+// data area.
+type log10Axis struct{ inner plot.Ticker }
+
+func (t log10Axis) Ticks(lo, hi float64) []plot.Tick {
+	ts := t.inner.Ticks(math.Pow(10, lo), math.Pow(10, hi))
+	for i := range ts {
+		ts[i].Value = math.Log10(ts[i].Value)
+	}
+	return ts
 }
 
 // countTicks wraps the default ticker with SI-suffixed labels.
@@ -269,9 +289,8 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	xHi := math.Pow(10, math.Max(2, math.Ceil(math.Log10(float64(maxN)))))
 	yLo, yHi = logRange(yLo, yHi)
 	p := newPlot("percentile (log scale of 1/(1−p))", "response time (log scale)")
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = percentileTicks{}, latencyTicks{}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 1, xHi, yLo, yHi
+	p.X.Tick.Marker, p.Y.Tick.Marker = log10Axis{percentileTicks{}}, log10Axis{latencyTicks{}}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, math.Log10(xHi), math.Log10(yLo), math.Log10(yHi)
 	c := &chart{Title: title}
 	for _, l := range lines {
 		if l.Hist == nil || l.Hist.TotalCount() == 0 {
@@ -294,7 +313,7 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 			}
 			xys = append(xys, plotter.XY{X: math.Max(x, 1), Y: y})
 		}
-		if err := addLine(p, xys, l.Color, l.Dashed, 1.6); err != nil {
+		if err := addLine(p, logXY(xys, true, true), l.Color, l.Dashed, 1.6); err != nil {
 			return nil, err
 		}
 		c.Legend = append(c.Legend, legendItem{Name: fmt.Sprintf("%s (n=%s)", l.Name, formatCount(n)), Color: l.Color, Dashed: l.Dashed})
@@ -316,8 +335,18 @@ func logRange(lo, hi float64) (float64, float64) {
 	if hi <= lo {
 		hi = lo * 10
 	}
-	return step125(lo, false), step125(hi, true)
+	lo, hi = step125(lo, false), step125(hi, true)
+	if math.Log10(hi/lo) > maxLabelledDecades {
+		// Only powers of ten are labelled (see latencyTicks): end the
+		// axis on labelled ticks.
+		return math.Pow(10, math.Floor(math.Log10(lo)+1e-9)), math.Pow(10, math.Ceil(math.Log10(hi)-1e-9))
+	}
+	return lo, hi
 }
+
+// maxLabelledDecades is the widest log axis whose 2 and 5 ticks are
+// labelled too.
+const maxLabelledDecades = 3.5
 
 func step125(v float64, up bool) float64 {
 	e := math.Floor(math.Log10(v))
@@ -337,6 +366,21 @@ func step125(v float64, up bool) float64 {
 		}
 	}
 	return base
+}
+
+// logXY replaces x and/or y by their log10.
+func logXY(xys plotter.XYs, x, y bool) plotter.XYs {
+	out := make(plotter.XYs, len(xys))
+	for i, p := range xys {
+		if x {
+			p.X = math.Log10(p.X)
+		}
+		if y {
+			p.Y = math.Log10(p.Y)
+		}
+		out[i] = p
+	}
+	return out
 }
 
 func addLine(p *plot.Plot, xys plotter.XYs, col string, dashed bool, width float64) error {
@@ -403,6 +447,31 @@ func group(s []Interval) []Interval {
 
 func secs(d time.Duration) float64 { return d.Seconds() }
 
+// timeTicks marks a time axis in seconds at a 1-2-5 step giving five to ten
+// labels, with unlabelled minor ticks between them.
+type timeTicks struct{}
+
+func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	step := step125(span/10, true)
+	minor := step / 5
+	if m := math.Round(step / math.Pow(10, math.Floor(math.Log10(step)))); m == 2 {
+		minor = step / 4
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/minor) * minor; v <= hi+minor*1e-6; v += minor {
+		t := plot.Tick{Value: v}
+		if r := v / step; math.Abs(r-math.Round(r)) < 1e-6 {
+			t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
 // overTimeChart draws p50 (dashed) and p99 (solid) response time per
 // interval for each population.
 func overTimeChart(title string, lines []seriesLine, warmup, duration time.Duration) (*chart, error) {
@@ -427,10 +496,11 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 	}
 	yLo, yHi = logRange(yLo, yHi)
 	p := newPlot("time since start (s)", "response time (log scale)")
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, latencyTicks{}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xHi, yLo, yHi
+	p.Y.Tick.Marker = log10Axis{latencyTicks{}}
+	p.X.Tick.Marker = timeTicks{}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xHi, math.Log10(yLo), math.Log10(yHi)
 	c := &chart{Title: title}
-	if err := addWarmup(p, c, warmup, yLo, yHi); err != nil {
+	if err := addWarmup(p, c, warmup, p.Y.Min, p.Y.Max); err != nil {
 		return nil, err
 	}
 	for _, l := range lines {
@@ -455,10 +525,10 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 			continue
 		}
 		for i := range p50 {
-			if err := addLine(p, p99[i], l.Color, false, 1.4); err != nil {
+			if err := addLine(p, logXY(p99[i], false, true), l.Color, false, 1.4); err != nil {
 				return nil, err
 			}
-			if err := addLine(p, p50[i], l.Color, true, 1.1); err != nil {
+			if err := addLine(p, logXY(p50[i], false, true), l.Color, true, 1.1); err != nil {
 				return nil, err
 			}
 		}
@@ -539,6 +609,7 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 	}
 	p := newPlot("time since start (s)", "drops per second")
 	p.Y.Tick.Marker = countTicks{suffix: "/s"}
+	p.X.Tick.Marker = timeTicks{}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, xHi, 0, yHi*1.05
 	c := &chart{Title: title}
 	// Draw the tallest stack first; each lower one covers the area below it.
@@ -656,7 +727,7 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 		prev = b
 		c.Legend = append(c.Legend, legendItem{Name: r, Color: reasonColor(r, others), Area: true})
 	}
-	h := vg.Length(math.Max(1.6, 0.75+0.42*float64(len(pops)))) * vg.Inch
+	h := vg.Length(math.Max(1.6, 0.8+0.4*float64(len(pops)))) * vg.Inch
 	svg, err := renderSVG(p, chartW, h, title)
 	if err != nil {
 		return nil, err

@@ -108,7 +108,7 @@ func RenderFiles(dir string, r *Results) error {
 			knames := newNamer()
 			var files []func() error
 			for _, k := range p.Kinds {
-				if k.ResponseTime == nil {
+				if k.ResponseTime == nil || k.ResponseTime.Count == 0 {
 					continue
 				}
 				path := filepath.Join(vdir, pname+"."+knames.name(k.Kind)+".response_time.hgrm")

@@ -194,17 +194,17 @@ type variantView struct {
 }
 
 type popRow struct {
-	Name, Color, Behaviour, Role, Clients     string
-	Sent, Accepted, Dropped, DropRate         string
-	P50, P99, P999, Max                       string
-	FalseDisc, FalseLock, Admitted, AdmittedB string
-	CutOff                                    string
-	Hostile                                   bool
+	Name, Color, Behaviour, Role, Clients string
+	Sent, Accepted, Dropped, DropRate     string
+	P50, P99, Max                         string
+	False, Admitted, AdmittedB            string
+	CutOff, CutOffTimes                   string
+	Hostile                               bool
 }
 
 type kindRow struct {
 	Population, Kind, Sent, Accepted, Dropped, DropRate string
-	Reasons                                             string
+	Reasons                                             []string
 	P50, P90, P99, P999, Max                            string
 	ServiceP99, SendLagP99                              string
 	First                                               bool
@@ -302,7 +302,7 @@ func envFacts(e Environment) []kv {
 		{"GOMAXPROCS", orN(e.GOMAXPROCS, "")},
 		{"OS / arch", or(e.OS) + " / " + or(e.Arch)},
 		{"Go", or(e.GoVersion)},
-		{"sluice", or(e.SluiceVersion)},
+		{"sluice version", or(e.SluiceVersion)},
 	}
 }
 
@@ -313,16 +313,23 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
+// fmtPct formats a fraction as a percentage with three significant digits
+// (never rounding a non-zero share to 0% or a partial one to 100%).
 func fmtPct(f float64) string {
 	switch {
 	case f == 0:
 		return "0%"
-	case f*100 < 0.001:
+	case f == 1:
+		return "100%"
+	case f*100 < 0.0001:
 		return strconv.FormatFloat(f*100, 'e', 2, 64) + "%"
-	case f*100 < 1:
-		return strconv.FormatFloat(f*100, 'f', 4, 64) + "%"
+	case f > 0.99 && f < 1:
+		// Show enough decimals that the gap to 100% stays visible.
+		c := (1 - f) * 100
+		dec := max(1, int(math.Ceil(-math.Log10(c)))+1)
+		return strconv.FormatFloat(f*100, 'f', dec, 64) + "%"
 	default:
-		return strconv.FormatFloat(f*100, 'f', 2, 64) + "%"
+		return strconv.FormatFloat(f*100, 'g', 3, 64) + "%"
 	}
 }
 
@@ -545,8 +552,10 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 			}
 		}
 		g := name + " (" + string(Honest) + ")"
-		dropBetter := -1
+		dropBetter, latBetter := -1, -1
 		if hostile {
+			// How fast hostile traffic is answered is nobody's goal.
+			latBetter = 0
 			g = name + " (" + string(Hostile) + ")"
 			dropBetter = +1
 		}
@@ -555,11 +564,11 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 				p := find(vs, name)
 				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0
 			}},
-			measure{g, "p50 response", mNs, -1, func(vs *variantStats) (float64, bool) {
+			measure{g, "p50 response", mNs, latBetter, func(vs *variantStats) (float64, bool) {
 				p := find(vs, name)
 				return pf(p, func(p *popStats) float64 { return float64(p.q.P50) }), p != nil && p.resp != nil
 			}},
-			measure{g, "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
+			measure{g, "p99 response", mNs, latBetter, func(vs *variantStats) (float64, bool) {
 				p := find(vs, name)
 				return pf(p, func(p *popStats) float64 { return float64(p.q.P99) }), p != nil && p.resp != nil
 			}},
@@ -760,18 +769,17 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			Clients: fmtInt(int64(pp.Clients)), Sent: fmtInt(p.sent), Accepted: fmtInt(p.accepted),
 			Dropped: fmtInt(p.drop), DropRate: fmtPct(p.dropRate),
 			P50: fmtLatency(p.q.P50, p.resp != nil), P99: fmtLatency(p.q.P99, p.resp != nil),
-			P999: fmtLatency(p.q.P999, p.resp != nil), Max: fmtLatency(p.q.Max, p.resp != nil),
+			Max:      fmtLatency(p.q.Max, p.resp != nil),
 			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
-			Hostile: pp.Role == Hostile, FalseDisc: "–", FalseLock: "–", CutOff: "–",
+			Hostile: pp.Role == Hostile, False: "–", CutOff: "–",
 		}
 		if pp.Role != Hostile {
-			row.FalseDisc = fmtInt(pp.Summary.FalseDisconnects)
-			row.FalseLock = fmtInt(pp.Summary.FalseLockouts)
+			row.False = fmtInt(pp.Summary.FalseDisconnects) + " / " + fmtInt(pp.Summary.FalseLockouts)
 		}
 		if c := pp.Summary.CutOff; c != nil {
 			row.CutOff = fmt.Sprintf("%d of %d", c.Clients, c.Of)
 			if c.Clients > 0 {
-				row.CutOff += fmt.Sprintf("; p50 %s, max %s", formatNs(float64(c.P50)), formatNs(float64(c.Max)))
+				row.CutOffTimes = fmt.Sprintf("p50 %s, max %s", formatNs(float64(c.P50)), formatNs(float64(c.Max)))
 			}
 		}
 		vv.PopRows = append(vv.PopRows, row)
@@ -784,11 +792,9 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			if k.Sent > 0 {
 				kr.DropRate = fmtPct(float64(k.Dropped()) / float64(k.Sent))
 			}
-			var rs []string
 			for _, reason := range sortedReasons(k.Drops) {
-				rs = append(rs, reason+" "+fmtInt(k.Drops[reason]))
+				kr.Reasons = append(kr.Reasons, reason+" "+fmtInt(k.Drops[reason]))
 			}
-			kr.Reasons = strings.Join(rs, ", ")
 			if h := k.ResponseTime; h != nil && h.Count > 0 {
 				kr.P50, kr.P90, kr.P99, kr.P999, kr.Max = formatNs(float64(h.P50)), formatNs(float64(h.P90)), formatNs(float64(h.P99)), formatNs(float64(h.P999)), formatNs(float64(h.Max))
 			}

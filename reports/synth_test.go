@@ -112,13 +112,19 @@ func synthResults(tb testing.TB, seed uint64) *Results {
 				sent := int64(sk.perClientS * float64(sp.clients) * measured)
 				k.Sent, k.SentBytes = sent, sent*sk.bytes
 				var dropped int64
-				for reason, share := range sk.drops {
+				total := 0.0
+				for _, share := range sk.drops {
+					total += share
+				}
+				for _, reason := range sortedReasons(sharesAsCounts(sk.drops)) {
+					share := sk.drops[reason]
 					f := share * spec.strict
 					if sp.role == Hostile {
-						f = 1 - (1-share)/spec.strict
-						f = share + (f-share)*0.5
+						// The stricter policy lets through 1/strict of
+						// what the baseline admits.
+						f = share * (1 - (1-total)/spec.strict) / total
 					}
-					n := int64(f * float64(sent) * (0.9 + 0.2*rng.Float64()))
+					n := int64(f * float64(sent) * (0.95 + 0.05*rng.Float64()))
 					if dropped+n > sent {
 						n = sent - dropped
 					}
@@ -207,4 +213,12 @@ func synthCopy(tb testing.TB, seed uint64) *Results {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+func sharesAsCounts(m map[string]float64) map[string]int64 {
+	out := map[string]int64{}
+	for k := range m {
+		out[k] = 1
+	}
+	return out
 }

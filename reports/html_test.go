@@ -1,0 +1,344 @@
+package reports
+
+import (
+	"bytes"
+	"html/template"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func renderHTML(t *testing.T, r *Results) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+var (
+	chartSVG  = regexp.MustCompile(`(?s)<svg class="chart".*?</svg>`)
+	svgPath   = regexp.MustCompile(`<path d="([^"]*)"[^>]*?(?:style="([^"]*)")?\s*/?>`)
+	anyURL    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>)]*`)
+	srcHref   = regexp.MustCompile(`(?i)<[a-z][^>]*?\s(?:src|href|xlink:href|action|poster|data|srcset)\s*=\s*["']?\s*([^"'\s>]*)`)
+	cssURL    = regexp.MustCompile(`(?i)url\(\s*['"]?([^'")]*)`)
+	allowedNS = map[string]bool{
+		"http://www.w3.org/2000/svg":   true,
+		"http://www.w3.org/1999/xlink": true,
+	}
+)
+
+// dataColors are the colours only data are drawn in (axes and grid are
+// grey or black).
+func dataColors() map[string]bool {
+	m := map[string]bool{acceptedColor: true}
+	for _, c := range populationColors {
+		m[c] = true
+	}
+	for _, c := range variantColors {
+		m[c] = true
+	}
+	for _, c := range reasonColors {
+		m[c] = true
+	}
+	for _, c := range otherReasonColors {
+		m[c] = true
+	}
+	return m
+}
+
+// chartDataPaths returns, per inline chart, how many of its paths are drawn
+// in a data colour and the most segments any of them has.
+func chartDataPaths(html string) (paths, segments []int) {
+	colors := dataColors()
+	for _, svg := range chartSVG.FindAllString(html, -1) {
+		n, most := 0, 0
+		for _, m := range svgPath.FindAllStringSubmatch(svg, -1) {
+			isData := false
+			for _, c := range regexp.MustCompile(`#[0-9A-Fa-f]{6}`).FindAllString(m[2], -1) {
+				if colors[strings.ToUpper(c)] {
+					isData = true
+				}
+			}
+			if !isData {
+				continue
+			}
+			n++
+			most = max(most, strings.Count(m[1], "L"))
+		}
+		paths = append(paths, n)
+		segments = append(segments, most)
+	}
+	return paths, segments
+}
+
+// externalRefs lists every reference in the page that would reach outside
+// it: absolute URLs other than XML namespaces, and src/href/url() values
+// that are not fragment links or data: URIs.
+func externalRefs(html string) []string {
+	var out []string
+	for _, u := range anyURL.FindAllString(html, -1) {
+		if !allowedNS[u] {
+			out = append(out, u)
+		}
+	}
+	for _, re := range []*regexp.Regexp{srcHref, cssURL} {
+		for _, m := range re.FindAllStringSubmatch(html, -1) {
+			v := m[1]
+			if strings.HasPrefix(v, "#") || strings.HasPrefix(strings.ToLower(v), "data:") {
+				continue
+			}
+			out = append(out, m[0])
+		}
+	}
+	for _, tag := range []string{"<script", "<link", "<iframe", "<img", "@import", "<object", "<embed"} {
+		if strings.Contains(strings.ToLower(html), tag) {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+func TestHTMLSections(t *testing.T) {
+	r := synthCopy(t, 1)
+	html := renderHTML(t, r)
+	for _, want := range []string{
+		// sections
+		`id="run"`, `id="summary"`, `id="comparison"`, `id="variant-1"`, `id="variant-2"`, `id="environment"`,
+		// headline
+		"honest drop rate", "honest p99 response time", "hostile admitted", "honest false disconnects",
+		"PASS 3/3", "FAIL 2/3",
+		// charts
+		"Response time percentile spectrum per population",
+		"Response time percentiles over time",
+		"Honest drops by reason over time (stacked)",
+		"Hostile drops by reason over time (stacked)",
+		"Accepted and dropped share of sent messages, per population",
+		"players (honest): response time by variant",
+		// axes with units
+		"percentile (log scale of 1/(1−p))", "response time (log scale)", "time since start (s)",
+		"drops per second", "share of sent messages (%)", ">99.9%<", " ms<",
+		// comparison and tables
+		"deltas are against the first variant", "Populations", "Message kinds", "drops by reason",
+		// environment and run
+		r.Environment.CPU, r.Run.ScenarioSHA256, "raid-night", r.Environment.SluiceVersion,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, v := range r.Variants {
+		for _, th := range v.Thresholds {
+			if !strings.Contains(html, template.HTMLEscapeString(th.Expr)) {
+				t.Errorf("page lacks threshold %q", th.Expr)
+			}
+		}
+		for _, p := range v.Populations {
+			if !strings.Contains(html, p.Name) {
+				t.Errorf("page lacks population %q", p.Name)
+			}
+		}
+	}
+	// Two variants: 5 charts each, plus one comparison chart per population.
+	paths, segs := chartDataPaths(html)
+	if want := 2*5 + 4; len(paths) != want {
+		t.Fatalf("%d charts, want %d", len(paths), want)
+	}
+	for i := range paths {
+		if paths[i] == 0 {
+			t.Errorf("chart %d has no data path", i)
+		}
+		if segs[i] < 1 {
+			t.Errorf("chart %d has no data path with segments", i)
+		}
+	}
+	if refs := externalRefs(html); len(refs) > 0 {
+		t.Errorf("page refers outside itself: %q", refs)
+	}
+	if n := len(html); n > 512<<10 {
+		t.Errorf("page is %d KiB, want at most 512 KiB", n>>10)
+	}
+	t.Logf("page size %d KiB", len(html)>>10)
+	if again := renderHTML(t, r); again != html {
+		t.Error("rendering is not deterministic")
+	}
+}
+
+func TestHTMLEscapesNames(t *testing.T) {
+	r := New(Run{Scenario: `<script>alert("s")</script>`, Driver: DriverSim, Duration: time.Second, Complete: true}, Environment{CPU: "<b>cpu</b>"})
+	v, err := r.AddVariant(`v<img src=x onerror=alert(1)>`, map[string]string{"k": "</pre><script>x</script>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.AddPopulation(`p"><script>`, "honest", Honest, 1)
+	k := p.Kind(`<k>`)
+	k.Sent, k.Accepted = 10, 9
+	k.Drop("ChannelLimit", 1)
+	h := newHist()
+	for i := int64(1); i < 1000; i++ {
+		_ = h.RecordValue(i * 1000)
+	}
+	if err := k.AddHistogram(ResponseTime, h); err != nil {
+		t.Fatal(err)
+	}
+	html := renderHTML(t, r)
+	for _, bad := range []string{"<script", "<img", "<b>cpu", `p"><`, "<k>"} {
+		if i := strings.Index(html, bad); i >= 0 {
+			t.Errorf("page contains unescaped %q: …%s…", bad, html[max(0, i-60):min(len(html), i+40)])
+		}
+	}
+	if refs := externalRefs(html); len(refs) > 0 {
+		t.Errorf("page refers outside itself: %q", refs)
+	}
+}
+
+func TestHTMLSparseResults(t *testing.T) {
+	// No histograms, no series, no thresholds, one variant, interrupted.
+	r := New(Run{Scenario: "bare", Driver: DriverSim, Duration: 2 * time.Second}, Environment{})
+	v, err := r.AddVariant("only", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.AddPopulation("ghosts", "honest", Honest, 0)
+	html := renderHTML(t, r)
+	for _, want := range []string{"This run was interrupted", "INCOMPLETE", "No thresholds were evaluated", "nothing to chart", `id="environment"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := len(chartSVG.FindAllString(html, -1)); n != 0 {
+		t.Errorf("%d charts drawn from no data", n)
+	}
+	// Only counts: the outcome chart and tables, still no external refs.
+	p := v.Population("ghosts")
+	k := p.Kind("move")
+	k.Sent, k.Accepted = 100, 90
+	k.Drop("Timeout", 10)
+	html = renderHTML(t, r)
+	if n := len(chartSVG.FindAllString(html, -1)); n != 1 {
+		t.Errorf("%d charts for counts only, want the outcome chart", n)
+	}
+	if refs := externalRefs(html); len(refs) > 0 {
+		t.Errorf("page refers outside itself: %q", refs)
+	}
+}
+
+func TestHTMLRejectsInvalid(t *testing.T) {
+	r := synthCopy(t, 1)
+	r.Run.Driver = "carrier pigeon"
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err == nil || b.Len() != 0 {
+		t.Fatalf("invalid results rendered: %v, %d bytes", err, b.Len())
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	cases := map[string]string{
+		formatNs(0):                     "0",
+		formatNs(999):                   "999 ns",
+		formatNs(1500):                  "1.5 µs",
+		formatNs(2.5e6):                 "2.5 ms",
+		formatNs(12.34e9):               "12.3 s",
+		fmtPct(0):                       "0%",
+		fmtPct(1):                       "100%",
+		fmtPct(0.5):                     "50%",
+		fmtPct(0.000401):                "0.0401%",
+		fmtPct(0.9995):                  "99.950%",
+		fmtPct(0.99999):                 "99.99900%",
+		formatCount(1500):               "1.5k",
+		formatCount(2_500_000):          "2.5M",
+		formatCount(12):                 "12",
+		fmtInt(1234567):                 "1,234,567",
+		fmtInt(-1234):                   "-1,234",
+		nines(1):                        "90%",
+		nines(3):                        "99.9%",
+		nines(5):                        "99.999%",
+		fmtBytesRate(2048):              "2 KiB/s",
+		formatDelta(mRate, 0.01, 0.015): "+0.5 pp",
+		formatDelta(mNs, 100, 150):      "+50.0%",
+		formatDelta(mCount, 3, 1):       "-2",
+		formatDelta(mNs, 0, 5):          "new",
+	}
+	for got, want := range cases {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestTicks(t *testing.T) {
+	// A percentile axis up to 99.99% labels the nines.
+	var labels []string
+	for _, tk := range (percentileTicks{}).Ticks(1, 1e4) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0% 50% 90% 99% 99.9% 99.99%" {
+		t.Errorf("percentile labels %q", got)
+	}
+	// A narrow latency axis labels 1-2-5, a wide one powers of ten.
+	labels = nil
+	for _, tk := range (latencyTicks{}).Ticks(1e6, 1e8) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "1 ms 2 ms 5 ms 10 ms 20 ms 50 ms 100 ms" {
+		t.Errorf("latency labels %q", got)
+	}
+	labels = nil
+	for _, tk := range (latencyTicks{}).Ticks(1e3, 1e9) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "1 µs 10 µs 100 µs 1 ms 10 ms 100 ms 1 s" {
+		t.Errorf("wide latency labels %q", got)
+	}
+	// Axis ends land on labelled ticks.
+	for _, c := range [][2]float64{{1.7e6, 8.8e8}, {2.2e3, 3.1e9}, {5e4, 6e4}} {
+		lo, hi := logRange(c[0], c[1])
+		if lo > c[0] || hi < c[1] {
+			t.Errorf("logRange(%g, %g) = %g, %g does not cover", c[0], c[1], lo, hi)
+		}
+		ts := (latencyTicks{}).Ticks(lo, hi)
+		if ts[0].Label == "" || ts[len(ts)-1].Label == "" {
+			t.Errorf("logRange(%g, %g) = %g, %g ends on unlabelled ticks", c[0], c[1], lo, hi)
+		}
+	}
+	labels = nil
+	for _, tk := range (timeTicks{}).Ticks(0, 60) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0 10 20 30 40 50 60" {
+		t.Errorf("time labels %q", got)
+	}
+}
+
+func TestGroupLongSeries(t *testing.T) {
+	var s []Interval
+	for i := range 1000 {
+		s = append(s, Interval{Start: time.Duration(i) * time.Second, Length: time.Second, Sent: 2, Accepted: 1,
+			Drops: map[string]int64{"Timeout": 1}, Responses: 1, P50: int64(i), P99: int64(2 * i)})
+	}
+	g := group(s)
+	if len(g) > maxPoints {
+		t.Fatalf("%d points after grouping", len(g))
+	}
+	var sent, drops int64
+	for _, iv := range g {
+		sent += iv.Sent
+		drops += iv.Drops["Timeout"]
+	}
+	if sent != 2000 || drops != 1000 || g[len(g)-1].P99 != 1998 {
+		t.Fatalf("grouping lost counts: sent %d, drops %d, last p99 %d", sent, drops, g[len(g)-1].P99)
+	}
+	if end := g[len(g)-1].Start + g[len(g)-1].Length; end != 1000*time.Second {
+		t.Fatalf("grouped series ends at %v", end)
+	}
+}
