@@ -1,0 +1,215 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// ConnID names one connection of one client: the client's index within
+// its worker and the connection's number (1 for the client's first, +1 for
+// each new one). A driver treats it as an opaque key; events carry it back.
+type ConnID struct {
+	Client int32
+	Gen    uint32
+}
+
+func (c ConnID) String() string { return fmt.Sprintf("c%d/%d", c.Client, c.Gen) }
+
+// EventKind is what an inbound event is.
+type EventKind uint8
+
+// The event kinds.
+const (
+	// EvReply: the server answered a request (ID 0: the hello).
+	EvReply EventKind = iota + 1
+	// EvPong: the server echoed a ping's Timestamp.
+	EvPong
+	// EvDisconnect: the server sent a Disconnect frame with Reason.
+	EvDisconnect
+	// EvClosed: the connection ended (EOF, reset, a frame the client
+	// could not decode) without the client closing it.
+	EvClosed
+)
+
+// Event is something the server did, as a driver reports it: the fields
+// of the frame it received and when.
+type Event struct {
+	Conn ConnID
+	Kind EventKind
+	// At is the driver's time (ns since the run's start) when the frame
+	// arrived: a loopback driver stamps it on its reading goroutine, not
+	// when the worker gets to it.
+	At         int64
+	ID         uint64      // EvReply
+	Status     wire.Status // EvReply
+	Reason     uint8       // EvReply, EvDisconnect
+	RetryAfter uint64      // EvReply, ns
+	Timestamp  uint64      // EvPong
+}
+
+// EventFromMsg fills ev from a frame a client received (Reply, Pong or
+// Disconnect) and reports whether the frame is one a client expects. A
+// driver decodes server frames with wire and hands them on through it.
+func EventFromMsg(conn ConnID, at int64, m *wire.Msg, ev *Event) bool {
+	*ev = Event{Conn: conn, At: at}
+	switch m.Type {
+	case wire.TypeReply:
+		ev.Kind, ev.ID, ev.Status, ev.Reason, ev.RetryAfter = EvReply, m.ID, m.Status, m.Reason, m.RetryAfter
+	case wire.TypePong:
+		ev.Kind, ev.Timestamp = EvPong, m.Timestamp
+	case wire.TypeDisconnect:
+		ev.Kind, ev.Reason = EvDisconnect, m.Reason
+	default:
+		return false
+	}
+	return true
+}
+
+// Driver carries one worker's actions to a server and brings back what the
+// server did. Two implement it: loopback (real sockets to
+// loadgen/server on 127.0.0.1, real time) and sim (virtual time, straight
+// into core.Gate). A worker owns its driver: the methods are called from
+// the worker's goroutine only (a loopback driver's reading goroutines hand
+// events to Poll through a channel). Byte slices passed in are only valid
+// during the call.
+type Driver interface {
+	// Now returns the driver's time: ns since the run's start.
+	Now() int64
+	// Dial opens conn from source-address group addr. An error means the
+	// connection could not be opened (recorded as Refused).
+	Dial(conn ConnID, addr uint32) error
+	// Write writes p on conn as one write (several frames, or any bytes).
+	// An error means the connection is gone.
+	Write(conn ConnID, p []byte) error
+	// Close closes conn from the client's side. Closing a closed or
+	// unknown connection does nothing. A driver may still deliver an
+	// EvClosed for it; the worker ignores it.
+	Close(conn ConnID) error
+	// Poll waits for the next event until Now() ≥ until, or ctx ends. It
+	// returns true with *ev filled, or false once until is reached (at
+	// once when it has passed and no event is waiting). Events come in
+	// order of At.
+	Poll(ctx context.Context, until int64, ev *Event) (bool, error)
+}
+
+// VirtualTime is a virtual clock with a queue of events for a driver that
+// simulates the server in-process (sim): Push queues an event at its time;
+// Poll hands out the earliest event due by until, moving the clock to it,
+// or moves the clock to until. Events at one time come out in the order
+// they were pushed, so a run is deterministic. The zero value is a clock at
+// 0 with no events; it is not safe for concurrent use.
+type VirtualTime struct {
+	now int64
+	seq uint64
+	q   []queued // min-heap by (At, seq)
+}
+
+type queued struct {
+	ev  Event
+	seq uint64
+}
+
+func (a queued) before(b queued) bool {
+	return a.ev.At < b.ev.At || a.ev.At == b.ev.At && a.seq < b.seq
+}
+
+// Now returns the virtual time.
+func (v *VirtualTime) Now() int64 { return v.now }
+
+// Len returns the number of queued events.
+func (v *VirtualTime) Len() int { return len(v.q) }
+
+// Push queues ev; an At before Now is moved to Now.
+func (v *VirtualTime) Push(ev Event) {
+	ev.At = max(ev.At, v.now)
+	v.seq++
+	v.q = append(v.q, queued{ev, v.seq})
+	for i := len(v.q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !v.q[i].before(v.q[p]) {
+			break
+		}
+		v.q[i], v.q[p] = v.q[p], v.q[i]
+		i = p
+	}
+}
+
+// Poll implements Driver.Poll in virtual time. It never blocks.
+func (v *VirtualTime) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if len(v.q) > 0 && v.q[0].ev.At <= max(until, v.now) {
+		*ev = v.q[0].ev
+		v.now = max(v.now, ev.At)
+		last := len(v.q) - 1
+		v.q[0] = v.q[last]
+		v.q = v.q[:last]
+		for i := 0; ; {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < last && v.q[l].before(v.q[m]) {
+				m = l
+			}
+			if r < last && v.q[r].before(v.q[m]) {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			v.q[i], v.q[m] = v.q[m], v.q[i]
+			i = m
+		}
+		return true, nil
+	}
+	v.now = max(v.now, until)
+	return false, nil
+}
+
+// RealTime is the monotonic clock since a run's start and a Poll over a
+// channel of events, for a driver on real sockets (loopback): its reading
+// goroutines stamp events with Now and send them on the channel. Make one
+// with NewRealTime; it is not safe for concurrent use, except Now.
+type RealTime struct {
+	start time.Time
+	timer *time.Timer
+}
+
+// NewRealTime returns a clock whose time 0 is now.
+func NewRealTime() *RealTime {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &RealTime{start: time.Now(), timer: t}
+}
+
+// Now returns ns since the start, on the monotonic clock. It is safe for
+// concurrent use.
+func (r *RealTime) Now() int64 { return int64(time.Since(r.start)) }
+
+// Poll waits for an event on events until Now() ≥ until, or ctx ends.
+func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, ev *Event) (bool, error) {
+	select {
+	case e := <-events:
+		*ev = e
+		return true, nil
+	default:
+	}
+	d := until - r.Now()
+	if d <= 0 {
+		return false, ctx.Err()
+	}
+	// Since Go 1.23 a Reset timer never delivers a stale value.
+	r.timer.Reset(time.Duration(d))
+	defer r.timer.Stop()
+	select {
+	case e := <-events:
+		*ev = e
+		return true, nil
+	case <-r.timer.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}

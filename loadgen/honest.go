@@ -1,0 +1,304 @@
+package loadgen
+
+import (
+	"time"
+)
+
+// Sub-stream numbers for SubSeed: each of a client's generators draws from
+// its own sequence, so adding a stream to a behaviour never changes what
+// the others draw.
+const (
+	subConnect = iota
+	subMove
+	subAbility
+	subChat
+	subPurchase
+	subPing
+	subFreeze
+	subDrop
+	subRestart
+	subAttack
+	subRetry
+	subExtra // channel-hop targets take subExtra, subExtra+1, ...
+)
+
+func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
+
+// connectAt draws a client's first connect time in [Start, Start+spread).
+func connectAt(c *Client, spread int64) int64 {
+	return c.Start + subRand(c, subConnect).Between(0, max(spread-1, 0))
+}
+
+// Honest is a real player: movement input at the tick rate with jitter,
+// abilities with human double-clicks, chat, rare purchases and a ping to
+// measure the connection. It connects once, at a random time in the first
+// ConnectSpread, and plays until the end. A NAT crowd is an Honest
+// population with PerAddress > 1 (see NATCrowd).
+type Honest struct {
+	// ConnectSpread: the first connect is at a uniform time in
+	// [0, ConnectSpread) after the start. Default 1s.
+	ConnectSpread time.Duration `yaml:"connect_spread"`
+	// TickRate: movement inputs per second. Default 20. Negative: none.
+	TickRate float64 `yaml:"tick_rate"`
+	// TickJitter: each tick moves by a uniform amount in ±TickJitter
+	// (capped below half a tick). Default 5ms.
+	TickJitter time.Duration `yaml:"tick_jitter"`
+	// MoveSize: movement payload bytes. Default 12.
+	MoveSize int `yaml:"move_size"`
+	// AbilityEvery: mean time between ability uses (exponential gaps).
+	// Default 2s. Negative: none.
+	AbilityEvery time.Duration `yaml:"ability_every"`
+	// DoubleClick: probability that an ability use is a double click.
+	// Default 0.2.
+	DoubleClick float64 `yaml:"double_click"`
+	// DoubleClickGap: mean time between a double click's two inputs
+	// (uniform in [gap/2, 3·gap/2]). Default 120ms.
+	DoubleClickGap time.Duration `yaml:"double_click_gap"`
+	// AbilitySize: ability payload bytes. Default 4.
+	AbilitySize int `yaml:"ability_size"`
+	// ChatEvery: mean time between chat lines. Default 15s. Negative: none.
+	ChatEvery time.Duration `yaml:"chat_every"`
+	// ChatSize: mean chat payload bytes (uniform in [size/2, 3·size/2]).
+	// Default 40.
+	ChatSize int `yaml:"chat_size"`
+	// PurchaseEvery: mean time between purchases. Default 2m. Negative:
+	// none.
+	PurchaseEvery time.Duration `yaml:"purchase_every"`
+	// PurchaseSize: purchase payload bytes. Default 16.
+	PurchaseSize int `yaml:"purchase_size"`
+	// PingEvery: time between pings (±10% jitter). Default 1s. Negative:
+	// none.
+	PingEvery time.Duration `yaml:"ping_every"`
+}
+
+// Name returns "honest".
+func (Honest) Name() string { return "honest" }
+
+func (h Honest) check(c *checker) {
+	c.dur("ConnectSpread", h.ConnectSpread, false)
+	c.rate("TickRate", h.TickRate, true)
+	c.dur("TickJitter", h.TickJitter, false)
+	c.intIn("MoveSize", h.MoveSize, 0, maxSize)
+	c.dur("AbilityEvery", h.AbilityEvery, true)
+	c.fraction("DoubleClick", h.DoubleClick)
+	c.dur("DoubleClickGap", h.DoubleClickGap, false)
+	c.intIn("AbilitySize", h.AbilitySize, 0, maxSize)
+	c.dur("ChatEvery", h.ChatEvery, true)
+	c.intIn("ChatSize", h.ChatSize, 0, maxSize)
+	c.dur("PurchaseEvery", h.PurchaseEvery, true)
+	c.intIn("PurchaseSize", h.PurchaseSize, 0, maxSize)
+	c.dur("PingEvery", h.PingEvery, true)
+}
+
+// Validate checks the parameters.
+func (h Honest) Validate() error {
+	c := checker{owner: h.Name()}
+	h.check(&c)
+	return c.err
+}
+
+// Stream returns the client's play.
+func (h Honest) Stream(c *Client) Stream {
+	at := connectAt(c, orDur(h.ConnectSpread, time.Second))
+	return newMerge(append([]Stream{&list{acts: []Action{{At: at, Op: OpConnect}}, end: c.End}}, h.play(c, at)...)...)
+}
+
+// play returns the honest streams of a client that connects at t0.
+func (h Honest) play(c *Client, t0 int64) []Stream {
+	var out []Stream
+	if tick := orFloat(h.TickRate, 20); tick > 0 {
+		r := subRand(c, subMove)
+		p := period(tick)
+		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
+		out = append(out, newTicker(r, tmpl, t0+r.Between(0, p-1), p, orDur(h.TickJitter, 5*time.Millisecond), c.End))
+	}
+	if every := orDur(h.AbilityEvery, 2*time.Second); every > 0 {
+		r := subRand(c, subAbility)
+		dbl := orFloat(h.DoubleClick, 0.2)
+		gap := orDur(h.DoubleClickGap, 120*time.Millisecond)
+		size := orInt(h.AbilitySize, 4)
+		out = append(out, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+			func(r *Rand, at int64, q []Action) []Action {
+				a := Action{At: at, Op: OpSend, Kind: KindAbility, Size: size}
+				q = append(q, a)
+				if r.Chance(dbl) {
+					a.At += r.Spread(gap)
+					q = append(q, a)
+				}
+				return q
+			}))
+	}
+	out = append(out, sizedEpisodes(c, subChat, t0, orDur(h.ChatEvery, 15*time.Second), KindChat, orInt(h.ChatSize, 40), true))
+	out = append(out, sizedEpisodes(c, subPurchase, t0, orDur(h.PurchaseEvery, 2*time.Minute), KindPurchase, orInt(h.PurchaseSize, 16), false))
+	if every := orDur(h.PingEvery, time.Second); every > 0 {
+		r := subRand(c, subPing)
+		out = append(out, newTicker(r, Action{Op: OpSend, Kind: KindPing}, t0+r.Between(0, every-1), every, every/10, c.End))
+	}
+	return out
+}
+
+// sizedEpisodes sends one message of kind at Poisson times of the given
+// mean; nil when every ≤ 0. With spread, sizes vary in [size/2, 3·size/2].
+func sizedEpisodes(c *Client, sub int, t0, every int64, kind Kind, size int, spread bool) Stream {
+	if every <= 0 {
+		return nil
+	}
+	r := subRand(c, sub)
+	return newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+		func(r *Rand, at int64, q []Action) []Action {
+			s := size
+			if spread {
+				s = int(r.Spread(int64(size)))
+			}
+			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: s})
+		})
+}
+
+// NATCrowd is a population of honest players, perAddress of them behind
+// each source address.
+func NATCrowd(name string, clients, perAddress int, h Honest) Population {
+	return Population{Name: name, Clients: clients, Behaviour: &h, PerAddress: perAddress}
+}
+
+// Ladder is a reconnect ladder: after losing its connection a client
+// retries (OpRetry, which does nothing once it is back) with exponential
+// backoff and jitter.
+type Ladder struct {
+	// Base: the delay before the first attempt. Default 250ms.
+	Base time.Duration `yaml:"base"`
+	// Factor: each delay is the previous one times Factor. Default 2.
+	Factor float64 `yaml:"factor"`
+	// Max: the cap on one delay. Default 8s.
+	Max time.Duration `yaml:"max"`
+	// Jitter: each delay is scaled by a uniform factor in
+	// [1−Jitter, 1+Jitter]. Default 0.5.
+	Jitter float64 `yaml:"jitter"`
+	// Attempts: how many attempts one ladder makes. Default 8.
+	Attempts int `yaml:"attempts"`
+}
+
+func (l Ladder) check(c *checker) {
+	c.dur("Ladder.Base", l.Base, false)
+	if l.Factor != 0 && !(l.Factor >= 1 && l.Factor <= 100) {
+		c.fail("Ladder.Factor", l.Factor, "must be in [1, 100]")
+	}
+	c.dur("Ladder.Max", l.Max, false)
+	c.fraction("Ladder.Jitter", l.Jitter)
+	c.intIn("Ladder.Attempts", l.Attempts, 0, 1000)
+}
+
+// appendLadder appends a ladder's attempts, the first one Base (jittered)
+// after at.
+func (l Ladder) appendLadder(r *Rand, at int64, q []Action) []Action {
+	base := float64(orDur(l.Base, 250*time.Millisecond))
+	factor := orFloat(l.Factor, 2)
+	cap := float64(orDur(l.Max, 8*time.Second))
+	jitter := orFloat(l.Jitter, 0.5)
+	d := base
+	for i := 0; i < orInt(l.Attempts, 8); i++ {
+		scale := 1 - jitter + 2*jitter*r.Float64()
+		at += max(1, int64(min(d, cap)*scale))
+		q = append(q, Action{At: at, Op: OpRetry})
+		d *= factor
+	}
+	return q
+}
+
+// Laggy is an honest player on a bad network: every so often it freezes
+// for a while (everything it sends is held) and then flushes the held input
+// in one burst, and now and then its connection drops and it climbs a
+// reconnect ladder.
+type Laggy struct {
+	Honest `yaml:",inline"`
+	// FreezeEvery: mean time between freezes (exponential). Default 10s.
+	// Negative: none.
+	FreezeEvery time.Duration `yaml:"freeze_every"`
+	// FreezeFor: mean freeze length T (uniform in [T/2, 3T/2]); the held
+	// input is flushed at its end. Default 800ms.
+	FreezeFor time.Duration `yaml:"freeze_for"`
+	// DropEvery: mean time between dropped connections. Default 30s.
+	// Negative: none.
+	DropEvery time.Duration `yaml:"drop_every"`
+	// Ladder: how it reconnects after a drop.
+	Ladder Ladder `yaml:"ladder"`
+}
+
+// Name returns "laggy".
+func (Laggy) Name() string { return "laggy" }
+
+// Validate checks the parameters.
+func (l Laggy) Validate() error {
+	c := checker{owner: l.Name()}
+	l.Honest.check(&c)
+	c.dur("FreezeEvery", l.FreezeEvery, true)
+	c.dur("FreezeFor", l.FreezeFor, false)
+	c.dur("DropEvery", l.DropEvery, true)
+	l.Ladder.check(&c)
+	return c.err
+}
+
+// Stream returns the client's play, freezes and drops.
+func (l Laggy) Stream(c *Client) Stream {
+	t0 := connectAt(c, orDur(l.ConnectSpread, time.Second))
+	subs := append([]Stream{&list{acts: []Action{{At: t0, Op: OpConnect}}, end: c.End}}, l.play(c, t0)...)
+	if every := orDur(l.FreezeEvery, 10*time.Second); every > 0 {
+		r := subRand(c, subFreeze)
+		T := orDur(l.FreezeFor, 800*time.Millisecond)
+		subs = append(subs, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+			func(r *Rand, at int64, q []Action) []Action {
+				return append(q, Action{At: at, Op: OpFreeze}, Action{At: at + r.Spread(T), Op: OpFlush})
+			}))
+	}
+	if every := orDur(l.DropEvery, 30*time.Second); every > 0 {
+		r := subRand(c, subDrop)
+		subs = append(subs, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+			func(r *Rand, at int64, q []Action) []Action {
+				return l.Ladder.appendLadder(r, at, append(q, Action{At: at, Op: OpDisconnect}))
+			}))
+	}
+	return newMerge(subs...)
+}
+
+// MassReconnect is an honest player whose server restarts: at RestartAt
+// every such client loses its connection (it closes it itself, in case the
+// driver does not restart the server), notices within Detect, and climbs a
+// reconnect ladder: the thundering herd after a restart.
+type MassReconnect struct {
+	Honest `yaml:",inline"`
+	// RestartAt: when the restart happens, from the run's start. Default:
+	// half-way through the run.
+	RestartAt time.Duration `yaml:"restart_at"`
+	// Detect: each client notices the loss at a uniform time in
+	// [0, Detect) after it. Default 1s.
+	Detect time.Duration `yaml:"detect"`
+	// Ladder: how it reconnects.
+	Ladder Ladder `yaml:"ladder"`
+}
+
+// Name returns "mass-reconnect".
+func (MassReconnect) Name() string { return "mass-reconnect" }
+
+// Validate checks the parameters.
+func (m MassReconnect) Validate() error {
+	c := checker{owner: m.Name()}
+	m.Honest.check(&c)
+	c.dur("RestartAt", m.RestartAt, false)
+	c.dur("Detect", m.Detect, false)
+	m.Ladder.check(&c)
+	return c.err
+}
+
+// Stream returns the client's play and its reconnect after the restart.
+func (m MassReconnect) Stream(c *Client) Stream {
+	t0 := connectAt(c, orDur(m.ConnectSpread, time.Second))
+	restart := c.Start + orDur(m.RestartAt, time.Duration((c.End-c.Start)/2))
+	r := subRand(c, subRestart)
+	detect := r.Between(0, max(orDur(m.Detect, time.Second)-1, 0))
+	var q []Action
+	q = append(q, Action{At: restart, Op: OpDisconnect})
+	// The ladder's first attempt comes Base after the client notices.
+	q = m.Ladder.appendLadder(r, restart+detect, q)
+	subs := append([]Stream{&list{acts: []Action{{At: t0, Op: OpConnect}}, end: c.End}}, m.play(c, t0)...)
+	subs = append(subs, &list{acts: q, end: c.End})
+	return newMerge(subs...)
+}

@@ -1,0 +1,274 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Metric is one of the latencies recorded per population × kind, in ns.
+type Metric uint8
+
+// The metrics.
+const (
+	// Response: from the INTENDED send time to the reply. An action carried
+	// out late, or held by a freeze, still counts from when it was meant to
+	// go: this is the coordinated-omission-free latency.
+	Response Metric = iota
+	// Service: from the actual write to the reply.
+	Service
+	// SendLag: from the intended time to when the worker carried the
+	// action out. Large values mean the harness, not the server, was
+	// behind: the run is not valid (see Recorder.CheckSendLag).
+	SendLag
+	NumMetrics
+)
+
+var metricNames = [NumMetrics]string{"response", "service", "send_lag"}
+
+// String returns the metric's stable name.
+func (m Metric) String() string {
+	if m < NumMetrics {
+		return metricNames[m]
+	}
+	return fmt.Sprintf("Metric(%d)", uint8(m))
+}
+
+// HistConfig is the geometry of every histogram of a recorder. The zero
+// value takes the defaults.
+type HistConfig struct {
+	// Lowest discernible value, ns. Default 1.
+	Lowest int64
+	// Highest trackable value, ns; larger values are clamped to it (and
+	// counted, see Recorder.Clamped). Default one minute.
+	Highest int64
+	// Significant decimal digits, 1 to 5. Default 3.
+	Digits int
+}
+
+func (c HistConfig) withDefaults() HistConfig {
+	if c.Lowest == 0 {
+		c.Lowest = 1
+	}
+	if c.Highest == 0 {
+		c.Highest = int64(time.Minute)
+	}
+	if c.Digits == 0 {
+		c.Digits = 3
+	}
+	return c
+}
+
+func (c HistConfig) validate() error {
+	switch {
+	case c.Lowest < 1:
+		return &ParamError{"recorder", "Lowest", c.Lowest, "must be at least 1"}
+	case c.Highest < 2*c.Lowest:
+		return &ParamError{"recorder", "Highest", c.Highest, "must be at least twice Lowest"}
+	case c.Digits < 1 || c.Digits > 5:
+		return &ParamError{"recorder", "Digits", c.Digits, "must be in [1, 5]"}
+	}
+	return nil
+}
+
+// Stats are a worker's counters.
+type Stats struct {
+	Actions   int64 // actions carried out
+	Skipped   int64 // OpRetry actions skipped because the client was not down
+	Events    int64 // events received from the driver
+	Unmatched int64 // replies and pongs that matched nothing in flight (late after a timeout, stale, or unsolicited)
+	Stopped   int64 // workers that stopped on their action count rather than at the end of the run
+}
+
+func (s *Stats) add(o Stats) {
+	s.Actions += o.Actions
+	s.Skipped += o.Skipped
+	s.Events += o.Events
+	s.Unmatched += o.Unmatched
+	s.Stopped += o.Stopped
+}
+
+type popRecord struct {
+	hist     [NumKinds][NumMetrics]*hdrhistogram.Histogram
+	clamped  [NumKinds][NumMetrics]int64
+	dropped  [NumKinds][NumMetrics]int64
+	outcomes [NumKinds][NumOutcomes]int64
+	bytes    [NumKinds]int64
+}
+
+// Recorder holds a run's (or one worker's) measurements: per population ×
+// kind, an HDR histogram of each Metric (values in ns, created on first
+// use) and counts of every Outcome and of bytes written; and the workers'
+// Stats. Each worker records into its own Recorder; Merge adds them up,
+// checking and keeping the count of values every histogram merge dropped.
+// Make one with NewRecorder; it is not safe for concurrent use.
+type Recorder struct {
+	labels []string
+	cfg    HistConfig
+	pops   []popRecord
+	// Stats are the workers' counters, summed by Merge.
+	Stats Stats
+}
+
+// NewRecorder returns an empty recorder for the given population labels
+// (Plan.Labels) and histogram geometry.
+func NewRecorder(labels []string, cfg HistConfig) (*Recorder, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Recorder{labels: slices.Clone(labels), cfg: cfg, pops: make([]popRecord, len(labels))}, nil
+}
+
+// Labels returns the population labels, indexed like Client.Population.
+func (r *Recorder) Labels() []string { return slices.Clone(r.labels) }
+
+// Config returns the histogram geometry.
+func (r *Recorder) Config() HistConfig { return r.cfg }
+
+func (r *Recorder) newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(r.cfg.Lowest, r.cfg.Highest, r.cfg.Digits)
+}
+
+// Record records a value of metric m, in ns. Values below 0 are recorded
+// as 0 and values above the highest trackable as the highest, and both are
+// counted as clamped.
+func (r *Recorder) Record(pop int, k Kind, m Metric, ns int64) {
+	p := &r.pops[pop]
+	h := p.hist[k][m]
+	if h == nil {
+		h = r.newHist()
+		p.hist[k][m] = h
+	}
+	if ns < 0 || ns > r.cfg.Highest {
+		p.clamped[k][m]++
+		ns = min(max(ns, 0), r.cfg.Highest)
+	}
+	if h.RecordValue(ns) != nil {
+		// Unreachable after the clamp (the total count cannot overflow in
+		// practice); counted rather than lost silently.
+		p.dropped[k][m]++
+	}
+}
+
+// Add counts n messages of kind k with outcome o.
+func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
+	r.pops[pop].outcomes[k][o] += n
+}
+
+// AddBytes counts n bytes written for kind k.
+func (r *Recorder) AddBytes(pop int, k Kind, n int64) {
+	r.pops[pop].bytes[k] += n
+}
+
+// Histogram returns the histogram of metric m, or nil when nothing was
+// recorded. It is the recorder's own: do not change it.
+func (r *Recorder) Histogram(pop int, k Kind, m Metric) *hdrhistogram.Histogram {
+	return r.pops[pop].hist[k][m]
+}
+
+// Count returns how many messages of kind k had outcome o.
+func (r *Recorder) Count(pop int, k Kind, o Outcome) int64 { return r.pops[pop].outcomes[k][o] }
+
+// Outcomes returns the counts of every outcome of kind k.
+func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].outcomes[k] }
+
+// Bytes returns the bytes written for kind k.
+func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
+
+// Clamped returns how many values of metric m were out of the histogram's
+// range and clamped into it.
+func (r *Recorder) Clamped(pop int, k Kind, m Metric) int64 { return r.pops[pop].clamped[k][m] }
+
+// Dropped returns how many values of metric m were lost: refused by a
+// merge, or by a record.
+func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 { return r.pops[pop].dropped[k][m] }
+
+// TotalDropped returns the values lost over every histogram.
+func (r *Recorder) TotalDropped() int64 {
+	var n int64
+	for i := range r.pops {
+		for k := range NumKinds {
+			for m := range NumMetrics {
+				n += r.pops[i].dropped[k][m]
+			}
+		}
+	}
+	return n
+}
+
+// ErrMismatch is returned by Merge for recorders of different labels or
+// geometry.
+var ErrMismatch = errors.New("loadgen: recorders do not match")
+
+// Merge adds from's measurements into r. Histograms are merged value by
+// value; any value the merge drops is counted in r's Dropped (as are those
+// from had dropped), never lost silently.
+func (r *Recorder) Merge(from *Recorder) error {
+	if !slices.Equal(r.labels, from.labels) || r.cfg != from.cfg {
+		return fmt.Errorf("%w: labels %v / %v, geometry %+v / %+v", ErrMismatch, r.labels, from.labels, r.cfg, from.cfg)
+	}
+	for i := range r.pops {
+		p, q := &r.pops[i], &from.pops[i]
+		for k := range NumKinds {
+			for m := range NumMetrics {
+				if h := q.hist[k][m]; h != nil {
+					if p.hist[k][m] == nil {
+						p.hist[k][m] = r.newHist()
+					}
+					p.dropped[k][m] += p.hist[k][m].Merge(h)
+				}
+				p.dropped[k][m] += q.dropped[k][m]
+				p.clamped[k][m] += q.clamped[k][m]
+			}
+			for o := range NumOutcomes {
+				p.outcomes[k][o] += q.outcomes[k][o]
+			}
+			p.bytes[k] += q.bytes[k]
+		}
+	}
+	r.Stats.add(from.Stats)
+	return nil
+}
+
+// MergeAll returns a new recorder holding the sum of recs (at least one).
+func MergeAll(recs ...*Recorder) (*Recorder, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%w: nothing to merge", ErrMismatch)
+	}
+	out, err := NewRecorder(recs[0].labels, recs[0].cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if err := out.Merge(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ErrSendLag is wrapped by CheckSendLag's error.
+var ErrSendLag = errors.New("loadgen: send lag too large: the harness fell behind its schedule and the run is not valid")
+
+// CheckSendLag returns an error wrapping ErrSendLag, naming the population
+// and kind, if the q-quantile (0 < q ≤ 1) of any send-lag histogram
+// exceeds limit.
+func (r *Recorder) CheckSendLag(q float64, limit time.Duration) error {
+	for i := range r.pops {
+		for k := range NumKinds {
+			h := r.pops[i].hist[k][SendLag]
+			if h == nil || h.TotalCount() == 0 {
+				continue
+			}
+			// Values within the histogram's precision of the limit pass.
+			if v := h.ValueAtPercentile(q * 100); v > int64(limit) && !h.ValuesAreEquivalent(v, int64(limit)) {
+				return fmt.Errorf("%w: %s %v p%g = %v > %v", ErrSendLag, r.labels[i], Kind(k), q*100, time.Duration(v), limit)
+			}
+		}
+	}
+	return nil
+}

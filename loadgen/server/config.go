@@ -1,0 +1,223 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// Errors. Configuration errors are *ConfigError values that wrap ErrConfig;
+// test them with errors.Is.
+var (
+	// ErrConfig is wrapped by every configuration error.
+	ErrConfig = errors.New("server: invalid config")
+	// ErrNonLoopback: the listen address is not a loopback address and
+	// Config.AllowNonLoopback is not set.
+	ErrNonLoopback = errors.New("server: listen address is not loopback")
+	// ErrStarted: Start was called twice.
+	ErrStarted = errors.New("server: already started")
+	// ErrClosed: the server was shut down.
+	ErrClosed = errors.New("server: closed")
+)
+
+// ConfigError names the Config field that is wrong. It wraps ErrConfig and,
+// for a bad listen address, ErrNonLoopback or the parse error.
+type ConfigError struct {
+	Field string
+	Msg   string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "server: config: " + e.Field + ": " + e.Msg }
+
+// Unwrap returns ErrConfig and the underlying error, if any.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrConfig, e.Err}
+	}
+	return []error{ErrConfig}
+}
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultAddr           = "127.0.0.1:0"
+	DefaultMaxConns       = 1024
+	DefaultTickRate       = 30.0 // Hz
+	DefaultQueueSize      = 16384
+	DefaultWriteBuffer    = 8192
+	DefaultIdleTimeout    = 30 * time.Second
+	DefaultFrameTimeout   = 5 * time.Second
+	DefaultWriteTimeout   = 5 * time.Second
+	DefaultPingChannel    = "ping"
+	DefaultPingRate       = 10.0 // pongs per second per connection without a ping channel
+	DefaultMaxPopulations = 64
+	// MinWriteBuffer is the smallest WriteBuffer: room for one reply.
+	MinWriteBuffer = wire.ReplySize
+)
+
+// Config configures a Server. The zero value of every field but Policy
+// means its default; Policy's zero value is a valid policy that gates only
+// the transport (a client can then send nothing but Hello and Ping). A
+// Config is plain data, copied by New.
+type Config struct {
+	// Policy is the gate's policy. A frame's channel byte (the Input's
+	// channel, the Request's kind) is the index of a channel in
+	// Policy.Channels.
+	Policy core.Policy
+	// GateOptions are passed to core.NewGate.
+	GateOptions []core.GateOption
+
+	// Addr is the TCP listen address; default 127.0.0.1:0 (port 0 picks a
+	// free port: see Server.Addr). The host must be a loopback IP literal
+	// or "localhost" unless AllowNonLoopback is set.
+	Addr string
+	// AllowNonLoopback permits a listen address that is not loopback. The
+	// harness never sets it.
+	AllowNonLoopback bool
+
+	// MaxConns is the most connections open at once; an extra one is
+	// accepted and closed at once, and counted (ConnStats.Refused).
+	// Default 1024. The policy's Tables.Sessions bounds the gate's own
+	// sessions; connections beyond it are refused by the gate (TableFull).
+	MaxConns int
+	// ReadBuffer is each connection's framer buffer in bytes, fixed at
+	// accept; default 2 × the framer's maximum frame (see Server.MaxFrame).
+	ReadBuffer int
+	// WriteBuffer bounds the bytes waiting to be written to one connection
+	// (replies and pongs); a connection whose client does not read them is
+	// disconnected with reason QueueFull when the next frame would not
+	// fit. Default 8192.
+	WriteBuffer int
+	// SocketBuffer, when positive, sets SO_RCVBUF and SO_SNDBUF of each
+	// accepted connection (tests use it to make the kernel's own buffers
+	// small); 0 leaves the OS defaults.
+	SocketBuffer int
+
+	// IdleTimeout closes a connection that completes no frame for this
+	// long, including one that never says Hello. Default 30s.
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection holding a partial frame for this
+	// long since the frame's first bytes arrived (slowloris, lying length
+	// prefixes). Default 5s.
+	FrameTimeout time.Duration
+	// WriteTimeout closes a connection whose socket accepts no bytes for
+	// this long while the server has some to write. Default 5s.
+	WriteTimeout time.Duration
+
+	// TickRate is the simulation tick rate in Hz; default 30.
+	TickRate float64
+	// QueueSize bounds the commands (accepted inputs and requests) waiting
+	// for the next tick, over all connections; a message that finds it
+	// full is refused with reason QueueFull. Default 16384.
+	QueueSize int
+
+	// PingChannel names the policy channel a Ping is checked on (as a
+	// frame of that channel); default "ping". When the policy has no such
+	// channel, pings are answered at most PingRate per second per
+	// connection (burst PingRate, at least 1) by a bucket of the server's
+	// own, and the excess is dropped and counted with reason FrameLimit.
+	PingChannel string
+	// PingRate is that bucket's rate; default 10.
+	PingRate float64
+
+	// MaxPopulations bounds the distinct Hello labels counted separately;
+	// later labels are counted under "(other)". Default 64.
+	MaxPopulations int
+	// MatchOf, if set, returns the match id (core.Message.Match) of an
+	// authenticated connection from its population label and account,
+	// once at Hello. nil: every message has match 0 (no match bucket).
+	MatchOf func(population string, account uint64) uint64
+	// Logf, if set, receives one line per unexpected event (accept
+	// errors). nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// normalize fills defaults and validates; it returns the checked listen
+// address.
+func (c *Config) normalize() error {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.WriteBuffer == 0 {
+		c.WriteBuffer = DefaultWriteBuffer
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.FrameTimeout == 0 {
+		c.FrameTimeout = DefaultFrameTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.TickRate == 0 {
+		c.TickRate = DefaultTickRate
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.PingChannel == "" {
+		c.PingChannel = DefaultPingChannel
+	}
+	if c.PingRate == 0 {
+		c.PingRate = DefaultPingRate
+	}
+	if c.MaxPopulations == 0 {
+		c.MaxPopulations = DefaultMaxPopulations
+	}
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.MaxConns < 0:
+		return bad("MaxConns", "%d is negative", c.MaxConns)
+	case c.WriteBuffer < MinWriteBuffer:
+		return bad("WriteBuffer", "%d is less than %d", c.WriteBuffer, MinWriteBuffer)
+	case c.SocketBuffer < 0:
+		return bad("SocketBuffer", "%d is negative", c.SocketBuffer)
+	case c.IdleTimeout < 0:
+		return bad("IdleTimeout", "%v is negative", c.IdleTimeout)
+	case c.FrameTimeout < 0:
+		return bad("FrameTimeout", "%v is negative", c.FrameTimeout)
+	case c.WriteTimeout < 0:
+		return bad("WriteTimeout", "%v is negative", c.WriteTimeout)
+	case math.IsNaN(c.TickRate) || c.TickRate <= 0 || c.TickRate > 10000:
+		return bad("TickRate", "%v Hz not in (0, 10000]", c.TickRate)
+	case c.QueueSize < 0:
+		return bad("QueueSize", "%d is negative", c.QueueSize)
+	case math.IsNaN(c.PingRate) || c.PingRate <= 0 || math.IsInf(c.PingRate, 0):
+		return bad("PingRate", "%v is not a positive rate", c.PingRate)
+	case c.MaxPopulations < 0:
+		return bad("MaxPopulations", "%d is negative", c.MaxPopulations)
+	}
+	return checkListenAddr(c.Addr, c.AllowNonLoopback)
+}
+
+// checkListenAddr refuses a host that is not a loopback IP literal or
+// "localhost", unless allow is set.
+func checkListenAddr(addr string, allow bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &ConfigError{Field: "Addr", Msg: err.Error(), Err: err}
+	}
+	if allow {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Unmap().IsLoopback() {
+		return &ConfigError{Field: "Addr", Msg: fmt.Sprintf("%q is not a loopback address (set AllowNonLoopback to listen on it)", addr), Err: ErrNonLoopback}
+	}
+	return nil
+}

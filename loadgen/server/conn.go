@@ -1,0 +1,467 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// conn is one client connection, served by two goroutines: the reader
+// (readLoop: reads, gate calls, dispatch) and the writer (writeLoop:
+// flushes the bounded outbound buffer). Fields marked "reader" are touched
+// only by the reader goroutine.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	h  core.Session // set by the reader before any command is queued
+
+	pop    atomic.Pointer[popCounters]
+	authed atomic.Bool
+
+	hello    bool             // reader: a Hello was seen
+	match    uint64           // reader: Message.Match
+	stage    core.StrikeStage // reader: the last strike stage seen
+	pingWord atomic.Uint64    // reader: the ping bucket without a ping channel
+	t        tally            // reader: counts of the current read
+	m        wire.Msg         // reader: the frame being handled
+	framer   *wire.Framer     // reader
+
+	closing    atomic.Bool // no more frames are queued for writing; set under mu
+	wake       chan struct{}
+	writerDone chan struct{}
+
+	mu    sync.Mutex // out, spare, cause, closing's transitions
+	out   []byte     // frames waiting for the writer: len ≤ WriteBuffer (+ a final Disconnect)
+	spare []byte     // the buffer the writer last wrote, reused
+	cause cause      // why the connection ends (first cause wins)
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	if s.cfg.SocketBuffer > 0 {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetReadBuffer(s.cfg.SocketBuffer)
+			tc.SetWriteBuffer(s.cfg.SocketBuffer)
+		}
+	}
+	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{})}
+	c.pop.Store(s.pops.none)
+	s.pops.none.conns.Add(1)
+	return c
+}
+
+// aLongTimeAgo is a deadline in the past: setting it makes a blocked Read
+// return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (c *conn) readLoop() {
+	s := c.s
+	defer s.wg.Done()
+	defer c.finish()
+
+	now := atomicbucket.Nanotime()
+	src, _ := addrPortOf(c.nc.RemoteAddr())
+	h, v := s.gate.Open(src, now)
+	if v.Action == core.Disconnect {
+		c.disconnect(cause(v.Reason), true)
+		return
+	}
+	c.h = h
+	fr, err := wire.NewFramer(c.nc, s.maxFrame, s.readBuf)
+	if err != nil { // New checked the sizes
+		panic(err)
+	}
+	c.framer = fr
+	if s.pingLim != nil {
+		c.pingWord.Store(s.pingLim.FullWord(now))
+	}
+
+	idle, frameTO := int64(s.cfg.IdleTimeout), int64(s.cfg.FrameTimeout)
+	lastFrame, partialSince, deadline := now, int64(0), int64(0)
+	for {
+		want := lastFrame + idle
+		if partialSince != 0 {
+			want = min(want, partialSince+frameTO)
+		}
+		if want != deadline {
+			deadline = want
+			c.nc.SetReadDeadline(s.deadline(want))
+		}
+		if c.closing.Load() {
+			return
+		}
+		n, err := fr.Fill()
+		now := atomicbucket.Nanotime()
+		if n > 0 {
+			completed, stop := c.handleRead(n, now)
+			if stop {
+				return
+			}
+			if completed {
+				lastFrame, partialSince = now, 0
+			}
+			if fr.Buffered() > 0 && partialSince == 0 {
+				partialSince = now
+			}
+		}
+		if err != nil {
+			c.readError(err)
+			return
+		}
+	}
+}
+
+// readError ends the connection after a failed read.
+func (c *conn) readError(err error) {
+	switch {
+	case c.closing.Load():
+		// Someone else decided (the deadline was set to wake us).
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.disconnect(causeTimeout, true)
+	default: // io.EOF, a reset, a forced close
+		c.disconnect(causePeerClosed, false)
+	}
+}
+
+// finish runs when the reader is done: it waits for the writer, closes the
+// gate session and counts the disconnect.
+func (c *conn) finish() {
+	c.disconnect(causePeerClosed, false) // no-op when a cause is set
+	<-c.writerDone
+	c.nc.Close()
+	if c.h != 0 {
+		c.s.gate.Close(c.h, atomicbucket.Nanotime())
+	}
+	c.mu.Lock()
+	cs := c.cause
+	c.mu.Unlock()
+	c.pop.Load().disconnects[cs].Add(1)
+	c.framer = nil
+	c.s.removeConn(c)
+}
+
+// handleRead charges one read of n bytes and handles every whole frame it
+// completed. completed says whether any frame was; stop that the
+// connection is ending.
+func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
+	s := c.s
+	c.pop.Load().bytes.Add(uint64(n))
+	if c.closing.Load() {
+		return false, true
+	}
+	v := s.gate.Read(c.h, uint32(n), now)
+	c.noteStage(v.Stage)
+	if v.Action == core.Disconnect {
+		c.disconnect(cause(v.Reason), true)
+		return false, true
+	}
+	charged := v.Action == core.Accept
+	t, m := &c.t, &c.m
+	for {
+		err := c.framer.Next(m)
+		if err == wire.ErrIncomplete {
+			break
+		}
+		completed = true
+		t.frames++
+		if err == wire.ErrOversize {
+			// The stream cannot be resynchronised: let the gate see it
+			// (and strike), then disconnect whatever it said.
+			s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now)
+			t.drop(core.Oversize)
+			c.disconnect(cause(core.Oversize), true)
+			stop = true
+			break
+		}
+		if !charged {
+			// The byte budget refused the whole read: every frame in it is
+			// dropped unseen (but decoded, to stay in sync).
+			t.drop(v.Reason)
+			continue
+		}
+		if c.frame(m, err, now) {
+			stop = true
+			break
+		}
+	}
+	t.flush(c.pop.Load())
+	s.readNanos.Add(atomicbucket.Nanotime() - now)
+	return completed, stop
+}
+
+func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
+
+// frame handles one whole frame (err is nil or a malformed error) and
+// reports whether the connection is ending.
+func (c *conn) frame(m *wire.Msg, err error, now int64) (stop bool) {
+	if err != nil {
+		return c.malformed(m.Size, now)
+	}
+	switch m.Type {
+	case wire.TypeHello:
+		return c.helloFrame(m, now)
+	case wire.TypeInput:
+		var fl core.MessageFlags
+		if int(m.Kind) < c.s.nchan && c.s.chanReq[m.Kind] {
+			fl = core.FlagMalformed // an input frame on a request channel
+		}
+		return c.gated(uint16(m.Kind), 0, m.Size, fl, now, false, 0)
+	case wire.TypeRequest:
+		var fl core.MessageFlags
+		if int(m.Kind) < c.s.nchan && !c.s.chanReq[m.Kind] {
+			fl = core.FlagMalformed // a request frame on an input channel
+		}
+		return c.gated(uint16(m.Kind), m.ID, m.Size, fl, now, false, 0)
+	case wire.TypePing:
+		if c.s.pingKind >= 0 {
+			return c.gated(uint16(c.s.pingKind), 0, m.Size, 0, now, true, m.Timestamp)
+		}
+		if c.s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
+			c.t.accepted++
+			c.pong(m.Timestamp)
+		} else {
+			c.t.drop(core.FrameLimit)
+		}
+		return false
+	}
+	// Reply, Disconnect, Pong: server-to-client types a client may not send.
+	return c.malformed(m.Size, now)
+}
+
+// malformed checks a frame that names no channel as malformed (the gate
+// says Oversize if it is larger than the policy's maximum frame).
+func (c *conn) malformed(size int, now int64) (stop bool) {
+	v := c.s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(size), Flags: core.FlagMalformed | core.FlagCharged}, now)
+	return c.verdict(v, 0)
+}
+
+// gated checks a frame on a channel and acts on the verdict. For a ping
+// (kind is then the ping channel), ts is its timestamp.
+func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) (stop bool) {
+	v := c.s.gate.Check(core.Message{Session: c.h, Request: id, Match: c.match, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
+	if v.Action != core.Accept {
+		return c.verdict(v, id)
+	}
+	c.noteStage(v.Stage)
+	if ping {
+		c.t.accepted++
+		c.pong(ts)
+		return false
+	}
+	if kind >= uint16(c.s.nchan) {
+		// Accepted only in shadow mode: there is nothing to run.
+		c.t.accepted++
+		return false
+	}
+	if !c.s.enqueue(command{c: c, id: id, kind: uint8(kind)}) {
+		if id == 0 {
+			c.t.drop(core.QueueFull)
+			return false
+		}
+		c.t.reject(core.QueueFull)
+		c.sendReply(id, wire.StatusRejected, uint8(core.QueueFull), 0)
+		c.s.gate.Done(c.h, id)
+		return false
+	}
+	c.t.accepted++
+	return false
+}
+
+// verdict acts on a refusal (or a shadow-mode acceptance of a frame with
+// nothing to run) and reports whether the connection is ending.
+func (c *conn) verdict(v core.Verdict, id uint64) (stop bool) {
+	c.noteStage(v.Stage)
+	switch v.Action {
+	case core.Accept:
+		c.t.accepted++
+	case core.Drop:
+		c.t.drop(v.Reason)
+	case core.Reject:
+		c.t.reject(v.Reason)
+		if id != 0 {
+			c.sendReply(id, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
+		}
+	case core.Disconnect:
+		c.t.drop(v.Reason)
+		c.disconnect(cause(v.Reason), true)
+		return true
+	}
+	return false
+}
+
+// helloFrame opens the session's account: the first Hello of the current
+// version authenticates; any other Hello is malformed.
+func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
+	if c.hello {
+		return c.malformed(m.Size, now)
+	}
+	c.hello = true
+	if m.Version != wire.Version {
+		c.malformed(m.Size, now)
+		c.disconnect(cause(core.Malformed), true)
+		return true
+	}
+	// Count the hello and everything after it under the client's label.
+	c.t.frames--
+	old := c.pop.Load()
+	c.t.flush(old)
+	pop := c.s.pops.get(m.Label)
+	if pop != old {
+		pop.conns.Add(1)
+		old.conns.Add(^uint64(0))
+		c.pop.Store(pop)
+	}
+	c.t.frames++
+	acct := AccountID(m.Token)
+	v := c.s.gate.Authenticate(c.h, acct, now)
+	if v.Action == core.Disconnect {
+		return c.verdict(v, 0)
+	}
+	if c.s.cfg.MatchOf != nil {
+		c.match = c.s.cfg.MatchOf(pop.name, acct)
+	}
+	c.authed.Store(true)
+	c.t.accepted++
+	c.sendReply(0, wire.StatusOK, 0, 0)
+	return false
+}
+
+// noteStage counts a rise of the strike stage into lockout.
+func (c *conn) noteStage(st core.StrikeStage) {
+	if st >= core.StageLockout && c.stage < core.StageLockout {
+		c.pop.Load().lockouts.Add(1)
+	}
+	c.stage = st
+}
+
+func (c *conn) pong(ts uint64) {
+	if c.send(wire.PingSize, wire.TypePong, 0, 0, 0, ts) {
+		c.pop.Load().pongs.Add(1)
+	}
+}
+
+func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64) {
+	c.send(wire.ReplySize, wire.TypeReply, id, st, reason, retry)
+}
+
+// send appends one frame to the outbound buffer and wakes the writer. A
+// frame that does not fit in WriteBuffer ends the connection with reason
+// QueueFull (its client is not reading). It returns false when the frame
+// was not queued.
+func (c *conn) send(size int, typ wire.Type, id uint64, st wire.Status, reason uint8, x uint64) bool {
+	limit := c.s.cfg.WriteBuffer
+	c.mu.Lock()
+	if c.closing.Load() {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.out)+size > limit {
+		c.closeLocked(cause(core.QueueFull), true)
+		c.mu.Unlock()
+		c.stopReader()
+		return false
+	}
+	if cap(c.out) < limit+wire.DisconnectSize {
+		b := make([]byte, len(c.out), limit+wire.DisconnectSize)
+		copy(b, c.out)
+		c.out = b
+	}
+	switch typ {
+	case wire.TypeReply:
+		c.out = wire.AppendReply(c.out, id, st, reason, x)
+	case wire.TypePong:
+		c.out = wire.AppendPong(c.out, x)
+	}
+	c.mu.Unlock()
+	c.wakeWriter()
+	return true
+}
+
+// disconnect ends the connection for cause cs: unless it is already
+// ending, it queues a Disconnect frame (when frame is set) after whatever
+// is waiting, and tells both goroutines. Safe from any goroutine.
+func (c *conn) disconnect(cs cause, frame bool) {
+	c.mu.Lock()
+	if c.closing.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.closeLocked(cs, frame)
+	c.mu.Unlock()
+	c.stopReader()
+}
+
+// closeLocked marks the connection closing with cause cs and queues the
+// Disconnect frame. The buffer keeps DisconnectSize bytes of room beyond
+// WriteBuffer for it, so the frame never makes it grow past its bound.
+func (c *conn) closeLocked(cs cause, frame bool) {
+	c.closing.Store(true)
+	c.cause = cs
+	if frame {
+		var reason uint8
+		if cs < cause(core.NumReasons) {
+			reason = uint8(cs)
+		}
+		c.out = wire.AppendDisconnect(c.out, reason)
+	}
+	c.wakeWriter()
+}
+
+// stopReader makes a blocked Read return at once; the reader sees closing
+// and ends.
+func (c *conn) stopReader() { c.nc.SetReadDeadline(aLongTimeAgo) }
+
+func (c *conn) wakeWriter() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes what send and disconnect queue, swapping the outbound
+// buffer with a spare so senders never wait on the socket. Each write may
+// block at most WriteTimeout. Once the connection is closing and every
+// queued byte is written, it closes the socket.
+func (c *conn) writeLoop() {
+	s := c.s
+	defer s.wg.Done()
+	defer close(c.writerDone)
+	for range c.wake {
+		for {
+			c.mu.Lock()
+			if len(c.out) == 0 {
+				closing := c.closing.Load()
+				c.mu.Unlock()
+				if closing {
+					c.nc.Close()
+					return
+				}
+				break
+			}
+			buf := c.out
+			c.out, c.spare = c.spare[:0], nil
+			c.mu.Unlock()
+			c.nc.SetWriteDeadline(s.deadline(atomicbucket.Nanotime() + int64(s.cfg.WriteTimeout)))
+			_, err := c.nc.Write(buf)
+			c.mu.Lock()
+			c.spare = buf[:0]
+			if err != nil {
+				if !c.closing.Load() {
+					c.closeLocked(causeWriteError, false)
+				}
+				c.out = nil
+				c.mu.Unlock()
+				c.nc.Close()
+				return
+			}
+			c.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,17 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package server
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU returns the user and system CPU time of the process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

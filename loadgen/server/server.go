@@ -1,0 +1,465 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// Server is the reference loopback game server: it accepts TCP
+// connections, puts every read and frame through a core.Gate, queues
+// accepted inputs and requests for a fixed-rate tick, and answers requests
+// and pings. Make one with New, then Start it; stop it with Shutdown or
+// Close. The zero value is not usable. A Server is safe for concurrent use:
+// Stats, Addr and Gate may be called from any goroutine at any time.
+type Server struct {
+	cfg      Config
+	gate     *core.Gate
+	maxFrame int // the framer's maximum frame size
+	readBuf  int // the framer's buffer size
+	nchan    int
+	chanReq  []bool // channel index -> request class
+	pingKind int    // channel index of pings, or -1
+	pingLim  *atomicbucket.Limit
+	pops     *populations
+
+	// Deadlines are set from the monotonic clock: base is the time.Time
+	// (with its monotonic reading) at which Nanotime read baseNano.
+	base     time.Time
+	baseNano int64
+
+	queue chan command
+
+	mu       sync.Mutex // conns, state, ln
+	conns    map[*conn]struct{}
+	started  bool
+	stopping bool
+	ln       net.Listener
+	addr     netip.AddrPort
+
+	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
+	acceptWG sync.WaitGroup
+	tickStop chan struct{}
+	tickDone chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+
+	startNano int64
+	startCPU  time.Duration
+
+	accepted, refused, open, peak atomic.Uint64
+	ticks, commands, queueFull    atomic.Uint64
+	readNanos, tickNanos          atomic.Int64
+}
+
+// command is one accepted input or request waiting for the tick.
+type command struct {
+	c    *conn
+	id   uint64 // request id; 0 for an input
+	kind uint8
+}
+
+// unknownKind is the Message.Kind of a frame that names no channel
+// (malformed frames, oversize headers, stray server-to-client types).
+const unknownKind = 0xFFFF
+
+// New validates cfg and builds the server and its gate; it listens on
+// nothing until Start.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	now := atomicbucket.Nanotime()
+	g, err := core.NewGate(cfg.Policy, now, cfg.GateOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	pol := g.Policy()
+	s := &Server{
+		cfg:      cfg,
+		gate:     g,
+		nchan:    len(pol.Channels),
+		pingKind: pol.ChannelIndex(cfg.PingChannel),
+		pops:     newPopulations(cfg.MaxPopulations),
+		base:     time.Now(),
+		baseNano: atomicbucket.Nanotime(),
+		queue:    make(chan command, cfg.QueueSize),
+		conns:    make(map[*conn]struct{}),
+		tickStop: make(chan struct{}),
+		tickDone: make(chan struct{}),
+	}
+	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
+	s.readBuf = cfg.ReadBuffer
+	if s.readBuf == 0 {
+		s.readBuf = 2 * s.maxFrame
+	}
+	if s.readBuf < s.maxFrame || s.readBuf > 2*wire.MaxFrameLimit {
+		return nil, &ConfigError{Field: "ReadBuffer", Msg: fmt.Sprintf("%d not in [%d, %d] (the maximum frame is %d)", s.readBuf, s.maxFrame, 2*wire.MaxFrameLimit, s.maxFrame)}
+	}
+	s.chanReq = make([]bool, s.nchan)
+	for i, c := range pol.Channels {
+		s.chanReq[i] = c.Class == core.ClassRequest
+	}
+	if s.pingKind < 0 {
+		s.pingLim, err = atomicbucket.NewLimit(cfg.PingRate, max(1, cfg.PingRate), now)
+		if err != nil {
+			return nil, &ConfigError{Field: "PingRate", Msg: err.Error(), Err: err}
+		}
+	}
+	return s, nil
+}
+
+// Gate returns the server's gate (for its stats, events and policy).
+func (s *Server) Gate() *core.Gate { return s.gate }
+
+// MaxFrame returns the largest frame a connection's framer accepts: the
+// policy's transport.maxFrame, raised to wire.MinFrameLimit if it is
+// smaller (the gate then refuses the frames in between as Oversize,
+// keeping the stream in sync).
+func (s *Server) MaxFrame() int { return s.maxFrame }
+
+// ConnMemoryBound returns the most memory one connection holds, in bytes,
+// with this configuration: the framer buffer, two write buffers of
+// WriteBuffer plus a Disconnect frame each, and ConnOverhead for the
+// connection's goroutine stacks, its gate session and its bookkeeping. See
+// the package doc.
+func (s *Server) ConnMemoryBound() int {
+	return s.readBuf + 2*(s.cfg.WriteBuffer+wire.DisconnectSize) + ConnOverhead
+}
+
+// ConnOverhead is the per-connection memory the server holds beyond its
+// read and write buffers, as an upper bound in bytes: two goroutine stacks
+// (the reader's grows to 8 KiB, the writer's stays at 2-4 KiB), the
+// net.Conn and poller state, the conn record, and the gate's session
+// (request tables of 2 × 64 and 64 words with the default queue policy).
+// The heap test asserts the measured cost stays under ConnMemoryBound.
+const ConnOverhead = 20 << 10
+
+// Addr returns the address the server listens on (the chosen port when
+// the configured port was 0), or the zero AddrPort before Start.
+func (s *Server) Addr() netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Start listens on Config.Addr and starts the accept and tick loops. It
+// returns once the listener is bound (Addr is then valid).
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	ap, ok := addrPortOf(ln.Addr())
+	if !ok || (!s.cfg.AllowNonLoopback && !ap.Addr().Unmap().IsLoopback()) {
+		ln.Close()
+		return &ConfigError{Field: "Addr", Msg: fmt.Sprintf("%q listens on %v, not a loopback address", s.cfg.Addr, ln.Addr()), Err: ErrNonLoopback}
+	}
+	s.mu.Lock()
+	if s.started || s.stopping {
+		s.mu.Unlock()
+		ln.Close()
+		if s.stopping {
+			return ErrClosed
+		}
+		return ErrStarted
+	}
+	s.started = true
+	s.ln = ln
+	s.addr = ap
+	s.startNano = atomicbucket.Nanotime()
+	s.startCPU = processCPU()
+	s.wg.Add(2)
+	s.acceptWG.Add(1)
+	s.mu.Unlock()
+	go s.acceptLoop(ln)
+	go s.tickLoop()
+	return nil
+}
+
+func addrPortOf(a net.Addr) (netip.AddrPort, bool) {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	return ta.AddrPort(), true
+}
+
+// Shutdown stops the server gracefully: it closes the listener, runs a
+// last tick for the commands already queued, sends every connection a
+// Disconnect with reason Closed, lets each writer flush (each within
+// WriteTimeout), and waits for every goroutine the server started. If ctx
+// ends first, it closes every connection at once, still waits for the
+// goroutines (which then end promptly), and returns ctx's error. Calling
+// it again waits for the same result. A server that was never started is
+// simply marked closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx) })
+	return s.stopErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping = true
+	started, ln := s.started, s.ln
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	ln.Close()
+	s.acceptWG.Wait() // no conn is added after this
+	close(s.tickStop)
+	<-s.tickDone
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.disconnect(cause(core.Closed), true)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	<-done
+	return ctx.Err()
+}
+
+// Close stops the server at once: Shutdown without waiting for writers to
+// flush. It returns nil once every goroutine has ended.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Shutdown(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Run builds a server from cfg, starts it, calls ready (if not nil) with
+// its address, and blocks until ctx is done; then it shuts the server down
+// gracefully, allowing WriteTimeout plus a second. It is what `sluice
+// serve` calls.
+func Run(ctx context.Context, cfg Config, ready func(netip.AddrPort)) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(); err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(s.Addr())
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout+time.Second)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	defer s.acceptWG.Done()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary (EMFILE and the like): back off as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if s.cfg.Logf != nil {
+				s.cfg.Logf("server: accept: %v; retrying in %v", err, delay)
+			}
+			select {
+			case <-time.After(delay):
+			case <-s.tickStop:
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.accepted.Add(1)
+		if s.open.Load() >= uint64(s.cfg.MaxConns) {
+			s.refused.Add(1)
+			nc.Close()
+			continue
+		}
+		c := s.newConn(nc)
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		if n := s.open.Add(1); n > s.peak.Load() {
+			s.peak.Store(n) // only this goroutine writes peak
+		}
+		s.wg.Add(2)
+		go c.writeLoop()
+		go c.readLoop()
+	}
+}
+
+// removeConn forgets a connection once both of its goroutines are done.
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.open.Add(^uint64(0))
+}
+
+func (s *Server) tickLoop() {
+	defer s.wg.Done()
+	defer close(s.tickDone)
+	t := time.NewTicker(time.Duration(float64(time.Second) / s.cfg.TickRate))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.tick()
+		case <-s.tickStop:
+			s.tick()
+			return
+		}
+	}
+}
+
+// tick runs one simulation step: every command queued before it started
+// is handled (inputs counted as applied; requests answered, then marked
+// Done in the gate), then Gate.Step.
+func (s *Server) tick() {
+	now := atomicbucket.Nanotime()
+	n := len(s.queue)
+	for range n {
+		cmd := <-s.queue
+		c := cmd.c
+		pop := c.pop.Load()
+		if cmd.id == 0 {
+			pop.inputs.Add(1)
+			continue
+		}
+		if c.authed.Load() {
+			pop.requests.Add(1)
+			c.sendReply(cmd.id, wire.StatusOK, 0, 0)
+		} else {
+			// The handler's own validation: passing the gate is not
+			// permission, and an unauthenticated session may not act.
+			pop.failed.Add(1)
+			c.sendReply(cmd.id, wire.StatusFailed, 0, 0)
+		}
+		s.gate.Done(c.h, cmd.id)
+	}
+	s.commands.Add(uint64(n))
+	s.gate.Step(now)
+	s.ticks.Add(1)
+	s.tickNanos.Add(atomicbucket.Nanotime() - now)
+}
+
+// enqueue queues a command for the next tick, or reports that the queue is
+// full.
+func (s *Server) enqueue(cmd command) bool {
+	select {
+	case s.queue <- cmd:
+		return true
+	default:
+		s.queueFull.Add(1)
+		return false
+	}
+}
+
+// deadline converts a time on the monotonic clock to a deadline.
+func (s *Server) deadline(nano int64) time.Time { return s.base.Add(time.Duration(nano - s.baseNano)) }
+
+// Stats returns a snapshot of the server's counters and its gate's.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		Populations: map[string]PopulationStats{},
+		Conns: ConnStats{
+			Accepted: s.accepted.Load(),
+			Refused:  s.refused.Load(),
+			Open:     s.open.Load(),
+			Peak:     s.peak.Load(),
+		},
+		Ticks:       s.ticks.Load(),
+		Commands:    s.commands.Load(),
+		QueueFull:   s.queueFull.Load(),
+		ReadService: time.Duration(s.readNanos.Load()),
+		TickService: time.Duration(s.tickNanos.Load()),
+		Gate:        s.gate.Stats(),
+	}
+	s.mu.Lock()
+	started, startNano, startCPU := s.started, s.startNano, s.startCPU
+	s.mu.Unlock()
+	if started {
+		st.Uptime = time.Duration(atomicbucket.Nanotime() - startNano)
+		if cpu := processCPU(); cpu > 0 {
+			st.ProcessCPU = cpu - startCPU
+		}
+	}
+	s.pops.mu.RLock()
+	pops := append([]*popCounters(nil), s.pops.order...)
+	s.pops.mu.RUnlock()
+	for _, p := range pops {
+		ps := p.snapshot()
+		st.Frames += ps.Frames
+		st.Bytes += ps.Bytes
+		if !ps.empty() || (p.name != PopulationNone && p.name != PopulationOther) {
+			st.Populations[p.name] = ps
+		}
+	}
+	return st
+}
+
+// AccountID returns the account a Hello token names: a token of decimal
+// digits whose value is in [1, 2^64−1] is that number; any other token is
+// its 64-bit FNV-1a hash (1 if the hash is 0, which the gate reserves for
+// "no account").
+func AccountID(token []byte) uint64 {
+	if len(token) > 0 && len(token) <= 20 {
+		var v uint64
+		ok := true
+		for _, b := range token {
+			d := uint64(b - '0')
+			if b < '0' || b > '9' || v > (math.MaxUint64-d)/10 {
+				ok = false
+				break
+			}
+			v = v*10 + d
+		}
+		if ok && v != 0 {
+			return v
+		}
+	}
+	// FNV-1a, 64-bit, written out so that it does not allocate.
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for _, b := range token {
+		h ^= uint64(b)
+		h *= prime64
+	}
+	if h != 0 {
+		return h
+	}
+	return 1
+}

@@ -1,0 +1,282 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sluicedev/sluice/core"
+)
+
+// Population labels the server uses for connections it cannot attribute
+// to a Hello label.
+const (
+	// PopulationNone counts connections and frames before (or without) a
+	// Hello.
+	PopulationNone = "(none)"
+	// PopulationOther counts labels beyond Config.MaxPopulations, and
+	// labels that are not printable UTF-8.
+	PopulationOther = "(other)"
+)
+
+// Disconnect causes that are not gate reasons. Their names appear in
+// PopulationStats.Disconnects beside the core.Reason names (a gate or
+// server refusal: Oversize, QueueFull, Lockout, Closed for a shutdown...).
+const (
+	// CauseTimeout: the connection completed no frame for IdleTimeout, or
+	// held a partial frame for FrameTimeout. The Disconnect frame sent
+	// carries reason 0 (core.None): core has no timeout reason.
+	CauseTimeout = "Timeout"
+	// CausePeerClosed: the client closed the connection (or reset it).
+	CausePeerClosed = "PeerClosed"
+	// CauseWriteError: a write failed or timed out (WriteTimeout).
+	CauseWriteError = "WriteError"
+)
+
+// cause is why a connection ended: a core.Reason below core.NumReasons,
+// then the server's own causes.
+type cause uint8
+
+const (
+	causeTimeout cause = cause(core.NumReasons) + iota
+	causePeerClosed
+	causeWriteError
+	numCauses
+)
+
+func (c cause) String() string {
+	switch c {
+	case causeTimeout:
+		return CauseTimeout
+	case causePeerClosed:
+		return CausePeerClosed
+	case causeWriteError:
+		return CauseWriteError
+	}
+	return core.Reason(c).String()
+}
+
+// popCounters are one population's counters. They are updated with atomic
+// adds by every connection of the population (batched per read) and by
+// the tick loop.
+type popCounters struct {
+	name        string
+	conns       atomic.Uint64
+	frames      atomic.Uint64
+	bytes       atomic.Uint64
+	accepted    atomic.Uint64
+	inputs      atomic.Uint64
+	requests    atomic.Uint64
+	failed      atomic.Uint64
+	pongs       atomic.Uint64
+	lockouts    atomic.Uint64
+	dropped     [core.NumReasons]atomic.Uint64
+	rejected    [core.NumReasons]atomic.Uint64
+	disconnects [numCauses]atomic.Uint64
+}
+
+// populations interns labels into a bounded set of counters.
+type populations struct {
+	max   int
+	mu    sync.RWMutex
+	byKey map[string]*popCounters
+	order []*popCounters
+	none  *popCounters
+	other *popCounters
+}
+
+func newPopulations(max int) *populations {
+	p := &populations{max: max, byKey: make(map[string]*popCounters)}
+	p.none = p.add(PopulationNone)
+	p.other = p.add(PopulationOther)
+	return p
+}
+
+func (p *populations) add(name string) *popCounters {
+	c := &popCounters{name: name}
+	p.byKey[name] = c
+	p.order = append(p.order, c)
+	return c
+}
+
+// get returns the counters of a label, creating them while fewer than max
+// labels are known. The lookup does not allocate.
+func (p *populations) get(label []byte) *popCounters {
+	p.mu.RLock()
+	c := p.byKey[string(label)]
+	p.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	if !printable(label) {
+		return p.other
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c = p.byKey[string(label)]; c != nil {
+		return c
+	}
+	if len(p.order)-2 >= p.max {
+		return p.other
+	}
+	return p.add(string(label))
+}
+
+func printable(b []byte) bool {
+	if len(b) == 0 || !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// tally batches a connection's counts over one read, so a flood of tiny
+// frames costs one atomic add per counter per read, not per frame.
+type tally struct {
+	frames, accepted uint64
+	dropped          [core.NumReasons]uint32
+	rejected         [core.NumReasons]uint32
+	any              bool // some dropped or rejected count is set
+}
+
+func (t *tally) drop(r core.Reason) {
+	t.dropped[r]++
+	t.any = true
+}
+
+func (t *tally) reject(r core.Reason) {
+	t.rejected[r]++
+	t.any = true
+}
+
+func (t *tally) flush(p *popCounters) {
+	if t.frames != 0 {
+		p.frames.Add(t.frames)
+	}
+	if t.accepted != 0 {
+		p.accepted.Add(t.accepted)
+	}
+	if t.any {
+		for r := range t.dropped {
+			if n := t.dropped[r]; n != 0 {
+				p.dropped[r].Add(uint64(n))
+			}
+			if n := t.rejected[r]; n != 0 {
+				p.rejected[r].Add(uint64(n))
+			}
+		}
+	}
+	*t = tally{}
+}
+
+// Stats is a snapshot of the server's counters, a plain value that the
+// harness reads at the end of a run. Counters are read one by one while
+// traffic may go on, so a snapshot under load is not an atomic cut.
+type Stats struct {
+	// Populations maps a Hello label (or PopulationNone, PopulationOther)
+	// to its counts.
+	Populations map[string]PopulationStats
+	Conns       ConnStats
+	// Ticks is the number of ticks run; Commands the inputs and requests
+	// they processed.
+	Ticks, Commands uint64
+	// QueueFull counts messages refused because the tick queue was full
+	// (also counted per population as reason QueueFull).
+	QueueFull uint64
+	// Frames and Bytes are totals over every population: frames decoded
+	// (valid, malformed or oversize) and bytes read.
+	Frames, Bytes uint64
+	// ReadService is the time, on the server's monotonic clock, spent
+	// handling reads (decoding, gate calls, queueing; not the read system
+	// calls), TickService the time spent in ticks (handlers, replies,
+	// Gate.Step). Divide by Frames for the server's service time per
+	// frame; unlike ProcessCPU it excludes whatever else runs in the
+	// process (the harness's clients).
+	ReadService, TickService time.Duration
+	// ProcessCPU is the user and system CPU time of the whole process
+	// (getrusage) since Start; 0 where unsupported. Standalone, it is the
+	// server's; in-process it includes the harness.
+	ProcessCPU time.Duration
+	// Uptime is the monotonic time since Start.
+	Uptime time.Duration
+	// Gate is the gate's own snapshot (per channel and reason).
+	Gate core.GateStats
+}
+
+// ConnStats counts connections.
+type ConnStats struct {
+	// Accepted counts connections accepted (including refused ones).
+	Accepted uint64
+	// Refused counts connections closed at once because MaxConns were
+	// open.
+	Refused uint64
+	// Open is the number open now; Peak the most open at once.
+	Open, Peak uint64
+}
+
+// PopulationStats are one population's counts. Reason-keyed maps use the
+// stable core.Reason names (and, for Disconnects, the Cause names); they
+// hold only non-zero counts.
+type PopulationStats struct {
+	// Connections counts connections attributed to the population (at
+	// Hello; PopulationNone counts those that never said Hello).
+	Connections uint64
+	// Frames counts frames decoded, Bytes bytes read.
+	Frames, Bytes uint64
+	// Accepted counts frames the gate accepted (and Hellos that opened a
+	// session).
+	Accepted uint64
+	// Inputs counts inputs applied on a tick; Requests requests handled
+	// on a tick and answered StatusOK; Failed requests the handler refused
+	// (StatusFailed: not authenticated); Pongs pings answered.
+	Inputs, Requests, Failed, Pongs uint64
+	// Dropped counts frames dropped silently (no reply), Rejected requests
+	// answered StatusRejected, by reason. A read refused by the byte
+	// budget drops every frame in it: each counts as ByteLimit.
+	Dropped, Rejected map[string]uint64
+	// Disconnects counts connections ended by the server or the peer, by
+	// cause.
+	Disconnects map[string]uint64
+	// Lockouts counts connections whose strike stage rose to lockout.
+	Lockouts uint64
+}
+
+func (c *popCounters) snapshot() PopulationStats {
+	s := PopulationStats{
+		Connections: c.conns.Load(),
+		Frames:      c.frames.Load(),
+		Bytes:       c.bytes.Load(),
+		Accepted:    c.accepted.Load(),
+		Inputs:      c.inputs.Load(),
+		Requests:    c.requests.Load(),
+		Failed:      c.failed.Load(),
+		Pongs:       c.pongs.Load(),
+		Lockouts:    c.lockouts.Load(),
+		Dropped:     map[string]uint64{},
+		Rejected:    map[string]uint64{},
+		Disconnects: map[string]uint64{},
+	}
+	for r := range c.dropped {
+		if n := c.dropped[r].Load(); n != 0 {
+			s.Dropped[core.Reason(r).String()] = n
+		}
+		if n := c.rejected[r].Load(); n != 0 {
+			s.Rejected[core.Reason(r).String()] = n
+		}
+	}
+	for i := range c.disconnects {
+		if n := c.disconnects[i].Load(); n != 0 {
+			s.Disconnects[cause(i).String()] = n
+		}
+	}
+	return s
+}
+
+func (s PopulationStats) empty() bool {
+	return s.Connections == 0 && s.Frames == 0 && s.Bytes == 0 && len(s.Disconnects) == 0
+}

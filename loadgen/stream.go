@@ -1,0 +1,166 @@
+package loadgen
+
+// Stream yields one client's actions in order of intended time (At never
+// decreases). It is pulled lazily, one action at a time, so a client costs
+// the same memory however long the run. A Stream is not safe for concurrent
+// use.
+type Stream interface {
+	// Next fills a with the next action and reports whether there was
+	// one. a.Data stays valid until the following call.
+	Next(a *Action) bool
+}
+
+// Collect pulls every action of s (at most limit) into a slice, copying
+// each action's Data. It is meant for tests and traces.
+func Collect(s Stream, limit int) []Action {
+	var out []Action
+	var a Action
+	for len(out) < limit && s.Next(&a) {
+		if a.Data != nil {
+			a.Data = append([]byte(nil), a.Data...)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// list yields fixed actions, dropping those at or after end.
+type list struct {
+	acts []Action
+	end  int64
+}
+
+func (l *list) Next(a *Action) bool {
+	if len(l.acts) == 0 || l.acts[0].At >= l.end {
+		return false
+	}
+	*a = l.acts[0]
+	l.acts = l.acts[1:]
+	return true
+}
+
+// ticker yields tmpl at start + k·period, each tick moved by a uniform
+// jitter in ±jitter (kept below half a period, so ticks never reorder), and
+// never before the previous tick.
+type ticker struct {
+	rng                        *Rand
+	tmpl                       Action
+	start, period, jitter, end int64
+	k, prev                    int64
+}
+
+func newTicker(rng *Rand, tmpl Action, start, period, jitter, end int64) *ticker {
+	period = max(period, 1)
+	jitter = min(max(jitter, 0), (period-1)/2)
+	return &ticker{rng: rng, tmpl: tmpl, start: start, period: period, jitter: jitter, end: end, prev: start}
+}
+
+func (t *ticker) Next(a *Action) bool {
+	at := t.start + t.k*t.period
+	if t.jitter > 0 {
+		at += t.rng.Between(-t.jitter, t.jitter)
+	}
+	at = max(at, t.prev)
+	if at >= t.end || t.start+t.k*t.period >= t.end {
+		return false
+	}
+	t.k++
+	t.prev = at
+	*a = t.tmpl
+	a.At = at
+	return true
+}
+
+// episodes yields short sequences of actions ("episodes": a double click,
+// a freeze and its flush, a drop and its reconnect ladder) separated by
+// random gaps. expand appends one episode's actions, starting at at, to
+// out; gap returns the time from the end of one episode to the start of
+// the next. Episodes never overlap, and actions at or after end are
+// dropped.
+type episodes struct {
+	rng    *Rand
+	next   int64
+	end    int64
+	gap    func(r *Rand) int64
+	expand func(r *Rand, at int64, out []Action) []Action
+	queue  []Action
+	qi     int
+}
+
+func newEpisodes(rng *Rand, first, end int64, gap func(*Rand) int64, expand func(*Rand, int64, []Action) []Action) *episodes {
+	return &episodes{rng: rng, next: first, end: end, gap: gap, expand: expand}
+}
+
+func (e *episodes) Next(a *Action) bool {
+	for e.qi == len(e.queue) {
+		if e.next >= e.end {
+			return false
+		}
+		e.queue = e.expand(e.rng, e.next, e.queue[:0])
+		e.qi = 0
+		last := e.next
+		for i := range e.queue {
+			e.queue[i].At = max(e.queue[i].At, last)
+			last = e.queue[i].At
+		}
+		e.next = last + max(e.gap(e.rng), 1)
+	}
+	if e.queue[e.qi].At >= e.end {
+		e.qi, e.queue, e.next = 0, e.queue[:0], e.end
+		return false
+	}
+	*a = e.queue[e.qi]
+	e.qi++
+	return true
+}
+
+// poissonGap returns a gap function for a Poisson process of the given
+// mean interval.
+func poissonGap(mean int64) func(*Rand) int64 {
+	return func(r *Rand) int64 { return r.Exp(mean) }
+}
+
+// merge interleaves streams by intended time; on a tie the stream listed
+// first goes first. A stream's next action is pulled only when the action
+// it last yielded has been handed on and the caller asks again, so that
+// yielded Data is not overwritten while the caller still uses it.
+type merge struct {
+	subs  []Stream
+	heads []Action
+	live  []bool
+	stale int // index whose head must be refilled, or -1
+	init  bool
+}
+
+func newMerge(subs ...Stream) *merge {
+	var ss []Stream
+	for _, s := range subs {
+		if s != nil {
+			ss = append(ss, s)
+		}
+	}
+	return &merge{subs: ss, heads: make([]Action, len(ss)), live: make([]bool, len(ss)), stale: -1}
+}
+
+func (m *merge) Next(a *Action) bool {
+	if !m.init {
+		for i, s := range m.subs {
+			m.live[i] = s.Next(&m.heads[i])
+		}
+		m.init = true
+	} else if m.stale >= 0 {
+		m.live[m.stale] = m.subs[m.stale].Next(&m.heads[m.stale])
+	}
+	best := -1
+	for i := range m.subs {
+		if m.live[i] && (best < 0 || m.heads[i].At < m.heads[best].At) {
+			best = i
+		}
+	}
+	m.stale = best
+	if best < 0 {
+		return false
+	}
+	*a = m.heads[best]
+	return true
+}

@@ -1,0 +1,605 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// RunConfig bounds a worker. The zero value takes the defaults.
+type RunConfig struct {
+	// Timeout: how long a request, ping or hello waits for its reply
+	// before it counts as Timeout; also how long the worker waits for
+	// replies after the end of the run. Default 2s.
+	Timeout time.Duration
+	// MaxActions: the worker stops carrying out actions after this many,
+	// even before the end of the run. Default 100 million.
+	MaxActions int64
+	// MaxPending: replies awaited per client; requests sent beyond it
+	// count as Overflow. Default 1024.
+	MaxPending int
+	// MaxHeld: bytes a client holds while frozen or logging in; what does
+	// not fit counts as NotSent. Default 64 KiB.
+	MaxHeld int
+}
+
+func (c RunConfig) withDefaults() RunConfig {
+	if c.Timeout == 0 {
+		c.Timeout = 2 * time.Second
+	}
+	if c.MaxActions == 0 {
+		c.MaxActions = 100_000_000
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 1024
+	}
+	if c.MaxHeld == 0 {
+		c.MaxHeld = 64 << 10
+	}
+	return c
+}
+
+func (c RunConfig) validate() error {
+	switch {
+	case c.Timeout < 0 || c.Timeout > time.Hour:
+		return &ParamError{"run", "Timeout", c.Timeout, "must be in [0, 1h]"}
+	case c.MaxActions < 0:
+		return &ParamError{"run", "MaxActions", c.MaxActions, "must not be negative"}
+	case c.MaxPending < 0 || c.MaxPending > 1<<20:
+		return &ParamError{"run", "MaxPending", c.MaxPending, "must be in [0, 2^20]"}
+	case c.MaxHeld < 0 || c.MaxHeld > 1<<30:
+		return &ParamError{"run", "MaxHeld", c.MaxHeld, "must be in [0, 2^30]"}
+	}
+	return nil
+}
+
+type connState uint8
+
+const (
+	down      connState = iota // no connection
+	handshake                  // hello sent, reply awaited: sends are held
+	open                       // session accepted, or dialled without a hello
+)
+
+// pending is a message whose reply is awaited.
+type pending struct {
+	seq      uint64
+	kind     Kind
+	id       uint64 // request id (0 for the hello), or the ping's timestamp
+	intended int64
+	sent     int64
+}
+
+// frameMeta describes frames written together: what to record once the
+// write is done.
+type frameMeta struct {
+	kind     Kind
+	id       uint64
+	intended int64
+	n        int64 // frames (untracked kinds are counted in bulk)
+	bytes    int64
+	tracked  bool // a reply is awaited
+}
+
+type clientState struct {
+	c        Client
+	stream   Stream
+	next     Action
+	gen      uint32
+	state    connState
+	lastDial bool // the last connection was opened with OpDial
+	frozen   bool
+	held     []byte
+	heldMeta []frameMeta
+	pending  []pending
+	seq      uint64
+	nextID   uint64 // last fresh request id issued
+	lastID   uint64 // latest request id sent
+	doneID   uint64 // latest request id answered
+}
+
+type timeout struct {
+	deadline int64
+	client   int32
+	seq      uint64
+}
+
+// Worker runs a share of a plan's clients through one Driver, on one
+// goroutine: an open-model scheduler. Every action has its intended time;
+// the worker carries each out as soon as it is due, and one that is late
+// (the worker was busy) is carried out at once, never rescheduled and
+// never skipped, while its latency still counts from its intended time and
+// its lateness is recorded as send lag. Sends never wait for replies.
+// Everything is recorded into one Recorder. Make one with NewWorker; Run it
+// once. A Worker is not safe for concurrent use.
+type Worker struct {
+	d        Driver
+	rec      *Recorder
+	cfg      RunConfig
+	clients  []clientState
+	heap     []int32 // client indexes, by (next.At, index)
+	timeouts []timeout
+	thead    int
+	inflight int
+	actions  int64
+	end      int64
+	draining bool
+	wbuf     []byte
+	meta     []frameMeta
+	zeros    []byte
+	token    [8]byte
+}
+
+// NewWorker prepares a worker for clients (whose Population indexes the
+// recorder's labels) on driver d. The run ends at the latest client End.
+func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if len(clients) > MaxClients {
+		return nil, &ParamError{"run", "clients", len(clients), "too many"}
+	}
+	w := &Worker{d: d, rec: rec, cfg: cfg, clients: make([]clientState, len(clients))}
+	for i, c := range clients {
+		if c.Population < 0 || c.Population >= len(rec.labels) {
+			return nil, fmt.Errorf("%w: client %d: population %d has no label", ErrParam, c.Index, c.Population)
+		}
+		if c.Behaviour == nil {
+			return nil, fmt.Errorf("%w: client %d has no behaviour", ErrParam, c.Index)
+		}
+		cs := &w.clients[i]
+		cs.c = c
+		cs.stream = c.Stream()
+		w.end = max(w.end, c.End)
+		if cs.stream.Next(&cs.next) && cs.next.At < c.End {
+			w.push(int32(i))
+		}
+	}
+	return w, nil
+}
+
+// Run carries out every action up to the end of the run (or MaxActions),
+// then waits up to Timeout for the replies still awaited, counts the rest
+// as Timeout, and closes every connection. It returns ctx's error if ctx
+// ends first, or the driver's.
+func (w *Worker) Run(ctx context.Context) error {
+	var ev Event
+	for {
+		until := w.end
+		if len(w.heap) > 0 {
+			until = min(until, w.clients[w.heap[0]].next.At)
+		}
+		if w.thead < len(w.timeouts) {
+			until = min(until, w.timeouts[w.thead].deadline)
+		}
+		got, err := w.d.Poll(ctx, until, &ev)
+		if err != nil {
+			w.closeAll()
+			return err
+		}
+		if got {
+			w.handle(&ev)
+			continue
+		}
+		now := w.d.Now()
+		w.expire(now)
+		if now >= w.end || len(w.heap) == 0 && w.inflight == 0 {
+			break
+		}
+		if !w.fireDue(now) {
+			w.rec.Stats.Stopped++
+			break
+		}
+	}
+	w.draining = true
+	for w.inflight > 0 {
+		got, err := w.d.Poll(ctx, w.timeouts[w.thead].deadline, &ev)
+		if err != nil {
+			w.closeAll()
+			return err
+		}
+		if got {
+			w.handle(&ev)
+		} else {
+			w.expire(w.d.Now())
+		}
+	}
+	w.closeAll()
+	return nil
+}
+
+// batch bounds how many due actions are carried out between two polls, so
+// that events keep flowing when the worker is behind.
+const batch = 256
+
+// fireDue carries out due actions; false when MaxActions is reached.
+func (w *Worker) fireDue(now int64) bool {
+	for n := 0; n < batch && len(w.heap) > 0; n++ {
+		i := w.heap[0]
+		cs := &w.clients[i]
+		if cs.next.At > now {
+			return true
+		}
+		if w.actions >= w.cfg.MaxActions {
+			return false
+		}
+		w.actions++
+		w.rec.Stats.Actions++
+		now = w.d.Now()
+		w.exec(i, cs, &cs.next, now)
+		// The action is done with: only now may its stream overwrite it.
+		if cs.stream.Next(&cs.next) && cs.next.At < cs.c.End {
+			w.down(0)
+		} else {
+			w.pop()
+		}
+	}
+	return true
+}
+
+func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
+	pop := cs.c.Population
+	switch a.Op {
+	case OpConnect, OpRetry, OpDial:
+		w.connect(i, cs, a, now)
+	case OpDisconnect:
+		if cs.state != down {
+			w.lost(i, cs, true)
+		}
+	case OpSend:
+		w.send(i, cs, a, now)
+	case OpRaw:
+		w.rec.Record(pop, KindRaw, SendLag, now-a.At)
+		if cs.state == down {
+			w.rec.Add(pop, KindRaw, NotSent, 1)
+			return
+		}
+		w.wbuf = append(w.wbuf[:0], a.Data...)
+		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, n: 1, bytes: int64(len(a.Data))})
+		w.transmit(i, cs, now)
+	case OpFreeze:
+		cs.frozen = true
+	case OpFlush:
+		cs.frozen = false
+		w.flush(i, cs)
+	}
+}
+
+func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
+	pop := cs.c.Population
+	dial := a.Op == OpDial
+	if a.Op == OpRetry {
+		if cs.state != down {
+			w.rec.Stats.Skipped++
+			return
+		}
+		dial = cs.lastDial
+	}
+	cs.lastDial = dial
+	if cs.state != down {
+		w.lost(i, cs, true)
+	}
+	w.rec.Record(pop, KindHello, SendLag, now-a.At)
+	cs.gen++
+	conn := ConnID{i, cs.gen}
+	if err := w.d.Dial(conn, cs.c.Addr); err != nil {
+		w.rec.Add(pop, KindHello, Refused, 1)
+		return
+	}
+	if dial {
+		cs.state = open
+		return
+	}
+	account := a.Account
+	if account == 0 {
+		account = cs.c.Account
+	}
+	binary.BigEndian.PutUint64(w.token[:], account)
+	label := cs.c.Label
+	if len(label) > wire.MaxLabel {
+		label = label[:wire.MaxLabel]
+	}
+	w.wbuf, _ = wire.AppendHello(w.wbuf[:0], w.token[:], []byte(label))
+	if err := w.d.Write(conn, w.wbuf); err != nil {
+		w.rec.Add(pop, KindHello, Disconnected, 1)
+		cs.state = open // so that lost closes it
+		w.lost(i, cs, true)
+		return
+	}
+	w.rec.AddBytes(pop, KindHello, int64(len(w.wbuf)))
+	cs.state = handshake
+	w.track(i, cs, KindHello, 0, a.At, now)
+}
+
+// requestID picks the id of a request frame.
+func (cs *clientState) requestID(r Reuse) uint64 {
+	switch {
+	case r == ReuseLast && cs.lastID != 0:
+		return cs.lastID
+	case r == ReuseDone && cs.doneID != 0:
+		cs.lastID = cs.doneID
+		return cs.doneID
+	}
+	cs.nextID++
+	cs.lastID = cs.nextID
+	return cs.nextID
+}
+
+func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
+	pop, kind := cs.c.Population, a.Kind
+	count := int64(max(a.Count, 1))
+	t, code, ok := kind.Wire()
+	if kind >= NumKinds {
+		kind = KindRaw // an invalid kind is still counted, under raw
+	}
+	w.rec.Record(pop, kind, SendLag, now-a.At)
+	if !ok || cs.state == down || a.Size < 0 || a.Size > wire.MaxFrameLimit {
+		w.rec.Add(pop, kind, NotSent, count)
+		return
+	}
+	if len(w.zeros) < a.Size {
+		w.zeros = make([]byte, a.Size)
+	}
+	payload := w.zeros[:a.Size]
+	w.wbuf, w.meta = w.wbuf[:0], w.meta[:0]
+	if t == wire.TypeInput {
+		for range count {
+			w.wbuf, _ = wire.AppendInput(w.wbuf, code, payload)
+		}
+		w.meta = append(w.meta, frameMeta{kind: kind, intended: a.At, n: count, bytes: int64(len(w.wbuf))})
+		w.transmit(i, cs, now)
+		return
+	}
+	for range count {
+		before := len(w.wbuf)
+		var id uint64
+		if t == wire.TypePing {
+			id = uint64(a.At)
+			w.wbuf = wire.AppendPing(w.wbuf, id)
+		} else {
+			id = cs.requestID(a.Reuse)
+			w.wbuf, _ = wire.AppendRequest(w.wbuf, code, id, payload)
+		}
+		w.meta = append(w.meta, frameMeta{kind: kind, id: id, intended: a.At, n: 1, bytes: int64(len(w.wbuf) - before), tracked: true})
+	}
+	w.transmit(i, cs, now)
+}
+
+// transmit writes w.wbuf (described by w.meta) now, or holds it while the
+// client is frozen or logging in.
+func (w *Worker) transmit(i int32, cs *clientState, now int64) {
+	if cs.frozen || cs.state == handshake {
+		if len(cs.held)+len(w.wbuf) > w.cfg.MaxHeld {
+			w.countAll(cs, w.meta, NotSent)
+			return
+		}
+		cs.held = append(cs.held, w.wbuf...)
+		cs.heldMeta = append(cs.heldMeta, w.meta...)
+		return
+	}
+	w.write(i, cs, w.wbuf, w.meta, now)
+}
+
+func (w *Worker) countAll(cs *clientState, meta []frameMeta, o Outcome) {
+	for _, m := range meta {
+		w.rec.Add(cs.c.Population, m.kind, o, m.n)
+	}
+}
+
+func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, now int64) {
+	if err := w.d.Write(ConnID{i, cs.gen}, buf); err != nil {
+		w.countAll(cs, meta, Disconnected)
+		w.lost(i, cs, true)
+		return
+	}
+	pop := cs.c.Population
+	for _, m := range meta {
+		w.rec.AddBytes(pop, m.kind, m.bytes)
+		if m.tracked {
+			w.track(i, cs, m.kind, m.id, m.intended, now)
+		} else {
+			w.rec.Add(pop, m.kind, Sent, m.n)
+		}
+	}
+}
+
+// flush writes what the client held, if it may send now.
+func (w *Worker) flush(i int32, cs *clientState) {
+	if cs.frozen || cs.state != open || len(cs.held) == 0 {
+		return
+	}
+	buf, meta := cs.held, cs.heldMeta
+	cs.held, cs.heldMeta = buf[:0], meta[:0]
+	if w.draining {
+		// The run is over: nothing more is written.
+		w.countAll(cs, meta, NotSent)
+		return
+	}
+	w.write(i, cs, buf, meta, w.d.Now())
+}
+
+func (w *Worker) track(i int32, cs *clientState, kind Kind, id uint64, intended, sent int64) {
+	if len(cs.pending) >= w.cfg.MaxPending {
+		w.rec.Add(cs.c.Population, kind, Overflow, 1)
+		return
+	}
+	cs.seq++
+	cs.pending = append(cs.pending, pending{seq: cs.seq, kind: kind, id: id, intended: intended, sent: sent})
+	w.timeouts = append(w.timeouts, timeout{deadline: sent + int64(w.cfg.Timeout), client: i, seq: cs.seq})
+	w.inflight++
+}
+
+// take removes and returns the oldest pending entry matching f.
+func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
+	for j := range cs.pending {
+		if f(&cs.pending[j]) {
+			p := cs.pending[j]
+			cs.pending = append(cs.pending[:j], cs.pending[j+1:]...)
+			w.inflight--
+			return p, true
+		}
+	}
+	return pending{}, false
+}
+
+// lost ends the client's connection: what was awaited is Disconnected,
+// what was held is NotSent. close also closes it through the driver.
+func (w *Worker) lost(i int32, cs *clientState, close bool) {
+	pop := cs.c.Population
+	for _, p := range cs.pending {
+		w.rec.Add(pop, p.kind, Disconnected, 1)
+	}
+	w.inflight -= len(cs.pending)
+	cs.pending = cs.pending[:0]
+	w.countAll(cs, cs.heldMeta, NotSent)
+	cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
+	if close && cs.state != down {
+		_ = w.d.Close(ConnID{i, cs.gen})
+	}
+	cs.state = down
+}
+
+func (w *Worker) handle(ev *Event) {
+	w.rec.Stats.Events++
+	i := ev.Conn.Client
+	if i < 0 || int(i) >= len(w.clients) {
+		w.rec.Stats.Unmatched++
+		return
+	}
+	cs := &w.clients[i]
+	pop := cs.c.Population
+	if ev.Conn.Gen != cs.gen || cs.state == down {
+		// A stale connection's event: its awaited replies were settled
+		// when it ended.
+		if ev.Kind == EvReply || ev.Kind == EvPong {
+			w.rec.Stats.Unmatched++
+		}
+		return
+	}
+	switch ev.Kind {
+	case EvReply:
+		p, ok := w.take(cs, func(p *pending) bool {
+			return p.id == ev.ID && (p.kind == KindHello) == (ev.ID == 0) && p.kind != KindPing
+		})
+		if !ok {
+			w.rec.Stats.Unmatched++
+			return
+		}
+		o := ReplyOutcome(ev.Status, ev.Reason)
+		w.settle(pop, p, ev.At, o)
+		if p.kind != KindHello {
+			cs.doneID = ev.ID
+		} else if o == Accepted {
+			cs.state = open
+			w.flush(i, cs)
+		} else {
+			w.lost(i, cs, true)
+		}
+	case EvPong:
+		p, ok := w.take(cs, func(p *pending) bool { return p.kind == KindPing && p.id == ev.Timestamp })
+		if !ok {
+			w.rec.Stats.Unmatched++
+			return
+		}
+		w.settle(pop, p, ev.At, Accepted)
+	case EvDisconnect:
+		o := Disconnected
+		if ev.Reason != 0 {
+			o = ReasonOutcome(ev.Reason)
+		}
+		w.rec.Add(pop, KindSession, o, 1)
+		w.lost(i, cs, true)
+	case EvClosed:
+		w.rec.Add(pop, KindSession, Disconnected, 1)
+		w.lost(i, cs, false)
+	}
+}
+
+// settle records a reply to p that arrived at at.
+func (w *Worker) settle(pop int, p pending, at int64, o Outcome) {
+	w.rec.Record(pop, p.kind, Response, at-p.intended)
+	w.rec.Record(pop, p.kind, Service, at-p.sent)
+	w.rec.Add(pop, p.kind, o, 1)
+}
+
+// expire counts replies awaited past their deadline as Timeout. A hello
+// that times out gives up on its connection.
+func (w *Worker) expire(now int64) {
+	for w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
+		t := w.timeouts[w.thead]
+		w.thead++
+		cs := &w.clients[t.client]
+		p, ok := w.take(cs, func(p *pending) bool { return p.seq == t.seq })
+		if !ok {
+			continue
+		}
+		w.rec.Add(cs.c.Population, p.kind, Timeout, 1)
+		if p.kind == KindHello {
+			w.lost(t.client, cs, true)
+		}
+	}
+	if w.thead > 1024 && w.thead*2 > len(w.timeouts) {
+		w.timeouts = w.timeouts[:copy(w.timeouts, w.timeouts[w.thead:])]
+		w.thead = 0
+	}
+}
+
+func (w *Worker) closeAll() {
+	for i := range w.clients {
+		cs := &w.clients[i]
+		if cs.state != down || len(cs.heldMeta) > 0 {
+			w.lost(int32(i), cs, true)
+		}
+	}
+}
+
+// The heap of clients by next action: (At, index), so equal times go in
+// client order and a run is deterministic.
+
+func (w *Worker) less(a, b int32) bool {
+	x, y := w.clients[a].next.At, w.clients[b].next.At
+	return x < y || x == y && a < b
+}
+
+func (w *Worker) push(i int32) {
+	w.heap = append(w.heap, i)
+	for j := len(w.heap) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !w.less(w.heap[j], w.heap[p]) {
+			break
+		}
+		w.heap[j], w.heap[p] = w.heap[p], w.heap[j]
+		j = p
+	}
+}
+
+func (w *Worker) pop() {
+	last := len(w.heap) - 1
+	w.heap[0] = w.heap[last]
+	w.heap = w.heap[:last]
+	if last > 0 {
+		w.down(0)
+	}
+}
+
+func (w *Worker) down(j int) {
+	n := len(w.heap)
+	for {
+		l, r, m := 2*j+1, 2*j+2, j
+		if l < n && w.less(w.heap[l], w.heap[m]) {
+			m = l
+		}
+		if r < n && w.less(w.heap[r], w.heap[m]) {
+			m = r
+		}
+		if m == j {
+			return
+		}
+		w.heap[j], w.heap[m] = w.heap[m], w.heap[j]
+		j = m
+	}
+}
