@@ -359,22 +359,27 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	if ent == nil {
 		return 0, g.lifecycleDeny(row, 0, TableFull, 0)
 	}
+	var shadow Verdict // what shadow mode would have refused
 	if ent.lock.locked(now) {
-		if v := g.lifecycleDeny(row, 0, Lockout, ent.lock.remaining(now)); !v.OK() {
+		v := g.lifecycleDeny(row, 0, Lockout, ent.lock.remaining(now))
+		if !v.OK() {
 			g.addresses.release(ent, now)
 			return 0, v
 		}
+		shadow = v
 	}
-	if g.address != nil {
+	if g.address != nil && shadow.Reason == None {
 		if r := g.address.takeAt(key, now, 1); !r.ok {
 			reason := AddressLimit
 			if r.reason != None {
 				reason = r.reason
 			}
-			if v := g.lifecycleDeny(row, 0, reason, r.retry); !v.OK() {
+			v := g.lifecycleDeny(row, 0, reason, r.retry)
+			if !v.OK() {
 				g.addresses.release(ent, now)
 				return 0, v
 			}
+			shadow = v
 		}
 	}
 	if len(g.free) == 0 {
@@ -413,8 +418,10 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	if idx >= g.high.Load() {
 		g.high.Store(idx + 1)
 	}
-	g.count(int(idx), row, None, Accept)
-	return h, Verdict{}
+	if shadow.Reason == None {
+		g.count(int(idx), row, None, Accept)
+	}
+	return h, shadow
 }
 
 // Authenticate binds an open session to an account. From then on the
@@ -445,10 +452,14 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 		return g.lifecycleDeny(row, s.stripe, TableFull, 0)
 	}
 	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageDisconnect) {
-		if v := g.lifecycleDeny(row, s.stripe, Lockout, ent.lock.remaining(now)); !v.OK() {
+		v := g.lifecycleDeny(row, s.stripe, Lockout, ent.lock.remaining(now))
+		if !v.OK() {
 			g.accounts.release(ent, now)
 			return v
 		}
+		s.account.Store(account)
+		s.acct.Store(ent)
+		return v // shadow mode: accepted, saying what it would have refused
 	}
 	s.account.Store(account)
 	s.acct.Store(ent)
