@@ -1,0 +1,367 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// Every benchmark here reports allocations, so the gate can hold
+// allocs/op as well as time. The names are part of the contract with the
+// gate's floor rules (bench/gate/default.yaml): rename both together.
+
+// Sinks keep results alive so the compiler cannot drop the measured work.
+var (
+	sinkInt int
+	sinkU64 uint64
+	sinkI64 int64
+)
+
+// xs is a xorshift64 step: a key draw cheap enough not to hide what it
+// feeds (the same draw in the floors and in the benchmarks they judge).
+func xs(x uint64) uint64 {
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	return x
+}
+
+// pickN maps x's high bits onto [0, n) without a division.
+func pickN(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
+
+// large skips a benchmark whose fixture takes long to build in -short mode
+// (the quick set).
+func large(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large fixture; runs without -short")
+	}
+}
+
+// keySizes are the keyed table sizes: 1k in the quick set, 1M in the full.
+var keySizes = []struct {
+	name  string
+	n     int
+	large bool
+}{{"1k", 1000, false}, {"1M", 1 << 20, true}}
+
+// BenchmarkFloor measures what a hot path cannot beat on this machine, in
+// the same run as the hot paths, so that ratios to it do not depend on the
+// machine's speed.
+func BenchmarkFloor(b *testing.B) {
+	b.Run("cas", func(b *testing.B) {
+		b.ReportAllocs()
+		var w atomic.Uint64
+		ok := 0
+		for i := 0; i < b.N; i++ {
+			old := w.Load()
+			if w.CompareAndSwap(old, old+3) {
+				ok++
+			}
+		}
+		sinkInt = ok
+	})
+	b.Run("cas-shared", func(b *testing.B) {
+		b.ReportAllocs()
+		var w atomic.Uint64
+		b.RunParallel(func(pb *testing.PB) {
+			ok := 0
+			for pb.Next() {
+				old := w.Load()
+				if w.CompareAndSwap(old, old+3) {
+					ok++
+				}
+			}
+			sinkInt = ok
+		})
+	})
+	b.Run("clock", func(b *testing.B) {
+		b.ReportAllocs()
+		var t int64
+		for i := 0; i < b.N; i++ {
+			t += atomicbucket.Nanotime()
+		}
+		sinkI64 = t
+	})
+	for _, sz := range keySizes {
+		b.Run("map"+sz.name, func(b *testing.B) {
+			if sz.large {
+				large(b)
+			}
+			keys := randomKeys(sz.n)
+			m := make(map[uint64]uint64, len(keys))
+			for i, k := range keys {
+				m[k] = uint64(i)
+			}
+			b.ReportAllocs()
+			x := uint64(88172645463325252)
+			var sum uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x = xs(x)
+				sum += m[keys[pickN(x, len(keys))]]
+			}
+			sinkU64 = sum
+		})
+	}
+}
+
+func randomKeys(n int) []uint64 {
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = r.Uint64()
+	}
+	return keys
+}
+
+func mustBucket(b *testing.B, rate, burst float64, now int64) *atomicbucket.Bucket {
+	b.Helper()
+	bk, err := atomicbucket.NewAt(rate, burst, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bk
+}
+
+// BenchmarkBucket measures one take of one bucket: a pass (the bucket never
+// runs dry: it refills a token per ns and one ns passes per take) and a
+// deny (the bucket is empty and refills one token per second), serial and
+// from every P at once on the same bucket, and a pass that reads the
+// monotonic clock.
+//
+// Under the sluice_slow20 build tag each of them also makes one take on a
+// twin bucket for every five takes measured, inside the timed region
+// (see doc.go).
+func BenchmarkBucket(b *testing.B) {
+	for _, c := range []struct {
+		name        string
+		rate, burst float64
+		empty       bool
+	}{{"pass", 1e9, 1e9, false}, {"deny", 1, 1, true}} {
+		fresh := func(b *testing.B) *atomicbucket.Bucket {
+			bk := mustBucket(b, c.rate, c.burst, 0)
+			if c.empty {
+				bk.TakeAt(0, 1)
+			}
+			return bk
+		}
+		b.Run(c.name+"/serial", func(b *testing.B) {
+			bk, twin := fresh(b), fresh(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			sinkInt = serialTakes(bk, b.N) + serialTakes(twin, extraTakes(b.N))
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			bk, twin := fresh(b), fresh(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				now, ok, n := int64(0), 0, 0
+				for pb.Next() {
+					now++
+					n++
+					if bk.TakeAt(now, 1).OK() {
+						ok++
+					}
+				}
+				ok += serialTakes(twin, extraTakes(n))
+				sinkInt = ok
+			})
+		})
+	}
+	b.Run("pass/clock", func(b *testing.B) {
+		bk, twin := mustBucket(b, 1e9, 1e9, atomicbucket.Nanotime()), mustBucket(b, 1e9, 1e9, atomicbucket.Nanotime())
+		b.ReportAllocs()
+		b.ResetTimer()
+		ok := 0
+		for i := 0; i < b.N; i++ {
+			if bk.Take(1).OK() {
+				ok++
+			}
+		}
+		for i := extraTakes(b.N); i > 0; i-- {
+			if twin.Take(1).OK() {
+				ok++
+			}
+		}
+		sinkInt = ok
+	})
+}
+
+// serialTakes makes n takes of one token at times 1..n and counts passes.
+func serialTakes(bk *atomicbucket.Bucket, n int) int {
+	now, ok := int64(0), 0
+	for i := 0; i < n; i++ {
+		now++
+		if bk.TakeAt(now, 1).OK() {
+			ok++
+		}
+	}
+	return ok
+}
+
+// keyed fixtures are built once per process: the 1M one takes a while.
+var keyedFixtures = map[int]*keyedFixture{}
+
+type keyedFixture struct {
+	l    *core.Limiter
+	keys []uint64
+}
+
+func keyed(b *testing.B, n int) *keyedFixture {
+	b.Helper()
+	if f := keyedFixtures[n]; f != nil {
+		return f
+	}
+	// An eighth of slack over n: the bound is kept per shard.
+	l, err := core.NewLimiter(core.LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: n + n/8, Clock: func() int64 { return 0 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Keys a full shard refuses are skipped, so the table holds n keys.
+	f := &keyedFixture{l: l}
+	r := rand.New(rand.NewPCG(1, 2))
+	for len(f.keys) < n {
+		if k := r.Uint64(); l.TakeAt(k, 0, 1).Allowed {
+			f.keys = append(f.keys, k)
+		}
+	}
+	keyedFixtures[n] = f
+	return f
+}
+
+// BenchmarkKeyed measures core.Limiter.TakeAt on an existing key among 1k
+// and 1M tracked keys, drawn at random, serial and parallel. Its floors are
+// Floor/map1k and Floor/map1M (the same draw into a Go map).
+func BenchmarkKeyed(b *testing.B) {
+	for _, sz := range keySizes {
+		b.Run(sz.name+"/serial", func(b *testing.B) {
+			if sz.large {
+				large(b)
+			}
+			f := keyed(b, sz.n)
+			x, now, ok := uint64(88172645463325252), int64(1e9), 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x = xs(x)
+				now += 1000
+				if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+					ok++
+				}
+			}
+			sinkInt = ok
+		})
+		b.Run(sz.name+"/parallel", func(b *testing.B) {
+			if sz.large {
+				large(b)
+			}
+			f := keyed(b, sz.n)
+			var seed atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				x, now, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(1e9), 0
+				for pb.Next() {
+					x = xs(x)
+					now += 1000
+					if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+						ok++
+					}
+				}
+				sinkInt = ok
+			})
+		})
+	}
+}
+
+// gatePolicy has a channel that always passes and one that is empty after
+// its first message; every other layer is generous and strikes are off, so
+// the deny benchmark stays on the channel-deny path.
+func gatePolicy() core.Policy {
+	return core.Policy{
+		Channels: []core.Channel{
+			{Name: "move", Class: core.ClassInput, Rate: new(1e9), Burst: new(1e9)},
+			{Name: "slow", Class: core.ClassInput, Rate: new(1.0), Burst: new(1.0)},
+		},
+		Transport: core.Transport{
+			Bytes:  core.Budget{Rate: new(1e9), Burst: new(1e9)},
+			Frames: core.Budget{Rate: new(1e9), Burst: new(1e9)},
+		},
+		Account: core.Budget{Rate: new(1e9), Burst: new(1e9)},
+		Match:   core.Budget{Rate: new(1e9), Burst: new(1e9)},
+		Strikes: core.Strikes{Disabled: true},
+	}
+}
+
+// BenchmarkGate measures core.Gate.Check of a 32-byte input message of an
+// authenticated session in a match: accept (transport, account, channel and
+// match buckets all pass) and deny (the channel's bucket is empty).
+func BenchmarkGate(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		kind uint16
+		want core.Action
+	}{{"accept", 0, core.Accept}, {"deny", 1, core.Drop}} {
+		b.Run(c.name, func(b *testing.B) {
+			g, err := core.NewGate(gatePolicy(), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, v := g.Open(netip.MustParseAddrPort("192.0.2.1:4000"), 0)
+			if !v.OK() {
+				b.Fatalf("open: %+v", v)
+			}
+			if v := g.Authenticate(s, 42, 0); !v.OK() {
+				b.Fatalf("authenticate: %+v", v)
+			}
+			m := core.Message{Session: s, Match: 7, Size: 32, Kind: c.kind}
+			g.Check(m, 0) // empties "slow"
+			if v := g.Check(m, 1000); v.Action != c.want {
+				b.Fatalf("check: %+v, want %v", v, c.want)
+			}
+			now, ok := int64(1000), 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now += 1000
+				if g.Check(m, now).OK() {
+					ok++
+				}
+			}
+			sinkInt = ok
+		})
+	}
+}
+
+// BenchmarkWire measures decoding a 4 kB buffer of typical client frames
+// (inputs, requests and pings, 16-byte payloads) with wire.Decoder.
+func BenchmarkWire(b *testing.B) {
+	b.Run("decode", func(b *testing.B) {
+		var buf []byte
+		payload := make([]byte, 16)
+		for i := 0; len(buf) < 4000; i++ {
+			buf, _ = wire.AppendInput(buf, 1, payload)
+			buf, _ = wire.AppendRequest(buf, 2, uint64(i), payload)
+			buf = wire.AppendPing(buf, uint64(i))
+		}
+		var d wire.Decoder
+		var m wire.Msg
+		frames := 0
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			d.Reset(buf)
+			for d.Next(&m) == nil {
+				frames++
+			}
+		}
+		sinkInt = frames
+	})
+}
