@@ -46,7 +46,7 @@ type Limiter struct {
 	fillTime time.Duration
 	stripes  []limiterStripe // counters, one per shard
 
-	mu       sync.Mutex // serialises SetRefillFactor, janitors and Close
+	mu       sync.Mutex    // serialises SetRefillFactor, janitors and Close
 	factor   atomic.Uint64 // float64 bits of the refill factor
 	janitors []*Janitor
 }

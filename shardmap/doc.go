@@ -33,7 +33,9 @@
 // The shard header is padded to whole cache lines (two 128-byte blocks: the
 // table pointer that every take reads, and the lock and counters that inserts
 // write, so inserts do not invalidate the line takes read). Padding is
-// computed from unsafe.Sizeof of the unpadded parts.
+// computed from unsafe.Sizeof of the unpadded parts. The shard array is a
+// power of two times 256 bytes, a size Go's allocator places at a multiple
+// of its size (or of the page), so the blocks are aligned too.
 //
 // # Concurrency
 //

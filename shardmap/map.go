@@ -242,7 +242,7 @@ type shard struct {
 type Map struct {
 	lim      *atomicbucket.Limit
 	shards   []shard
-	shift    uint   // 64 − log2(len(shards)); a shift of 64 yields shard 0
+	shift    uint // 64 − log2(len(shards)); a shift of 64 yields shard 0
 	seed     [4]uint64
 	perShard int64  // most keys per shard
 	slots    uint64 // slots per shard table

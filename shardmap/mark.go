@@ -26,15 +26,15 @@ const (
 	// MarkNone is the mark of a key with no escalation state.
 	MarkNone Mark = 1
 
-	markEmpty Mark = 0          // an empty slot
-	markDead  Mark = ^Mark(0)   // a removed or moved slot
-	markHeld  Mark = 1 << 1     //
-	countBits      = 8          //
-	countShift     = 2          //
-	tickShift      = 10         //
-	maxTicks       = 1<<54 - 2  // all ones is reserved for markDead
-	tick           = 1000       // ns per deadline tick
-	countMask      = 1<<countBits - 1
+	markEmpty  Mark = 0         // an empty slot
+	markDead   Mark = ^Mark(0)  // a removed or moved slot
+	markHeld   Mark = 1 << 1    //
+	countBits       = 8         //
+	countShift      = 2         //
+	tickShift       = 10        //
+	maxTicks        = 1<<54 - 2 // all ones is reserved for markDead
+	tick            = 1000      // ns per deadline tick
+	countMask       = 1<<countBits - 1
 )
 
 // MaxCount is the largest count a Mark holds.
@@ -73,7 +73,7 @@ func (m *Map) MakeMark(count int, held bool, deadline int64) Mark {
 // Deadline returns the mark's deadline in nanoseconds on the caller's clock
 // (saturating at math.MaxInt64).
 func (m *Map) Deadline(mk Mark) int64 {
-	d := mk.ticks() * tick // ≤ 2^54·1000 < 2^64
+	d := mk.ticks() * tick                          // ≤ 2^54·1000 < 2^64
 	if d > uint64(math.MaxInt64)-uint64(m.anchor) { // modular arithmetic: right for either sign of anchor
 		return math.MaxInt64
 	}
