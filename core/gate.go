@@ -285,8 +285,12 @@ func pow2(n, least int) int {
 func (g *Gate) Policy() Policy { return g.policy.clone() }
 
 // session is one open connection. Its buckets, request tables and flood
-// accumulators are written only by its own messages.
+// accumulators are written only by its own messages. The struct is padded
+// at both ends, and its word tables are carved out of one padded
+// allocation (see Open), so that no other session's hot words share its
+// cache lines.
 type session struct {
+	_       [cacheLinePad]byte
 	h       Session
 	stripe  int
 	addrKey uint64
@@ -308,7 +312,12 @@ type session struct {
 
 	floodDirty atomic.Bool
 	floods     [numFloodSlots]floodAcc
+	_          [cacheLinePad]byte
 }
+
+// cacheLinePad is two 64-byte lines: enough that the adjacent-line
+// prefetcher does not pair neighbours either.
+const cacheLinePad = 128
 
 // strikeTarget returns the strike record and lock of the session: its
 // account's once authenticated (so they persist across connections), its
@@ -399,11 +408,13 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		addrKey:     key,
 		addr:        ent,
 		preInflight: make([]atomic.Int32, g.nInflight),
-		kinds:       make([]atomic.Uint64, len(g.chans)),
-		pending:     make([]atomic.Uint64, g.pendMask+1),
-		meta:        make([]atomic.Uint64, g.pendMask+1),
-		done:        make([]atomic.Uint64, g.replayMask+1),
 	}
+	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
+	words := make([]atomic.Uint64, padWords+nk+2*np+nd+padWords)[padWords:]
+	s.kinds, words = words[:nk:nk], words[nk:]
+	s.pending, words = words[:np:np], words[np:]
+	s.meta, words = words[:np:np], words[np:]
+	s.done = words[:nd:nd]
 	s.pre.zeroAt.Store(now)
 	for i := range g.chans {
 		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
