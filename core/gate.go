@@ -169,6 +169,22 @@ type Verdict struct {
 // OK reports whether the message is accepted.
 func (v Verdict) OK() bool { return v.Action == Accept }
 
+// String returns e.g. "Accept", "Reject ChannelLimit, retry after 1s" or
+// "Accept (shadow: Drop ByteLimit)".
+func (v Verdict) String() string {
+	if v.Reason == None {
+		return v.Action.String()
+	}
+	s := v.Action.String() + " " + v.Reason.String()
+	if v.Shadow {
+		s = "Accept (shadow: " + v.Reason.String() + ")"
+	}
+	if v.RetryAfter > 0 {
+		s += ", retry after " + v.RetryAfter.String()
+	}
+	return s
+}
+
 // GateOption configures a Gate.
 type GateOption func(*gateConfig)
 
