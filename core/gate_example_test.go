@@ -29,7 +29,7 @@ func ExampleGate() {
 	fmt.Println(g.Check(core.Message{Session: s, Kind: buy, Size: 64, Request: 1}, 0))
 	fmt.Println(g.Check(core.Message{Session: s, Kind: buy, Size: 64, Request: 1}, 0)) // sent again while its handler runs
 	fmt.Println(g.Check(core.Message{Session: s, Kind: buy, Size: 64, Request: 2}, 0)) // a second purchase in flight
-	g.Done(s, 1)                                                                      // the purchase handler finished
+	g.Done(s, 1)                                                                       // the purchase handler finished
 	fmt.Println(g.Check(core.Message{Session: s, Kind: buy, Size: 64, Request: 1}, 0)) // the same id again
 	fmt.Println(g.Check(core.Message{Session: s, Kind: buy, Size: 64, Request: 2}, 0))
 	g.Done(s, 2)
