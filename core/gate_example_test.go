@@ -116,3 +116,22 @@ transport:
 	// core: policy: channels[0].rate (line 5): 0 must be greater than 0
 	// core: policy: transport.bytes.brust (line 5): unknown field "brust" in Budget
 }
+
+// Audit points out limits that validate but will not do what their numbers
+// suggest.
+func ExampleAudit() {
+	p := core.Policy{Channels: []core.Channel{
+		{Name: "move", Class: core.ClassInput},
+		{Name: "buy", Class: core.ClassRequest, Rate: new(1.0), Burst: new(1.0), RetryAfter: new(false)},
+	}}
+	for _, f := range core.Audit(p) {
+		fmt.Println(f.Severity, f.Kind, f.Channel)
+	}
+	fmt.Println(core.AuditStrict(p)[0])
+	// Output:
+	// warning RequestWithoutRetry buy
+	// warning BurstOfOne buy
+	// info DefaultRateLimit move
+	// info BurstUnreachable move
+	// error DefaultRateLimit move: runs at the default 30/s, tuned for no game; say what the game needs (an ability used twice a second wants about 5)
+}
