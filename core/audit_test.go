@@ -70,7 +70,10 @@ func TestAuditFindings(t *testing.T) {
 		}, FindingBurstUnreachable, SeverityInfo, "x"},
 		{"burst above the frame burst", func(p *Policy) { p.Channels[0].Burst = new(200.0) }, FindingBurstUnreachable, SeverityWarning, "x"},
 		{"rate above the frame rate", func(p *Policy) { p.Channels[0].Rate = new(500.0); p.Channels[0].Burst = new(100.0) }, FindingRateUnreachable, SeverityWarning, "x"},
-		{"rate × cost above the account rate", func(p *Policy) { p.Channels[0].Cost = new(uint64(2)); p.Account = Budget{Rate: new(8.0), Burst: new(100.0)} }, FindingRateUnreachable, SeverityWarning, "x"},
+		{"rate × cost above the account rate", func(p *Policy) {
+			p.Channels[0].Cost = new(uint64(2))
+			p.Account = Budget{Rate: new(8.0), Burst: new(100.0)}
+		}, FindingRateUnreachable, SeverityWarning, "x"},
 		{"size above the byte burst", func(p *Policy) {
 			p.Transport.Bytes = Budget{Rate: new(10_000.0), Burst: new(2_000.0)}
 		}, FindingSizeUnreachable, SeverityWarning, "x"},
