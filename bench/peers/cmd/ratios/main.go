@@ -1,0 +1,208 @@
+// Command ratios reads `go test -bench` output and prints, as Markdown, the
+// median of every benchmark's ns/op (with the lowest and highest sample, and
+// the medians of its other metrics), then the ratios of medians the project
+// tracks for the peer comparison.
+//
+// Usage:
+//
+//	go run ./cmd/ratios out.txt [more.txt ...]   # or: ... | go run ./cmd/ratios
+//
+// Names are read without their -GOMAXPROCS suffix. A ratio whose two
+// benchmarks are not both in the input is printed as "n/a".
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Ratio is num's median ns/op over den's.
+type Ratio struct {
+	Label    string
+	Num, Den string // benchmark names without "Benchmark" and -GOMAXPROCS
+}
+
+// Tracked is the list of ratios the project watches. Lower is better for
+// every one of them.
+var Tracked = []Ratio{
+	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", "Floor/cas"},
+	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate/deny/serial"},
+	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate/deny/parallel"},
+	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", "OneBucket/juju/pass/parallel"},
+}
+
+// Summary is the samples of every benchmark and metric read, by name and
+// unit, in the order the names first appeared.
+type Summary struct {
+	Names   []string
+	Samples map[string]map[string][]float64 // name -> unit -> values
+}
+
+// Read parses benchmark output. ns/op is kept as "ns/op" (benchfmt tidies
+// it to sec/op); other units are kept as written.
+func Read(r io.Reader, fileName string) (*Summary, error) {
+	s := &Summary{Samples: map[string]map[string][]float64{}}
+	if err := s.add(r, fileName); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Summary) add(r io.Reader, fileName string) error {
+	br := benchfmt.NewReader(r, fileName)
+	for br.Scan() {
+		switch rec := br.Result(); rec := rec.(type) {
+		case *benchfmt.SyntaxError:
+			// Non-benchmark lines that look like results; report and go on.
+			fmt.Fprintln(os.Stderr, "ratios:", rec)
+		case *benchfmt.Result:
+			name := trimProcs(rec.Name)
+			units := s.Samples[name]
+			if units == nil {
+				units = map[string][]float64{}
+				s.Samples[name] = units
+				s.Names = append(s.Names, name)
+			}
+			for _, v := range rec.Values {
+				unit, val := v.Unit, v.Value
+				if unit == "sec/op" {
+					unit, val = "ns/op", val*1e9
+				}
+				units[unit] = append(units[unit], val)
+			}
+		}
+	}
+	return br.Err()
+}
+
+// trimProcs returns the name without its -GOMAXPROCS suffix.
+func trimProcs(n benchfmt.Name) string {
+	base, parts := n.Parts()
+	var sb strings.Builder
+	sb.Write(base)
+	for _, p := range parts {
+		if len(p) > 0 && p[0] == '-' {
+			continue
+		}
+		sb.Write(p)
+	}
+	return sb.String()
+}
+
+// Median returns the median of the samples of name in unit.
+func (s *Summary) Median(name, unit string) (float64, int, bool) {
+	vs := s.Samples[name][unit]
+	if len(vs) == 0 {
+		return 0, 0, false
+	}
+	return median(vs), len(vs), true
+}
+
+func median(vs []float64) float64 {
+	c := slices.Clone(vs)
+	slices.Sort(c)
+	m := len(c) / 2
+	if len(c)%2 == 1 {
+		return c[m]
+	}
+	return (c[m-1] + c[m]) / 2
+}
+
+// RatioOf returns the ratio of the medians of r's two benchmarks in ns/op.
+func (s *Summary) RatioOf(r Ratio) (float64, bool) {
+	num, _, ok1 := s.Median(r.Num, "ns/op")
+	den, _, ok2 := s.Median(r.Den, "ns/op")
+	if !ok1 || !ok2 || den == 0 {
+		return 0, false
+	}
+	return num / den, true
+}
+
+// Write prints the medians table and the tracked ratios as Markdown.
+func (s *Summary) Write(w io.Writer) {
+	fmt.Fprintln(w, "| benchmark | n | median ns/op | ns/op range | median B/op | median allocs/op | other medians |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+	for _, name := range s.Names {
+		cell := func(unit, format string) string {
+			if m, _, ok := s.Median(name, unit); ok {
+				return fmt.Sprintf(format, m)
+			}
+			return ""
+		}
+		_, n, _ := s.Median(name, "ns/op")
+		if n == 0 {
+			for _, vs := range s.Samples[name] {
+				n = max(n, len(vs))
+			}
+		}
+		var other []string
+		var units []string
+		for u := range s.Samples[name] {
+			if u != "ns/op" && u != "B/op" && u != "allocs/op" {
+				units = append(units, u)
+			}
+		}
+		slices.Sort(units)
+		for _, u := range units {
+			m, _, _ := s.Median(name, u)
+			other = append(other, fmt.Sprintf("%.1f %s", m, u))
+		}
+		var spread string
+		if vs := s.Samples[name]["ns/op"]; len(vs) > 0 {
+			spread = fmt.Sprintf("%.2f–%.2f", slices.Min(vs), slices.Max(vs))
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", name, n,
+			cell("ns/op", "%.2f"), spread, cell("B/op", "%.0f"), cell("allocs/op", "%.0f"), strings.Join(other, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| ratio (of medians, ns/op) | value |")
+	fmt.Fprintln(w, "| --- | ---: |")
+	for _, r := range Tracked {
+		if v, ok := s.RatioOf(r); ok {
+			fmt.Fprintf(w, "| %s | %.3f |\n", r.Label, v)
+		} else {
+			fmt.Fprintf(w, "| %s | n/a |\n", r.Label)
+		}
+	}
+}
+
+func run(args []string, stdin io.Reader, stdout io.Writer) error {
+	s := &Summary{Samples: map[string]map[string][]float64{}}
+	if len(args) == 0 {
+		if err := s.add(stdin, "<stdin>"); err != nil {
+			return err
+		}
+	}
+	for _, path := range args {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		err = s.add(f, path)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if len(s.Names) == 0 {
+		return errors.New("no benchmark results in the input")
+	}
+	s.Write(stdout)
+	return nil
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "ratios:", err)
+		os.Exit(1)
+	}
+}

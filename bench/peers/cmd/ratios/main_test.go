@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/sluicedev/sluice/bench/peers
+BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 4.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 6.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 5.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/xrate/pass/serial-2         	100	40.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/xrate/pass/serial-2         	100	60.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFloor/cas-2                           	100	 2.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkMemory/map-floor/1m-2                 	  1	       40.5 bytes/key	 0 B/op	 0 allocs/op
+PASS
+`
+
+func TestMediansAndRatios(t *testing.T) {
+	s, err := Read(strings.NewReader(sample), "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, n, _ := s.Median("OneBucket/sluice-at/pass/serial", "ns/op"); m != 5 || n != 3 {
+		t.Errorf("median = %v over %d, want 5 over 3", m, n)
+	}
+	if m, _, _ := s.Median("OneBucket/xrate/pass/serial", "ns/op"); m != 50 {
+		t.Errorf("even-count median = %v, want 50", m)
+	}
+	if m, _, _ := s.Median("Memory/map-floor/1m", "bytes/key"); m != 40.5 {
+		t.Errorf("bytes/key median = %v, want 40.5", m)
+	}
+	check := func(label string, want float64, wantOK bool) {
+		t.Helper()
+		for _, r := range Tracked {
+			if r.Label == label {
+				got, ok := s.RatioOf(r)
+				if ok != wantOK || (ok && math.Abs(got-want) > 1e-12) {
+					t.Errorf("%s = %v, %v; want %v, %v", label, got, ok, want, wantOK)
+				}
+				return
+			}
+		}
+		t.Fatalf("no tracked ratio %q", label)
+	}
+	check("sluice-at pass / xrate pass", 0.1, true)
+	check("sluice-at pass / Floor/cas", 2.5, true)
+	check("sluice-at deny / xrate deny", 0, false)
+
+	var out bytes.Buffer
+	if err := run(nil, strings.NewReader(sample), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| OneBucket/sluice-at/pass/serial | 3 | 5.00 | 4.00–6.00 | 0 | 0 |", "| sluice-at pass / xrate pass | 0.100 |", "| sluice-at deny / xrate deny | n/a |", "40.5 bytes/key"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package peers
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	sethvargo "github.com/sethvargo/go-limiter/memorystore"
+	"github.com/throttled/throttled/v2"
+	ulule "github.com/ulule/limiter/v3"
+	xrate "golang.org/x/time/rate"
+)
+
+// ---- xrate-map: one x/time/rate Limiter per key in a map[uint64] under a
+// sync.RWMutex (read-locked for the lookup; the Limiter has its own mutex).
+
+type xrateMap struct {
+	ks *keySet
+	mu sync.RWMutex
+	m  map[uint64]*xrate.Limiter
+	c  keyedConfig
+}
+
+func buildXrateMap(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	return insertAll(tb, ks, &xrateMap{ks: ks, m: make(map[uint64]*xrate.Limiter), c: c})
+}
+
+func (x *xrateMap) Take(i int, _ int64) bool {
+	k := x.ks.u[i]
+	x.mu.RLock()
+	l := x.m[k]
+	x.mu.RUnlock()
+	if l == nil {
+		x.mu.Lock()
+		if l = x.m[k]; l == nil {
+			l = xrate.NewLimiter(xrate.Limit(x.c.rate), int(x.c.burst))
+			x.m[k] = l
+		}
+		x.mu.Unlock()
+	}
+	return l.Allow()
+}
+
+func (x *xrateMap) Close() {}
+
+// ---- sethvargo: memorystore (map[string] under an RWMutex, a mutex per
+// bucket). Tokens = burst per Interval = burst/rate (1000 per 1 ms).
+
+type sethvargoKeyed struct {
+	ks *keySet
+	st sethvargoStore
+}
+
+func buildSethvargoKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	st := newSethvargo(tb, &sethvargo.Config{
+		Tokens:       uint64(c.burst),
+		Interval:     time.Duration(c.burst / c.rate * float64(time.Second)),
+		InitialAlloc: 0, // the library's default (4096)
+	})
+	return insertAll(tb, ks, &sethvargoKeyed{ks: ks, st: st})
+}
+
+func (s *sethvargoKeyed) Take(i int, _ int64) bool { return sethvargoTake(s.st, s.ks.s[i]) }
+func (s *sethvargoKeyed) Close()                   { s.st.Close(bg) }
+
+// ---- throttled: GCRA over memstore.NewCtx(0) (map[string]*int64 under an
+// RWMutex, no LRU bound).
+
+type throttledKeyed struct {
+	ks *keySet
+	l  *throttled.GCRARateLimiterCtx
+}
+
+func buildThrottledKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	l := newThrottled(tb, config{rate: c.rate, burst: c.burst})
+	return insertAll(tb, ks, &throttledKeyed{ks: ks, l: l})
+}
+
+func (t *throttledKeyed) Take(i int, _ int64) bool { return throttledTake(t.l, t.ks.s[i]) }
+func (t *throttledKeyed) Close()                   {}
+
+// ---- ulule: fixed window over its memory store (a sync.Map of counters,
+// each with an RWMutex; every take builds "prefix:key"). Limit = burst per
+// Period = burst/rate (1000 per 1 ms); clean-up goroutine off.
+
+type ululeKeyed struct {
+	ks *keySet
+	l  *ulule.Limiter
+}
+
+func buildUluleKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	l := newUlule(config{rate: c.rate, burst: c.burst})
+	return insertAll(tb, ks, &ululeKeyed{ks: ks, l: l})
+}
+
+func (u *ululeKeyed) Take(i int, _ int64) bool { return ululeTake(u.l, u.ks.s[i]) }
+func (u *ululeKeyed) Close()                   {}

@@ -1,0 +1,219 @@
+package peers
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
+
+// keyedImpls is the ONE list of keyed limiters that BenchmarkKeyed,
+// BenchmarkMemory and TestSluiceZeroAllocs read. Adding sluice's keyed
+// limiter (core.Limiter) is one entry per clock here plus a build function
+// (see keyedLimiter):
+//
+//	{name: "sluice-at", build: buildSluiceAt}, // Take(i, now): caller's clock
+//	{name: "sluice", build: buildSluice},       // ignores now, reads Nanotime
+//
+// Every impl whose name starts with "sluice" is held to 0 allocs per take by
+// TestSluiceZeroAllocs.
+var keyedImpls = []keyedImpl{
+	{name: "xrate-map", build: buildXrateMap},
+	{name: "sethvargo", build: buildSethvargoKeyed},
+	{name: "throttled", build: buildThrottledKeyed},
+	{name: "ulule", build: buildUluleKeyed},
+}
+
+// keyedImpl is one keyed limiter under BenchmarkKeyed and BenchmarkMemory.
+type keyedImpl struct {
+	name string
+	// build returns a limiter configured with c that already holds every key
+	// of ks: insertAll takes one token for each key, in order, at one
+	// atomicbucket.Nanotime() reading.
+	build func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter
+}
+
+// keyedLimiter is what the keyed drivers call. One interface call per take
+// is added to every impl alike.
+type keyedLimiter interface {
+	// Take takes one token for key number i of the key set (ks.u[i] for
+	// uint64-keyed impls, ks.s[i], built beforehand, for string-keyed ones)
+	// and reports whether it passed. now is the caller's clock, on the scale
+	// of atomicbucket.Nanotime and never behind the time the limiter was
+	// built (see keyedSerial and keyedParallel). Impls with a clock of their
+	// own ignore it.
+	Take(i int, now int64) bool
+	// Close releases what the limiter holds (goroutines, maps).
+	Close()
+}
+
+// keyedConfig is the per-key limit of every keyed impl.
+type keyedConfig struct {
+	rate  float64 // tokens per second, per key
+	burst float64 // tokens, per key
+}
+
+// keyedCfg: every take passes. 1e6/s per key with a burst of 1000 is far
+// above what any impl can draw on one key (the busiest case, 1k keys, gives
+// each key about 1e4-1e5 takes per second), and it is a configuration every
+// peer represents exactly: sethvargo as 1000 tokens per 1 ms interval (its
+// v0.7.1 refill is correct while Tokens² ≤ Interval in ns), ulule as 1000
+// per 1 ms window, throttled as PerSec(1e6) with MaxBurst 999.
+var keyedCfg = keyedConfig{rate: 1e6, burst: 1000}
+
+// keySizes are the key-set sizes of the keyed benchmarks.
+var keySizes = []struct {
+	name string
+	n    int
+}{{"1k", 1_000}, {"1m", 1_000_000}}
+
+const (
+	keySeed  = 0x5eed_51ce
+	drawBits = 20
+	drawLen  = 1 << drawBits // pre-generated draws; a take uses draws[i&drawMask]
+	drawMask = drawLen - 1
+)
+
+// keySet is the keys of one size and the order in which takes draw them.
+// It is built once per process and size, outside every timed region and
+// before every memory baseline: the keys are the caller's, not the
+// limiter's.
+type keySet struct {
+	u     []uint64 // distinct keys: splitmix64 of seed+i (a bijection)
+	s     []string // u[i] in decimal, for string-keyed impls
+	draws []uint32 // drawLen uniform indexes into u, from a PCG with a fixed seed
+}
+
+var (
+	keySetsMu sync.Mutex
+	keySets   = map[int]*keySet{}
+)
+
+// keySetOf returns the key set of size n, building it on first use.
+func keySetOf(n int) *keySet {
+	keySetsMu.Lock()
+	defer keySetsMu.Unlock()
+	if ks := keySets[n]; ks != nil {
+		return ks
+	}
+	ks := &keySet{u: make([]uint64, n), s: make([]string, n), draws: make([]uint32, drawLen)}
+	for i := range ks.u {
+		ks.u[i] = splitmix64(keySeed + uint64(i))
+		ks.s[i] = strconv.FormatUint(ks.u[i], 10)
+	}
+	r := rand.New(rand.NewPCG(keySeed, uint64(n)))
+	for i := range ks.draws {
+		ks.draws[i] = uint32(r.IntN(n))
+	}
+	keySets[n] = ks
+	return ks
+}
+
+// splitmix64 is a bijection on uint64, so distinct inputs give distinct keys.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// BenchmarkKeyed/<impl>/<1k|1m>/<serial|parallel>: one take of one token for
+// a key drawn from the pre-generated sequence, every key inserted
+// beforehand. The limiter is built once per impl and size and shared by the
+// serial and parallel runs (and by every -count repetition of them).
+func BenchmarkKeyed(b *testing.B) {
+	for _, im := range keyedImpls {
+		b.Run(im.name, func(b *testing.B) {
+			for _, sz := range keySizes {
+				b.Run(sz.name, func(b *testing.B) {
+					ks := keySetOf(sz.n)
+					lim := im.build(b, ks, keyedCfg)
+					defer lim.Close()
+					b.Run("serial", func(b *testing.B) { keyedSerial(b, ks, lim) })
+					b.Run("parallel", func(b *testing.B) { keyedParallel(b, ks, lim) })
+				})
+			}
+		})
+	}
+}
+
+// keyedSerial: the caller's clock is a local counter that starts at
+// atomicbucket.Nanotime() and advances 1 ns per take. A take costs more than
+// 1 ns, so the counter never gets ahead of the monotonic clock and the next
+// run (or -count repetition) on the same limiter never starts behind it.
+func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
+	b.ReportAllocs()
+	var passed int64
+	now := atomicbucket.Nanotime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now++
+		if lim.Take(int(ks.draws[i&drawMask]), now) {
+			passed++
+		}
+	}
+	b.StopTimer()
+	checkKeyedPassed(b, passed)
+}
+
+// keyedParallel: the caller's clock is one atomicbucket.CoarseClock (1 ms
+// tick) shared by the goroutines, as a server's tick would be. Per-goroutine
+// counters would drift apart by as many takes as one goroutine gets ahead
+// of another, and a reading a fill time (1 ms here) behind a key's last
+// update is rightly judged at that earlier time, so a preempted goroutine
+// would see denials that say nothing about speed.
+func keyedParallel(b *testing.B, ks *keySet, lim keyedLimiter) {
+	b.ReportAllocs()
+	clk := atomicbucket.StartCoarseClock(time.Millisecond)
+	defer clk.Stop()
+	var total atomic.Int64
+	var goroutines atomic.Uint64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		// Each goroutine walks the draws from its own offset.
+		j := int(goroutines.Add(1) * 104_729)
+		var passed int64
+		for pb.Next() {
+			if lim.Take(int(ks.draws[j&drawMask]), clk.Now()) {
+				passed++
+			}
+			j++
+		}
+		total.Add(passed)
+	})
+	b.StopTimer()
+	checkKeyedPassed(b, total.Load())
+}
+
+// checkKeyedPassed fails the benchmark when more than 1% of the takes (plus
+// two, for short runs) failed: keyedCfg is meant to pass them all. A few may fail in parallel
+// runs on a loaded machine, and that is the limiter's doing, not a
+// configuration error: throttled reads the time before the key's state, so
+// a goroutine preempted between the two for over a fill time (1 ms) sees a
+// state newer than its clock and is denied. Those are logged.
+func checkKeyedPassed(b *testing.B, passed int64) {
+	b.Helper()
+	failed := int64(b.N) - passed
+	switch {
+	case failed > int64(b.N)/100+2:
+		b.Fatalf("%d of %d keyed takes failed; keyedCfg is meant to pass them all", failed, b.N)
+	case failed > 0:
+		b.Logf("%d of %d keyed takes failed (stale clock readings under preemption)", failed, b.N)
+	}
+}
+
+// insertAll takes one token for every key at one Nanotime reading,
+// inserting it.
+func insertAll(tb testing.TB, ks *keySet, lim keyedLimiter) keyedLimiter {
+	now := atomicbucket.Nanotime()
+	for i := range ks.u {
+		if !lim.Take(i, now) {
+			tb.Fatalf("inserting key %d: first take denied", i)
+		}
+	}
+	return lim
+}
