@@ -29,12 +29,18 @@ import (
 // Verdict's Action is Accept.
 //
 // Make one with NewGate; the zero value is not usable. A Gate is safe for
-// concurrent use. Check, Read and Done are lock-free and allocation-free:
-// sessions live in a fixed table indexed by their handle, and a denial
-// writes only the session's own state, its account's strike record and
-// striped counters. Open, Authenticate, Close and Step take a mutex. Time is
-// only ever the now passed in (nanoseconds on the server's monotonic clock,
-// one clock for all calls).
+// concurrent use. Check, Read and Done never allocate and take no lock for
+// an open session: sessions live in a fixed table indexed by their handle,
+// and the keyed layers are lock-free for keys already tracked (the first
+// message of a new match inserts it, locking one shard of its table). A
+// denial writes only the session's own state, its account's strike record,
+// the tokens it gives back and striped counters. Open, Authenticate, Close
+// and Step take a mutex. Time is only ever the now passed in (nanoseconds
+// on the server's monotonic clock, one clock for all calls).
+//
+// Check and Done of one session may run on any goroutines; a message
+// racing Close of its own session may be admitted after Close released the
+// session's requests, and its in-flight count is then not released.
 type Gate struct {
 	shadow bool
 	chans  []chanSpec
@@ -490,6 +496,9 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	}
 	s.account.Store(account)
 	s.acct.Store(ent)
+	if g.account != nil {
+		g.account.ensure(account, now) // the first message then takes without inserting
+	}
 	g.count(s.stripe, row, None, Accept)
 	return Verdict{}
 }

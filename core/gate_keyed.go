@@ -25,6 +25,9 @@ type keyedBuckets interface {
 	// levelAt returns the tokens key's bucket holds at now, and whether the
 	// key is tracked (an untracked key is full).
 	levelAt(key uint64, now int64) (float64, bool)
+	// ensure starts tracking key (with a full bucket) if it is not yet, so
+	// that its first take does not insert; best effort.
+	ensure(key uint64, now int64)
 	// sweep forgets keys whose buckets are full again.
 	sweep(now int64)
 	// size returns the number of tracked keys.

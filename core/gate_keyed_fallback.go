@@ -75,6 +75,12 @@ func (f *fallbackKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 	return keyedResult{ok: r.OK(), retry: r.RetryAfter}
 }
 
+func (f *fallbackKeyed) ensure(key uint64, now int64) {
+	if f.lookup(key) == nil {
+		f.insert(key, now)
+	}
+}
+
 func (f *fallbackKeyed) refundAt(key uint64, now int64, n uint64) {
 	if w := f.lookup(key); w != nil {
 		refundWord(f.lim, f.shift, w, now, n)

@@ -67,6 +67,10 @@ func (k *limiterKeyed) levelAt(key uint64, now int64) (float64, bool) {
 	return k.l.LevelAt(key, now), true
 }
 
+// ensure does nothing: a Limiter inserts on the first take (locking one
+// shard once per key).
+func (k *limiterKeyed) ensure(uint64, int64) {}
+
 func (k *limiterKeyed) sweep(now int64) { k.l.SweepAt(now) }
 
 func (k *limiterKeyed) size() int { return k.l.Len() }

@@ -320,6 +320,7 @@ const (
 	maxSessions          = 1 << 24
 	maxReplayWindow      = 1 << 16
 	maxQueueCommands     = 1 << 12
+	maxShedFactor        = 1 << 10
 	dfltLadderWarn       = 4.0
 	dfltLadderShed       = 8.0
 	dfltLadderDrop       = 12.0
@@ -585,8 +586,8 @@ func (p *Policy) validate() error {
 	if *s.Lockout <= 0 {
 		v.add("strikes.lockout", "must be positive")
 	}
-	if *s.ShedFactor < 1 {
-		v.add("strikes.shedFactor", "must be at least 1")
+	if f := *s.ShedFactor; f < 1 || f > maxShedFactor {
+		v.add("strikes.shedFactor", fmt.Sprintf("must be between 1 and %d", maxShedFactor))
 	}
 	for _, r := range sortedReasons(s.Weights) {
 		w := s.Weights[r]
