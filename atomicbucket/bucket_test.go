@@ -256,3 +256,22 @@ func TestCoarseClockAdvancesAndStops(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	assert.Equal(t, last, c.Now())
 }
+
+func TestRefundRestoresAndNeverExceedsBurst(t *testing.T) {
+	b, err := NewAt(10, 5, 0)
+	require.NoError(t, err)
+	require.True(t, b.TakeAt(0, 4).OK())
+	w := b.Word()
+	b.RefundAt(&b.word, 0, 4)
+	assert.Equal(t, 5.0, b.TokensAt(0))
+	require.True(t, b.TakeAt(0, 4).OK())
+	assert.Equal(t, w, b.Word(), "take, refund, take is the same word as one take")
+	// After 0.2 s the bucket holds 3; refunding 4 caps at the burst.
+	b.RefundAt(&b.word, sec/5, 4)
+	assert.Equal(t, 5.0, b.TokensAt(sec/5))
+	// Decide alone writes nothing.
+	next, r := b.Decide(b.Word(), sec/5, 5)
+	assert.True(t, r.OK())
+	assert.NotEqual(t, b.Word(), next)
+	assert.Equal(t, 5.0, b.TokensAt(sec/5))
+}

@@ -1,7 +1,6 @@
 package atomicbucket
 
 import (
-	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -45,53 +44,6 @@ type Result struct {
 
 // OK reports whether the take passed.
 func (r Result) OK() bool { return r.Status == Allowed }
-
-// TakeAt takes n tokens from the bucket word w at time now (nanoseconds on
-// the caller's clock, the same clock the Limit was made with).
-//
-// On success it stores the new word with one CompareAndSwap, retrying only
-// when another take changed the word in between. A denial only reads, except
-// for the rebase after a backwards clock jump described in the package doc.
-func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
-	p := l.p.Load()
-	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
-		return Result{Status: Invalid}
-	}
-	// v, frac := p.virtual(now), written out: the call would not inline.
-	var v, frac uint64
-	if now >= p.t0 {
-		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho)
-		v, frac = p.v0+(hi<<(64-rhoFracBits)|lo>>rhoFracBits), lo&(1<<rhoFracBits-1)
-	} else {
-		v, frac = p.virtualBefore(now)
-	}
-	k := n << p.shift
-	capUnits := int64(p.capUnits)
-	for {
-		old := w.Load()
-		level := int64(v - old)
-		base := old
-		if level >= capUnits {
-			// Full: the empty point follows the clock.
-			base, level = v-uint64(capUnits), capUnits
-		}
-		if level < int64(k) {
-			if level < -int64(p.stepUnits) {
-				// More than a fill time and StepBack before the empty
-				// point: the clock jumped backwards. Rebase to empty at
-				// now; if the CAS loses, the word moved and is read again.
-				if !w.CompareAndSwap(old, v) {
-					continue
-				}
-				level = 0
-			}
-			return p.deny(level, k, frac)
-		}
-		if w.CompareAndSwap(old, base+k) {
-			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
-		}
-	}
-}
 
 // deny builds the result of a denial. It is kept out of TakeAt so that the
 // pass path stays small.
