@@ -60,7 +60,13 @@ func (p *params) deny(level int64, k, frac uint64) Result {
 // LevelAt returns the tokens the bucket word w holds at now, as a fraction
 // of whole tokens, without changing it.
 func (l *Limit) LevelAt(w *atomic.Uint64, now int64) float64 {
-	return l.levelOf(l.p.Load(), w.Load(), now)
+	return l.Level(w.Load(), now)
+}
+
+// Level returns the tokens a bucket whose word is word holds at now, as a
+// fraction of whole tokens.
+func (l *Limit) Level(word uint64, now int64) float64 {
+	return l.levelOf(l.p.Load(), word, now)
 }
 
 func (l *Limit) levelOf(p *params, word uint64, now int64) float64 {

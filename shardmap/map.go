@@ -379,24 +379,20 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) Outcome {
 // takeWord takes n tokens from the slot's word. It reports false, taking
 // nothing, if the word is dead.
 //
-// The take is computed by Limit.TakeAt on a private copy and stored with
-// one CompareAndSwap on the slot: a take that races another retries on the
-// new value, and one that races a kill fails (the dead value never equals a
-// live one), so no take is ever written into a removed or moved slot.
+// The decision is computed by Limit.Decide, which writes nothing, and stored
+// with one CompareAndSwap on the slot: a take that races another retries on
+// the new value, and one that races a kill fails (the dead value never
+// equals a live one), so no take is ever written into a removed or moved
+// slot.
 func (m *Map) takeWord(s *slot, now int64, n uint64) (atomicbucket.Result, bool) {
-	w := s.word.Load()
 	for {
+		w := s.word.Load()
 		if w == deadWord {
 			return atomicbucket.Result{}, false
 		}
-		var tmp atomic.Uint64
-		// tmp is private to this call and not yet shared: a plain store
-		// initialises it without a locked instruction.
-		*(*uint64)(unsafe.Pointer(&tmp)) = w
-		r := m.lim.TakeAt(&tmp, now, n)
-		nw := *(*uint64)(unsafe.Pointer(&tmp)) // TakeAt has returned: no other access
+		nw, r := m.lim.Decide(w, now, n)
 		if nw == w {
-			// A denial (or invalid n) wrote nothing: it is linearized at
+			// A denial (or invalid n) writes nothing: it is linearized at
 			// the load of w.
 			return r, true
 		}
@@ -406,8 +402,46 @@ func (m *Map) takeWord(s *slot, now int64, n uint64) (atomicbucket.Result, bool)
 		if s.word.CompareAndSwap(w, nw) {
 			return r, true
 		}
-		w = s.word.Load()
 	}
+}
+
+// refundWord gives n tokens back to the slot's word (see
+// atomicbucket.Limit.Refund). It reports false if the word is dead.
+func (m *Map) refundWord(s *slot, now int64, n uint64) bool {
+	for {
+		w := s.word.Load()
+		if w == deadWord {
+			return false
+		}
+		nw := m.lim.Refund(w, now, n)
+		if nw == deadWord {
+			nw++
+		}
+		if nw == w || s.word.CompareAndSwap(w, nw) {
+			return true
+		}
+	}
+}
+
+// RefundAt gives n tokens back to key's bucket at now, never above the
+// burst: the undo of a take that a later layer of the same message refused.
+// It reports false, doing nothing, when key is not tracked (a sweep or an
+// eviction forgot it, and a fresh bucket is full anyway). Like TakeAt it is
+// lock-free.
+func (m *Map) RefundAt(key uint64, now int64, n uint64) bool {
+	h := m.hash(key)
+	t := m.shards[h>>m.shift].tab.Load()
+	for t != nil {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			return false
+		}
+		if mk != markDead && m.refundWord(s, now, n) {
+			return true
+		}
+		t = t.next.Load()
+	}
+	return false
 }
 
 // slowTake inserts key if needed and takes, under the shard lock. Under the
@@ -645,9 +679,7 @@ func (m *Map) LevelAt(key uint64, now int64) (float64, bool) {
 		}
 		if mk != markDead {
 			if w := s.word.Load(); w != deadWord {
-				var tmp atomic.Uint64
-				*(*uint64)(unsafe.Pointer(&tmp)) = w // private: see takeWord
-				return m.lim.LevelAt(&tmp, now), true
+				return m.lim.Level(w, now), true
 			}
 		}
 		t = t.next.Load()
