@@ -1,0 +1,390 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// ErrTooFewSamples is wrapped by Compare's error when a benchmark has too
+// few samples on a side to decide: that is an error, never a pass.
+var ErrTooFewSamples = errors.New("gate: too few samples")
+
+// SampleError says which benchmark had too few samples; it wraps
+// ErrTooFewSamples.
+type SampleError struct {
+	Benchmark, Unit string
+	Base, Cand      int // samples on each side
+	Need            int
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("gate: %s %s: too few samples: %d+%d, need at least %d per side",
+		e.Benchmark, e.Unit, e.Base, e.Cand, e.Need)
+}
+
+func (e *SampleError) Unwrap() error { return ErrTooFewSamples }
+
+// Verdicts of a Comparison.
+const (
+	Regressed = "regressed" // significant, worse, and by more than the minimum effect
+	Improved  = "improved"  // significant, better, and by more than the minimum effect
+	Unchanged = "unchanged" // not significant, or smaller than the minimum effect
+	Floor     = "floor"     // a floor: reported, never gated
+	Unknown   = "unknown"   // no direction is known for the unit
+	Invalid   = "invalid"   // too few samples: no decision
+)
+
+// key identifies a benchmark across sides: package and name without the
+// GOMAXPROCS suffix.
+type key struct{ pkg, name string }
+
+func (k key) String() string { return k.name }
+
+// series are one benchmark's samples on one side, per unit, in order.
+type series struct {
+	procs  []string
+	values map[string][]float64
+	runs   map[string][]string // the RunKey of each value, "" if none
+}
+
+type side struct {
+	order []key
+	by    map[key]*series
+	units benchfmt.UnitMetadataMap
+	facts map[string]string
+}
+
+func splitName(n benchfmt.Name) (name, procs string) {
+	base, parts := n.Parts()
+	var b strings.Builder
+	b.Write(base)
+	for _, p := range parts {
+		if len(p) > 0 && p[0] == '-' {
+			procs = string(p[1:])
+			continue
+		}
+		b.Write(p)
+	}
+	return b.String(), procs
+}
+
+func index(s *Set) *side {
+	sd := &side{by: map[key]*series{}, units: s.Units, facts: map[string]string{}}
+	for _, r := range s.Results {
+		name, procs := splitName(r.Name)
+		k := key{pkg: r.GetConfig("pkg"), name: name}
+		sr := sd.by[k]
+		if sr == nil {
+			sr = &series{values: map[string][]float64{}, runs: map[string][]string{}}
+			sd.by[k] = sr
+			sd.order = append(sd.order, k)
+		}
+		if procs != "" && !slices.Contains(sr.procs, procs) {
+			sr.procs = append(sr.procs, procs)
+		}
+		run := r.GetConfig(RunKey)
+		for _, v := range r.Values {
+			sr.values[v.Unit] = append(sr.values[v.Unit], v.Value)
+			sr.runs[v.Unit] = append(sr.runs[v.Unit], run)
+		}
+		for _, c := range r.Config {
+			if c.File && c.Key != "pkg" && c.Key != RunKey {
+				if _, ok := sd.facts[c.Key]; !ok {
+					sd.facts[c.Key] = string(c.Value)
+				}
+			}
+		}
+	}
+	return sd
+}
+
+func (sd *side) runs(k key, unit string) []string {
+	if sr := sd.by[k]; sr != nil {
+		return sr.runs[unit]
+	}
+	return nil
+}
+
+func (sd *side) values(k key, unit string) []float64 {
+	if sr := sd.by[k]; sr != nil {
+		return sr.values[unit]
+	}
+	return nil
+}
+
+// Compare compares the candidate side with the base side, benchmark by
+// benchmark and unit by unit, as cfg says (see Config and Rule; the zero
+// Config compares every benchmark raw with the default thresholds, and
+// DefaultConfig is the one for sluice's own benchmarks).
+//
+// A benchmark regresses in a unit when all of these hold: the Mann-Whitney
+// U test (benchmath.AssumeNothing, two-sided) rejects "same distribution"
+// at the benchmark's alpha; the candidate's median is worse (the unit's
+// direction: lower is better for sec/op, B/op, allocs/op); and worse by
+// more than the benchmark's minimum effect. Units in ExactUnits skip the
+// test: the median worse by more than the minimum effect regresses (from
+// zero, any rise). Time (sec/op) of a benchmark with a floor is compared
+// as the ratio to its floor measured in the same run and package (each
+// sample over the floor's sample of the same RunKey when the results carry
+// one, else over the floor's median), so a machine that is uniformly slower
+// is not a regression. By default (NormalizeAuto) that happens when the
+// floor itself differs between the sides significantly and by more than
+// the minimum effect (the machines differ); otherwise the raw values are
+// compared, without the floor's own noise.
+//
+// Compare returns an error wrapping ErrNoResults when a side is empty, and
+// one wrapping ErrTooFewSamples (joined *SampleError values) when some
+// benchmark has fewer than MinSamples on a side, or too few for the U test
+// to ever reach alpha: the report is still returned, for display, and such
+// benchmarks have the verdict Invalid.
+func Compare(base, cand *Set, cfg Config) (*Report, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []*Set{base, cand} {
+		if s == nil || len(s.Results) == 0 {
+			label := "(nil)"
+			if s != nil {
+				label = s.Label
+			}
+			return nil, fmt.Errorf("%w in %s", ErrNoResults, label)
+		}
+	}
+	b, n := index(base), index(cand)
+	rep := &Report{
+		Base:       Side{Label: base.Label, Facts: b.facts},
+		Cand:       Side{Label: cand.Label, Facts: n.facts},
+		Alpha:      c.Alpha,
+		MinEffect:  c.MinEffect,
+		MinSamples: c.MinSamples,
+		Normalize:  c.Normalize,
+	}
+	for _, w := range base.Warnings {
+		rep.Warnings = append(rep.Warnings, "base: "+w)
+	}
+	for _, w := range cand.Warnings {
+		rep.Warnings = append(rep.Warnings, "cand: "+w)
+	}
+	units := benchfmt.UnitMetadataMap{}
+	for k, v := range base.Units {
+		units[k] = v
+	}
+	for k, v := range cand.Units {
+		units[k] = v
+	}
+	var errs []error
+	for _, k := range b.order {
+		s := c.settingsFor(k.name)
+		if s.ignore {
+			continue
+		}
+		if n.by[k] == nil {
+			rep.Missing = append(rep.Missing, k.name)
+			continue
+		}
+		if bp, cp := b.by[k].procs, n.by[k].procs; !slices.Equal(bp, cp) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: GOMAXPROCS %v in base, %v in cand", k.name, bp, cp))
+		}
+		for _, unit := range s.units {
+			bv, cv := b.values(k, unit), n.values(k, unit)
+			if len(bv) == 0 && len(cv) == 0 {
+				continue
+			}
+			cmp := c.compare(rep, b, n, k, unit, s, units)
+			if cmp.Verdict == Invalid {
+				errs = append(errs, &SampleError{Benchmark: k.name, Unit: unit, Base: cmp.BaseN, Cand: cmp.CandN, Need: cmp.need})
+			}
+			rep.Comparisons = append(rep.Comparisons, cmp)
+		}
+	}
+	for _, k := range n.order {
+		if b.by[k] == nil && !c.settingsFor(k.name).ignore {
+			rep.New = append(rep.New, k.name)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// timeUnit is the unit floor normalisation applies to.
+const timeUnit = "sec/op"
+
+func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings, units benchfmt.UnitMetadataMap) Comparison {
+	bv, cv := b.values(k, unit), n.values(k, unit)
+	cmp := Comparison{
+		Benchmark: k.name, Package: k.pkg, Unit: unit, Role: s.role,
+		BaseN: len(bv), CandN: len(cv),
+		Alpha: s.alpha, MinEffect: s.minEffect,
+		BaseMedian: median(bv), CandMedian: median(cv),
+	}
+	better := s.better
+	if better == 0 {
+		better = units.GetBetter(unit)
+	}
+	cmp.Better = better
+	exact := slices.Contains(c.ExactUnits, unit)
+	cmp.Exact = exact
+
+	// Samples compared: raw, or ratios to the floor.
+	bx, cx := bv, cv
+	if unit == timeUnit && s.floor != "" && c.Normalize != NormalizeNever && s.role != RoleFloor {
+		fk := key{pkg: k.pkg, name: s.floor}
+		bf, cf := b.values(fk, unit), n.values(fk, unit)
+		switch {
+		case len(bf) == 0 || len(cf) == 0:
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: floor %s missing (base %d, cand %d samples): compared raw", k.name, s.floor, len(bf), len(cf)))
+		default:
+			cmp.FloorName = s.floor
+			cmp.BaseFloor, cmp.CandFloor = median(bf), median(cf)
+			cmp.FloorP = uTest(bf, cf, s.alpha)
+			moved := relDelta(cmp.BaseFloor, cmp.CandFloor)
+			machine := cmp.FloorP < s.alpha && (moved == nil || math.Abs(*moved) > s.minEffect)
+			if c.Normalize == NormalizeAlways || machine {
+				cmp.Floor = s.floor
+				var bp, cp bool
+				bx, bp = ratios(bv, b.runs(k, unit), bf, b.runs(fk, unit))
+				cx, cp = ratios(cv, n.runs(k, unit), cf, n.runs(fk, unit))
+				cmp.Paired = bp && cp
+			}
+		}
+	}
+	cmp.Base, cmp.Cand = median(bx), median(cx)
+	cmp.Delta = relDelta(cmp.Base, cmp.Cand)
+
+	need := c.MinSamples
+	if !exact {
+		for need < 64 && minP(need, need) >= s.alpha {
+			need++
+		}
+	}
+	if len(bx) < need || len(cx) < need || (!exact && minP(len(bx), len(cx)) >= s.alpha) {
+		cmp.Verdict, cmp.need = Invalid, need
+		return cmp
+	}
+
+	significant := true
+	if exact {
+		cmp.P = math.NaN()
+	} else {
+		cmp.P = uTest(bx, cx, s.alpha)
+		significant = cmp.P < s.alpha
+	}
+	cmp.Significant = significant
+	big := cmp.Delta == nil || math.Abs(*cmp.Delta) > s.minEffect
+	if cmp.Delta == nil && cmp.Base == cmp.Cand {
+		big = false
+	}
+	worse := better < 0 && cmp.Cand > cmp.Base || better > 0 && cmp.Cand < cmp.Base
+	switch {
+	case s.role == RoleFloor:
+		cmp.Verdict = Floor
+	case !significant || !big || cmp.Base == cmp.Cand:
+		cmp.Verdict = Unchanged
+	case better == 0:
+		cmp.Verdict = Unknown
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: changed, but whether higher is better is unknown (set a rule's better)", k.name, unit))
+	case worse:
+		cmp.Verdict = Regressed
+	default:
+		cmp.Verdict = Improved
+	}
+	return cmp
+}
+
+// uTest is the two-sided p-value of the Mann-Whitney U test of a and b
+// (1 when it cannot be computed: too few or all-equal values).
+func uTest(a, b []float64, alpha float64) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 1
+	}
+	thr := benchmath.Thresholds{CompareAlpha: alpha}
+	return benchmath.AssumeNothing.Compare(
+		benchmath.NewSample(slices.Clone(a), &thr),
+		benchmath.NewSample(slices.Clone(b), &thr)).P
+}
+
+// RunKey is the configuration key that ties samples to the run (process)
+// that measured them: `sluice bench ab` writes a "run: N" line before each
+// run's output. Samples of a benchmark and of its floor with the same run
+// are divided pairwise; without run keys each sample is divided by the
+// floor's median.
+const RunKey = "run"
+
+// ratios divides each sample by its floor: pairwise by run when every
+// sample's run has exactly one floor sample (paired is true), else by the
+// floor's median.
+func ratios(v []float64, runs []string, floor []float64, floorRuns []string) (out []float64, paired bool) {
+	byRun := map[string]float64{}
+	paired = len(runs) == len(v) && len(floorRuns) == len(floor)
+	for i, r := range floorRuns {
+		if _, dup := byRun[r]; dup || r == "" {
+			paired = false
+			break
+		}
+		byRun[r] = floor[i]
+	}
+	if paired {
+		for _, r := range runs {
+			if _, ok := byRun[r]; !ok {
+				paired = false
+				break
+			}
+		}
+	}
+	out = make([]float64, len(v))
+	m := median(floor)
+	for i, x := range v {
+		f := m
+		if paired {
+			f = byRun[runs[i]]
+		}
+		if f > 0 {
+			out[i] = x / f
+		} else {
+			out[i] = math.Inf(1)
+		}
+	}
+	return out, paired
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	h := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[h]
+	}
+	return (s[h-1] + s[h]) / 2
+}
+
+// relDelta is cand/base - 1, or nil when base is 0 (or either is NaN).
+func relDelta(base, cand float64) *float64 {
+	if base == 0 || math.IsNaN(base) || math.IsNaN(cand) || math.IsInf(base, 0) || math.IsInf(cand, 0) {
+		return nil
+	}
+	d := cand/base - 1
+	return &d
+}
+
+// minP is the smallest two-sided p-value the Mann-Whitney U test can give
+// for samples of n1 and n2 values: both samples totally separated, no ties,
+// 2 / C(n1+n2, n1).
+func minP(n1, n2 int) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	c := 1.0
+	for i := 1; i <= n2; i++ {
+		c = c * float64(n1+i) / float64(i)
+	}
+	return math.Min(1, 2/c)
+}

@@ -1,0 +1,4 @@
+package gate
+
+// MinP exposes minP to the tests.
+var MinP = minP
