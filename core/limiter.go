@@ -184,6 +184,14 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 	return d
 }
 
+// RefundAt gives n tokens back to key's bucket at now, never above the
+// burst: the undo of a take that a later check of the same message refused,
+// so a message's takes across layers are all-or-nothing. It does nothing for
+// a key the limiter no longer tracks, and it never touches escalation state.
+func (l *Limiter) RefundAt(key uint64, now int64, n uint64) {
+	l.m.RefundAt(key, now, n)
+}
+
 // AllowAt takes one token from key's bucket at now.
 func (l *Limiter) AllowAt(key uint64, now int64) Decision { return l.TakeAt(key, now, 1) }
 
