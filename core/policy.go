@@ -267,10 +267,12 @@ type Ladder struct {
 
 // Tables bounds what the gate tracks.
 type Tables struct {
-	// Sessions is the number of session slots; default 4,096.
+	// Sessions is the number of session slots (at most 2^20); default
+	// 4,096. The slot table is allocated up front.
 	Sessions *uint32 `yaml:"sessions,omitempty" json:"sessions,omitempty"`
-	// Accounts, Addresses and Matches bound the keyed tables; defaults
-	// 100,000, 100,000 and 10,000.
+	// Accounts, Addresses and Matches bound the keyed tables (at most
+	// 2^26 each); defaults 100,000, 100,000 and 10,000. A table on
+	// core.Limiter allocates its bound up front (32 bytes a key).
 	Accounts  *uint32 `yaml:"accounts,omitempty" json:"accounts,omitempty"`
 	Addresses *uint32 `yaml:"addresses,omitempty" json:"addresses,omitempty"`
 	Matches   *uint32 `yaml:"matches,omitempty" json:"matches,omitempty"`
@@ -317,7 +319,8 @@ const (
 	dfltMatches          = 10_000
 	dfltEscalationWin    = 8 * time.Second
 	dfltEscalationLock   = 30 * time.Second
-	maxSessions          = 1 << 24
+	maxSessions          = 1 << 20
+	maxTableKeys         = 1 << 26
 	maxReplayWindow      = 1 << 16
 	maxQueueCommands     = 1 << 12
 	maxShedFactor        = 1 << 10
@@ -618,14 +621,13 @@ func (p *Policy) validate() error {
 	if n := *tb.Sessions; n < 1 || n > maxSessions {
 		v.add("tables.sessions", fmt.Sprintf("must be between 1 and %d", maxSessions))
 	}
-	if *tb.Accounts < 1 {
-		v.add("tables.accounts", "must be at least 1")
-	}
-	if *tb.Addresses < 1 {
-		v.add("tables.addresses", "must be at least 1")
-	}
-	if *tb.Matches < 1 {
-		v.add("tables.matches", "must be at least 1")
+	for _, f := range []struct {
+		path string
+		n    uint32
+	}{{"tables.accounts", *tb.Accounts}, {"tables.addresses", *tb.Addresses}, {"tables.matches", *tb.Matches}} {
+		if f.n < 1 || f.n > maxTableKeys {
+			v.add(f.path, fmt.Sprintf("must be between 1 and %d", maxTableKeys))
+		}
 	}
 	e := &p.Escalation
 	if *e.Violations > 0 {
