@@ -463,9 +463,9 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 // never resets it) instead of the address bucket, and its strikes go to the
 // account's record. It refuses (Disconnect) with reason Lockout while the
 // account is locked out or its strike score is at the disconnect stage,
-// NoSession for a session that is not open, Malformed for a session already
-// bound to another account, and TableFull when the account cannot be
-// tracked.
+// NoSession for a session that is not open, Malformed for account 0 (which
+// means "none") or a session already bound to another account, and
+// TableFull when the account cannot be tracked.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -473,6 +473,9 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	s := g.lookup(h)
 	if s == nil {
 		return g.lifecycleDeny(row, 0, NoSession, 0)
+	}
+	if account == 0 {
+		return g.lifecycleDeny(row, s.stripe, Malformed, 0)
 	}
 	if a := s.acct.Load(); a != nil {
 		if a.key == account {

@@ -381,5 +381,7 @@ func TestGateOpenRefusals(t *testing.T) {
 		mustAuth(t, g, s, 1, 0)
 		mustAuth(t, g, s, 1, 0) // idempotent
 		assert.Equal(t, Malformed, g.Authenticate(s, 2, 0).Reason, "a session cannot change account")
+		s2 := mustOpen(t, g, addrA, 0)
+		assert.Equal(t, Malformed, g.Authenticate(s2, 0, 0).Reason, "account 0 means none")
 	})
 }
