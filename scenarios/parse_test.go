@@ -159,3 +159,20 @@ func TestThresholdParsing(t *testing.T) {
 	assert.False(t, th.Holds(5e6+1))
 	assert.Equal(t, "5ms", th.Format(5e6))
 }
+
+func TestBehaviourErrors(t *testing.T) {
+	for _, c := range []struct{ from, to, want string }{
+		{"    behaviour: honest", "    behaviour: honets", `did you mean "honest"?`},
+		{"    count: 3", "    count: 3\n    params:\n      tick_rat: 20", `populations[0].params.tick_rat: unknown field (did you mean "tick_rate"?)`},
+		{"    count: 3", "    count: 3\n    params:\n      tick_rate: fast", `"fast" is not a valid number`},
+		{"    count: 3", "    count: 3\n    params:\n      double_click: 2", "double_click"},
+	} {
+		doc := strings.Replace(minimal, c.from, c.to, 1)
+		_, err := Parse([]byte(doc), "t.yaml")
+		require.Error(t, err, c.to)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	s, err := Parse([]byte(minimal), "t.yaml")
+	require.NoError(t, err)
+	assert.False(t, *s.Population[0].Hostile, "honest is not hostile by default")
+}

@@ -21,6 +21,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/sluicedev/sluice/loadgen"
 	"gopkg.in/yaml.v3"
 )
 
@@ -85,8 +86,14 @@ type Population struct {
 	// (default: the whole run).
 	Start time.Duration `yaml:"start"`
 	Stop  time.Duration `yaml:"stop"`
+	// PerAddress is how many clients share one source address (a NAT
+	// crowd); PerAccount how many share one account (a hot key). Default 1.
+	PerAddress int `yaml:"per_address"`
+	PerAccount int `yaml:"per_account"`
 	// Params are the behaviour's parameters; see the loadgen package doc.
 	Params yaml.Node `yaml:"params"`
+
+	behaviour loadgen.Behaviour
 }
 
 // Arrival says when a population's clients connect.

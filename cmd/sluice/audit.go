@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/spf13/cobra"
+)
+
+func newAuditCmd() *cobra.Command {
+	var policyFile string
+	var strict, asJSON bool
+	c := &cobra.Command{
+		Use:   "audit --policy FILE",
+		Short: "Review a policy for limits that validate but will not do what they suggest",
+		Long: `audit reads a policy (YAML, or JSON when the file ends in .json) and lists
+findings: channels left at the default rate, request channels without retry
+guidance, budgets that make a channel unreachable, lopsided strike weights,
+layers turned off. With --strict, a client-to-server channel without an
+explicit rate is an error, for CI.
+
+Exit codes: 0 no error findings, 3 at least one error finding, 1 the file
+could not be read, 2 usage.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if policyFile == "" {
+				return usageError{errors.New("--policy FILE is required")}
+			}
+			p, err := loadPolicyFile(policyFile)
+			if err != nil {
+				return err
+			}
+			findings := core.Audit(p)
+			if strict {
+				findings = core.AuditStrict(p)
+			}
+			out := c.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if findings == nil {
+					findings = []core.Finding{}
+				}
+				if err := enc.Encode(findings); err != nil {
+					return err
+				}
+			} else {
+				for _, f := range findings {
+					fmt.Fprintln(out, f)
+				}
+				fmt.Fprintf(out, "%s: %d findings\n", policyFile, len(findings))
+			}
+			for _, f := range findings {
+				if f.Severity == core.SeverityError {
+					return withCode(exitThresholds, nil)
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
+	c.Flags().BoolVar(&strict, "strict", false, "a channel without an explicit rate is an error")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	return c
+}
+
+// loadPolicyFile decodes a policy file (JSON by extension, else YAML) and
+// names the file in any error.
+func loadPolicyFile(path string) (core.Policy, error) {
+	p, err := core.LoadPolicy(path)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

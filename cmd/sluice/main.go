@@ -1,0 +1,113 @@
+// Command sluice runs scenario files against the sluice rate limiter, writes
+// results and HTML reports, audits policies, serves the reference game
+// server, and gates benchmark regressions.
+//
+// Exit codes:
+//
+//	0  success
+//	1  error (bad file, failed run, I/O)
+//	2  usage (unknown command or flag, wrong arguments)
+//	3  the run finished but a threshold failed, or the gate found a regression
+//	4  the run was interrupted (Ctrl-C); partial results were written
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes; see the package doc.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitThresholds  = 3
+	exitInterrupted = 4
+)
+
+// exitError carries a specific exit code out of a command.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string { return e.err.Error() }
+func (e *codeError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &codeError{code: code, err: err} }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the CLI with args and returns the exit code; tests call it.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ce *codeError
+	if errors.As(err, &ce) {
+		if ce.code != exitThresholds && ce.code != exitInterrupted || ce.err != nil {
+			fmt.Fprintln(root.ErrOrStderr(), "sluice:", ce.err)
+		}
+		return ce.code
+	}
+	fmt.Fprintln(root.ErrOrStderr(), "sluice:", err)
+	if isUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func isUsage(err error) bool {
+	var ue usageError
+	// cobra reports an unknown command or flag as a plain error.
+	msg := err.Error()
+	return errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command") ||
+		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag")
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sluice",
+		Short: "Prove a rate-limit policy against honest, laggy and hostile traffic",
+		Long: `sluice runs scenario files: populations of honest players, laggy reconnect
+storms and hostile floods, replayed against the sluice gate in virtual time
+(driver sim) or against a loopback game server over real sockets (driver
+loopback). It records HDR latency histograms and every drop by reason,
+compares policy variants side by side, checks thresholds, and writes
+results.json, report.html and .hgrm files.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 a threshold failed (or a benchmark
+regressed), 4 interrupted (partial results written).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
+	})
+	root.AddCommand(newVersionCmd(), newValidateCmd())
+	addCommands(root)
+	return root
+}
+
+// args wraps a cobra argument check so that its error counts as usage.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if err := check(c, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

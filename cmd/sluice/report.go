@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/sluicedev/sluice/reports"
+	"github.com/spf13/cobra"
+)
+
+func newReportCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "report RESULTS.json",
+		Short: "Render report.html from a results file alone",
+		Long: `report reads a results file written by 'sluice run' and writes the
+self-contained HTML report (no network needed to view it). By default the
+page goes beside the results file as report.html.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			r, err := reports.ReadFile(a[0])
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = filepath.Join(filepath.Dir(a[0]), reports.ReportFile)
+			}
+			if err := reports.WriteHTMLFile(out, r); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "where to write the page (default: report.html beside RESULTS)")
+	return c
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/sluicedev/sluice/scenarios"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a scenario file without running it",
+		Long: `validate parses a scenario file strictly and reports the first problem with
+file:line:column, the field path and, for a misspelt key, a suggestion. It
+also builds every policy variant, so a bad limit is caught here, not at run
+time.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			s, err := scenarios.Load(a[0])
+			if err != nil {
+				return err
+			}
+			variants, err := s.Policies()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%d populations, %d policy variants, %d thresholds)\n",
+				a[0], len(s.Population), len(variants), len(s.Thresholds))
+			return nil
+		},
+	}
+}

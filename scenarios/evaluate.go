@@ -1,0 +1,167 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/sluicedev/sluice/reports"
+)
+
+// Evaluate computes every threshold on variant v of results r (whose
+// Finalize has run) and records them on v. It returns whether all held. A
+// threshold that names a kind no population sent, or a latency nothing
+// measured, fails with a NaN value rather than passing vacuously.
+func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
+	v.Thresholds = v.Thresholds[:0]
+	all := true
+	for _, th := range s.thresholds {
+		val := MetricValue(r, v, th.Population, th.Kind, th.Metric)
+		pass := !math.IsNaN(val) && th.Holds(val)
+		unit := ""
+		if th.IsDuration {
+			unit = "ns"
+		}
+		v.AddThreshold(th.Text, val, unit, pass)
+		all = all && pass
+	}
+	return all
+}
+
+// MetricValue returns one metric (see Metrics) of population pop ("all" for
+// every population) and kind ("" for every kind) in variant v, or NaN when
+// it cannot be computed.
+func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric string) float64 {
+	var pops []*reports.Population
+	for _, p := range v.Populations {
+		if pop == "all" || p.Name == pop {
+			pops = append(pops, p)
+		}
+	}
+	if len(pops) == 0 {
+		return math.NaN()
+	}
+	var kinds []*reports.KindStats
+	for _, p := range pops {
+		for _, k := range p.Kinds {
+			if kind == "" || k.Kind == kind {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	var sent, accepted, dropped, acceptedBytes int64
+	for _, k := range kinds {
+		sent += k.Sent
+		accepted += k.Accepted
+		dropped += k.Dropped()
+		acceptedBytes += k.AcceptedBytes
+	}
+	secs := r.Run.Measured().Seconds()
+	switch metric {
+	case "sent":
+		return float64(sent)
+	case "accepted":
+		return float64(accepted)
+	case "dropped":
+		return float64(dropped)
+	case "drop_rate":
+		if sent == 0 {
+			return math.NaN()
+		}
+		return float64(dropped) / float64(sent)
+	case "admitted_per_s":
+		return float64(accepted) / secs
+	case "admitted_bytes_per_s":
+		return float64(acceptedBytes) / secs
+	case "p50", "p90", "p99", "p999", "max":
+		h := merged(kinds, func(k *reports.KindStats) *reports.Histogram { return k.ResponseTime })
+		return quantile(h, metric)
+	case "send_lag_p99":
+		h := merged(kinds, func(k *reports.KindStats) *reports.Histogram { return k.SendLag })
+		return quantile(h, "p99")
+	case "false_disconnects", "lockouts":
+		if kind != "" {
+			return math.NaN()
+		}
+		var n int64
+		for _, p := range pops {
+			if metric == "false_disconnects" {
+				n += p.Summary.FalseDisconnects
+			} else {
+				n += p.Summary.FalseLockouts
+			}
+		}
+		return float64(n)
+	case "cutoff_p50", "cutoff_max":
+		if kind != "" {
+			return math.NaN()
+		}
+		var worst time.Duration
+		found := false
+		for _, p := range pops {
+			c := p.Summary.CutOff
+			if c == nil || c.Clients == 0 {
+				continue
+			}
+			d := c.P50
+			if metric == "cutoff_max" {
+				d = c.Max
+			}
+			worst = max(worst, d)
+			found = true
+		}
+		if !found {
+			return math.Inf(1) // never cut off
+		}
+		return float64(worst)
+	}
+	if reason, ok := strings.CutPrefix(metric, "drops."); ok {
+		var n int64
+		for _, k := range kinds {
+			n += k.Drops[reason]
+		}
+		return float64(n)
+	}
+	return math.NaN()
+}
+
+func merged(kinds []*reports.KindStats, pick func(*reports.KindStats) *reports.Histogram) *hdrhistogram.Histogram {
+	var out *hdrhistogram.Histogram
+	for _, k := range kinds {
+		h := pick(k)
+		if h == nil || h.Count == 0 {
+			continue
+		}
+		d, err := h.Decode()
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = d
+		} else {
+			out.Merge(d)
+		}
+	}
+	return out
+}
+
+func quantile(h *hdrhistogram.Histogram, metric string) float64 {
+	if h == nil || h.TotalCount() == 0 {
+		return math.NaN()
+	}
+	switch metric {
+	case "p50":
+		return float64(h.ValueAtQuantile(50))
+	case "p90":
+		return float64(h.ValueAtQuantile(90))
+	case "p99":
+		return float64(h.ValueAtQuantile(99))
+	case "p999":
+		return float64(h.ValueAtQuantile(99.9))
+	case "max":
+		return float64(h.Max())
+	}
+	panic(fmt.Sprintf("scenarios: no quantile %q", metric))
+}
