@@ -32,11 +32,12 @@ import (
 // concurrent use. Check, Read and Done never allocate and take no lock for
 // an open session: sessions live in a fixed table indexed by their handle,
 // and the keyed layers are lock-free for keys already tracked (the first
-// message of a new match inserts it, locking one shard of its table). A
-// denial writes only the session's own state, its account's strike record,
-// the tokens it gives back and striped counters. Open, Authenticate, Close
-// and Step take a mutex. Time is only ever the now passed in (nanoseconds
-// on the server's monotonic clock, one clock for all calls).
+// message of a new account or match inserts its key, locking one shard of
+// that layer's table once). A denial writes only the session's own state,
+// its account's strike record, the tokens it gives back and striped
+// counters. Open, Authenticate, Close and Step take a mutex. Time is only
+// ever the now passed in (nanoseconds on the server's monotonic clock, one
+// clock for all calls).
 //
 // Check and Done of one session may run on any goroutines; a message
 // racing Close of its own session may be admitted after Close released the
@@ -46,7 +47,6 @@ type Gate struct {
 	chans  []chanSpec
 
 	bytesLim, framesLim     *atomicbucket.Limit
-	bytesShift, framesShift uint
 	minCharge               uint64
 	maxFrame                uint32
 	bytesBurst, framesBurst uint64
@@ -83,7 +83,6 @@ type chanSpec struct {
 	name        string
 	idx         int
 	lim         *atomicbucket.Limit
-	shift       uint
 	cost        uint64
 	maxCost     uint64 // floor(burst): the most one take may ask
 	maxSize     uint32
@@ -244,7 +243,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		c := &pol.Channels[i]
 		l := mk(&Budget{Rate: c.Rate, Burst: c.Burst})
 		cs := chanSpec{
-			name: c.Name, idx: i, lim: l, shift: wordShift(l), cost: *c.Cost,
+			name: c.Name, idx: i, lim: l, cost: *c.Cost,
 			maxCost: uint64(math.Floor(*c.Burst)), maxSize: min(*c.MaxSize, g.maxFrame),
 			class: c.Class, out: c.Direction == ServerToClient, retry: *c.RetryAfter,
 			inflight: int32(c.InFlight), inflightIdx: -1,
@@ -257,30 +256,33 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 	}
 	if b := &pol.Transport.Bytes; !b.Disabled {
 		g.bytesLim = mk(b)
-		g.bytesShift = wordShift(g.bytesLim)
 		g.bytesBurst = uint64(*b.Burst)
 	}
 	if b := &pol.Transport.Frames; !b.Disabled {
 		g.framesLim = mk(b)
-		g.framesShift = wordShift(g.framesLim)
 		g.framesBurst = uint64(*b.Burst)
 	}
 	esc := &pol.Escalation
-	failOpen := esc.TableFull == "allow"
-	// The address and account layers must be able to give tokens back
-	// (see limiterKeyed); the match layer, last, never does.
-	keyed := func(b *Budget, maxKeys uint32, reason Reason, needRefund bool) keyedBuckets {
+	keyed := func(b *Budget, path string, maxKeys uint32, reason Reason) (keyedBuckets, error) {
 		if b.Disabled {
-			return nil
+			return nil, nil
 		}
-		if k := newLimiterKeyed(b, int(maxKeys), esc, reason, now, needRefund); k != nil {
-			return k
+		k, err := newLimiterKeyed(b, int(maxKeys), esc, reason, now)
+		if err != nil {
+			return nil, &PolicyError{Path: path, Line: pol.lines[path], Msg: err.Error(), Err: err}
 		}
-		return newFallbackKeyed(mk(b), int(maxKeys), failOpen)
+		return k, nil
 	}
-	g.account = keyed(&pol.Account, *pol.Tables.Accounts, AccountLimit, true)
-	g.address = keyed(&pol.Address, *pol.Tables.Addresses, AddressLimit, true)
-	g.match = keyed(&pol.Match, *pol.Tables.Matches, MatchLimit, false)
+	var err error
+	if g.account, err = keyed(&pol.Account, "account", *pol.Tables.Accounts, AccountLimit); err != nil {
+		return nil, err
+	}
+	if g.address, err = keyed(&pol.Address, "address", *pol.Tables.Addresses, AddressLimit); err != nil {
+		return nil, err
+	}
+	if g.match, err = keyed(&pol.Match, "match", *pol.Tables.Matches, MatchLimit); err != nil {
+		return nil, err
+	}
 	n := int(*pol.Tables.Sessions)
 	g.slots = make([]atomic.Pointer[session], n)
 	g.gens = make([]uint32, n)
@@ -499,9 +501,6 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	}
 	s.account.Store(account)
 	s.acct.Store(ent)
-	if g.account != nil {
-		g.account.ensure(account, now) // the first message then takes without inserting
-	}
 	g.count(s.stripe, row, None, Accept)
 	return Verdict{}
 }
@@ -613,7 +612,7 @@ type held struct {
 // undo returns everything held, in reverse order.
 func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 	if h.kind {
-		refundWord(c.lim, c.shift, &s.kinds[c.idx], now, h.cost)
+		c.lim.RefundAt(&s.kinds[c.idx], now, h.cost)
 	}
 	if h.keyed != nil {
 		h.keyed.refundAt(h.key, now, h.cost)
@@ -627,10 +626,10 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 		s.queuedBytes.Add(-h.size)
 	}
 	if h.frame {
-		refundWord(g.framesLim, g.framesShift, &s.frames, now, 1)
+		g.framesLim.RefundAt(&s.frames, now, 1)
 	}
 	if h.bytes != 0 {
-		refundWord(g.bytesLim, g.bytesShift, &s.bytes, now, h.bytes)
+		g.bytesLim.RefundAt(&s.bytes, now, h.bytes)
 	}
 }
 

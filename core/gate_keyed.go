@@ -1,19 +1,17 @@
 package core
 
 import (
-	"math"
 	"net/netip"
-	"sync/atomic"
 	"time"
-
-	"github.com/sluicedev/sluice/atomicbucket"
 )
 
 // keyedBuckets is what the gate's account, address and match layers need
 // from a keyed limiter: take n tokens from the bucket of a key, and give
 // them back exactly when a later layer of the same message denies.
 // Implementations must be safe for concurrent use, and lock- and
-// allocation-free for keys already tracked.
+// allocation-free for keys already tracked. The gate runs every keyed layer
+// on core.Limiter (limiterKeyed); the interface keeps the gate's needs
+// explicit and lets tests stand in for it.
 type keyedBuckets interface {
 	// takeAt takes n tokens from key's bucket at now. A key seen for the
 	// first time gets a full bucket; when it cannot be tracked the result
@@ -25,9 +23,6 @@ type keyedBuckets interface {
 	// levelAt returns the tokens key's bucket holds at now, and whether the
 	// key is tracked (an untracked key is full).
 	levelAt(key uint64, now int64) (float64, bool)
-	// ensure starts tracking key (with a full bucket) if it is not yet, so
-	// that its first take does not insert; best effort.
-	ensure(key uint64, now int64)
 	// sweep forgets keys whose buckets are full again.
 	sweep(now int64)
 	// size returns the number of tracked keys.
@@ -43,39 +38,6 @@ type keyedResult struct {
 	retry  time.Duration
 	reason Reason
 	ok     bool
-}
-
-// wordShift returns F, the number of fractional bits of a Limit's unit
-// (Quantum is exactly 2^-F, so the float64 decomposes without rounding).
-// F is fixed when the Limit is made.
-func wordShift(l *atomicbucket.Limit) uint {
-	_, e := math.Frexp(l.Quantum()) // 2^-F = 0.5 × 2^(1−F)
-	return uint(1 - e)
-}
-
-// refundWord gives n tokens back to the bucket word w of limit l at now.
-//
-// The word is E, the virtual time (in units of 2^-F token) at which the
-// bucket is empty; a take of n stored max(E, v(now) − cap) + n·2^F. Moving
-// E back by n·2^F undoes it exactly, and clamping at FullWord(now) = v(now)
-// − cap keeps the level at or below the burst. Against a take at the same
-// now and no take in between, the word is restored bit for bit when the
-// bucket was not full before, and to FullWord(now) (the same level: full)
-// when it was. Takes by others in between commute with the refund: each
-// moves E by its own amount. One CAS loop, no allocation.
-func refundWord(l *atomicbucket.Limit, shift uint, w *atomic.Uint64, now int64, n uint64) {
-	k := n << shift
-	for {
-		old := w.Load()
-		full := l.FullWord(now)
-		nw := old - k
-		if int64(full-nw) > 0 { // level v − nw would exceed cap
-			nw = full
-		}
-		if nw == old || w.CompareAndSwap(old, nw) {
-			return
-		}
-	}
 }
 
 // addrKey maps a source address to the key of its pre-auth bucket: an IPv4

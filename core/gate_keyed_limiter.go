@@ -1,48 +1,35 @@
 package core
 
-// limiterKeyed runs a gate layer on the module's keyed Limiter (over
-// package shardmap). The match layer, the last of the all-or-nothing group,
-// never has to give tokens back and always uses it. The address and account
-// layers come before the channel and match layers, so a later denial must
-// return what they took: they use a Limiter only when it can refund (a
-// RefundAt(key, now, n) method, which core.Limiter does not have yet), and
-// the fallback store otherwise.
+import "github.com/sluicedev/sluice/shardmap"
+
+// limiterKeyed runs one keyed layer of the gate (address, account or
+// match) on the module's keyed Limiter over package shardmap: lock-free
+// takes and refunds on tracked keys, a bounded table that evicts only full
+// buckets, escalation from soft violations to lockout, and fail-open or
+// fail-closed tables.
 type limiterKeyed struct {
-	l      *Limiter
-	refund keyedRefunder // nil when the Limiter cannot refund
+	l *Limiter
 }
 
-// keyedRefunder is the method the address and account layers need from a
-// keyed limiter: return n tokens taken from key at the same now, never
-// above the burst.
-type keyedRefunder interface {
-	RefundAt(key uint64, now int64, n uint64)
-}
-
-// newLimiterKeyed builds a Limiter for a budget. With needRefund it returns
-// nil unless the Limiter can refund.
-func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64, needRefund bool) *limiterKeyed {
+// newLimiterKeyed builds the Limiter of one layer. Its clock is anchored at
+// now; the gate only ever calls its At methods.
+func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64) (*limiterKeyed, error) {
 	l, err := NewLimiter(LimiterConfig{
 		Rate:                *b.Rate,
 		Burst:               *b.Burst,
 		MaxKeys:             maxKeys,
 		DenyReason:          reason,
-		SoftViolationWindow: Duration.std(*esc.Window),
-		MaxSoftViolations:   int(*esc.Violations),
-		LockoutDuration:     Duration.std(*esc.Lockout),
+		SoftViolationWindow: esc.Window.std(),
+		MaxSoftViolations:   int(min(*esc.Violations, shardmap.MaxCount)),
+		LockoutDuration:     esc.Lockout.std(),
 		DisableEscalation:   *esc.Violations == 0,
 		FailOpen:            esc.TableFull == "allow",
-		Clock:               func() int64 { return now }, // anchors the limiter at now; the gate only calls At methods
+		Clock:               func() int64 { return now },
 	})
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	k := &limiterKeyed{l: l}
-	k.refund, _ = any(l).(keyedRefunder)
-	if needRefund && k.refund == nil {
-		return nil
-	}
-	return k
+	return &limiterKeyed{l: l}, nil
 }
 
 func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
@@ -57,19 +44,11 @@ func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 	return r
 }
 
-func (k *limiterKeyed) refundAt(key uint64, now int64, n uint64) {
-	if k.refund != nil {
-		k.refund.RefundAt(key, now, n)
-	}
-}
+func (k *limiterKeyed) refundAt(key uint64, now int64, n uint64) { k.l.RefundAt(key, now, n) }
 
 func (k *limiterKeyed) levelAt(key uint64, now int64) (float64, bool) {
 	return k.l.LevelAt(key, now), true
 }
-
-// ensure does nothing: a Limiter inserts on the first take (locking one
-// shard once per key).
-func (k *limiterKeyed) ensure(uint64, int64) {}
 
 func (k *limiterKeyed) sweep(now int64) { k.l.SweepAt(now) }
 

@@ -7,44 +7,62 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluicedev/sluice/atomicbucket"
 )
 
-func TestFallbackKeyedBoundsAndEviction(t *testing.T) {
-	lim, err := atomicbucket.NewLimit(1, 4, 0)
-	require.NoError(t, err)
-	f := newFallbackKeyed(lim, 1, false) // one key per shard
-	// Throttle keys until some shard is full of throttled keys.
-	var full uint64
-	for k := uint64(1); k < 10_000; k++ {
-		r := f.takeAt(k, 0, 1)
-		if !r.ok {
-			require.Equal(t, TableFull, r.reason)
-			full = k
-			break
+// Every keyed layer runs on core.Limiter: a full account table fails
+// closed with TableFull (or lets the key through, fail-open), and the
+// account layer's escalation reaches the verdict.
+func TestGateAccountLayerOnLimiter(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		p := testPolicy()
+		p.Tables.Accounts = new(uint32(1))
+		p.Account = Budget{Rate: new(1.0), Burst: new(10.0)}
+		if failOpen {
+			p.Escalation.TableFull = "allow"
 		}
+		g := mustGate(t, p)
+		for _, k := range []keyedBuckets{g.account, g.address, g.match} {
+			_, ok := k.(*limiterKeyed)
+			require.True(t, ok)
+		}
+		var seen bool
+		for acct := uint64(1); acct < 5000 && !seen; acct++ {
+			s := mustOpen(t, g, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(acct >> 8), byte(acct)}), 1), 0)
+			mustAuth(t, g, s, acct, 0)
+			v := g.Check(Message{Session: s, Kind: kAsk, Size: 10, Request: 1}, 0) // leaves the account's bucket not full
+			if v.Reason == TableFull {
+				seen = true
+				assert.Equal(t, failOpen, v.OK(), "fail-open passes an untracked key; fail-closed rejects it")
+				if !failOpen {
+					assert.Equal(t, Reject, v.Action)
+				}
+			}
+			g.Close(s, 0)
+		}
+		if failOpen {
+			st := g.Stats()
+			assert.Zero(t, st.Count("ask", TableFull), "fail-open passes are not denials")
+			assert.False(t, seen)
+			rep := g.KeyedReports(0)["account"]
+			assert.Positive(t, rep.TableFullPasses, "untracked accounts were let through")
+			continue
+		}
+		assert.True(t, seen, "the account table never filled")
 	}
-	require.NotZero(t, full, "the table never filled")
-	assert.LessOrEqual(t, f.size(), fallbackShards)
-	// Once the throttled buckets are full again they may be evicted.
-	r := f.takeAt(full, 10*sec, 1)
-	assert.True(t, r.ok)
-	assert.Equal(t, None, r.reason)
-	lvl, ok := f.levelAt(full, 10*sec)
-	assert.True(t, ok)
-	assert.Equal(t, 3.0, lvl)
-	f.sweep(100 * sec)
-	assert.Zero(t, f.size(), "a sweep forgets full buckets")
 
-	open := newFallbackKeyed(lim, 1, true)
-	for k := uint64(1); k < 10_000; k++ {
-		if r := open.takeAt(k, 0, 1); r.reason == TableFull {
-			assert.True(t, r.ok, "fail-open lets an untracked key through")
-			return
-		}
+	p := testPolicy()
+	p.Account = Budget{Rate: new(1.0), Burst: new(2.0)}
+	p.Escalation = Escalation{Violations: new(uint32(3)), Lockout: new(Duration(time.Minute))}
+	p.Strikes.Disabled = true
+	g := mustGate(t, p)
+	s := mustOpen(t, g, addrA, 0)
+	mustAuth(t, g, s, 4, 0)
+	var last Verdict
+	for range 5 {
+		last = g.Check(Message{Session: s, Kind: kMove, Size: 10}, 0)
 	}
-	t.Fatal("the table never filled")
+	assert.Equal(t, Lockout, last.Reason, "three violations lock the account key out")
+	assert.Equal(t, Drop, last.Action)
 }
 
 // The match layer runs on core.Limiter: its escalation settings and its

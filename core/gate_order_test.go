@@ -198,15 +198,15 @@ func TestGateRefundsAreExact(t *testing.T) {
 	})
 }
 
-// refundWord is exact against takes at the same instant, whatever the
-// level, and never fills a bucket above its burst.
-func TestRefundWord(t *testing.T) {
+// The refunds the gate relies on (atomicbucket's Limit.RefundAt) are exact
+// against takes at the same instant, whatever the level, and never fill a
+// bucket above its burst.
+func TestRefundExact(t *testing.T) {
 	for _, tc := range []struct{ rate, burst float64 }{{30, 30}, {480_000, 8_000}, {1, 1}, {1e9, 1e9}, {0.5, 3}} {
 		t.Run(fmt.Sprint(tc), func(t *testing.T) {
 			p := Budget{Rate: new(tc.rate), Burst: new(tc.burst)}
 			g := mustGate(t, Policy{Channels: []Channel{{Name: "c", Class: ClassInput, Rate: p.Rate, Burst: p.Burst}}})
 			lim := g.chans[0].lim
-			shift := g.chans[0].shift
 			s := mustOpen(t, g, addrA, 0)
 			w := &g.lookup(s).kinds[0]
 			now := int64(0)
@@ -218,7 +218,7 @@ func TestRefundWord(t *testing.T) {
 				if !lim.TakeAt(w, now, n).OK() {
 					continue
 				}
-				refundWord(lim, shift, w, now, n)
+				lim.RefundAt(w, now, n)
 				assert.Equal(t, lvl, lim.LevelAt(w, now))
 				if lvl < tc.burst {
 					assert.Equal(t, before, w.Load(), "bit-exact when not full")
@@ -226,8 +226,8 @@ func TestRefundWord(t *testing.T) {
 				lim.TakeAt(w, now, 1) // and move on from a different level
 			}
 			// Refunding more than was taken caps at the burst.
-			refundWord(lim, shift, w, now, uint64(tc.burst))
-			refundWord(lim, shift, w, now, uint64(tc.burst))
+			lim.RefundAt(w, now, uint64(tc.burst))
+			lim.RefundAt(w, now, uint64(tc.burst))
 			assert.Equal(t, tc.burst, lim.LevelAt(w, now))
 			assert.True(t, lim.IsFull(w.Load(), now))
 		})

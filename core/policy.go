@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/shardmap"
 )
 
 // Policy is the configuration of a Gate: the channels (command kinds) a
@@ -630,6 +631,9 @@ func (p *Policy) validate() error {
 		}
 	}
 	e := &p.Escalation
+	if *e.Violations > shardmap.MaxCount {
+		v.add("escalation.violations", fmt.Sprintf("must be at most %d", shardmap.MaxCount))
+	}
 	if *e.Violations > 0 {
 		if *e.Window <= 0 {
 			v.add("escalation.window", "must be positive")

@@ -150,3 +150,16 @@ func (g *Gate) Stats() GateStats {
 	}
 	return out
 }
+
+// KeyedReports returns the reports of the keyed limiters behind the
+// account, address and match layers at now, by layer name; a disabled layer
+// is absent. For diagnostics: a report scans its whole table.
+func (g *Gate) KeyedReports(now int64) map[string]LimiterReport {
+	out := map[string]LimiterReport{}
+	for name, k := range map[string]keyedBuckets{"account": g.account, "address": g.address, "match": g.match} {
+		if lk, ok := k.(*limiterKeyed); ok {
+			out[name] = lk.l.ReportAt(now)
+		}
+	}
+	return out
+}
