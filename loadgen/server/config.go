@@ -94,10 +94,10 @@ type Config struct {
 	// disconnected with reason QueueFull when the next frame would not
 	// fit. Default 8192.
 	WriteBuffer int
-	// SocketBuffer, when positive, sets SO_RCVBUF and SO_SNDBUF of each
-	// accepted connection (tests use it to make the kernel's own buffers
-	// small); 0 leaves the OS defaults.
-	SocketBuffer int
+	// SendBuffer, when positive, sets SO_SNDBUF of each accepted
+	// connection (tests use it to make the kernel's own buffering of
+	// replies small); 0 leaves the OS default.
+	SendBuffer int
 
 	// IdleTimeout closes a connection that completes no frame for this
 	// long, including one that never says Hello. Default 30s.
@@ -182,8 +182,8 @@ func (c *Config) normalize() error {
 		return bad("MaxConns", "%d is negative", c.MaxConns)
 	case c.WriteBuffer < MinWriteBuffer:
 		return bad("WriteBuffer", "%d is less than %d", c.WriteBuffer, MinWriteBuffer)
-	case c.SocketBuffer < 0:
-		return bad("SocketBuffer", "%d is negative", c.SocketBuffer)
+	case c.SendBuffer < 0:
+		return bad("SendBuffer", "%d is negative", c.SendBuffer)
 	case c.IdleTimeout < 0:
 		return bad("IdleTimeout", "%v is negative", c.IdleTimeout)
 	case c.FrameTimeout < 0:

@@ -45,10 +45,9 @@ type conn struct {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
-	if s.cfg.SocketBuffer > 0 {
+	if s.cfg.SendBuffer > 0 {
 		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetReadBuffer(s.cfg.SocketBuffer)
-			tc.SetWriteBuffer(s.cfg.SocketBuffer)
+			tc.SetWriteBuffer(s.cfg.SendBuffer)
 		}
 	}
 	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{})}
@@ -74,7 +73,7 @@ func (c *conn) readLoop() {
 		return
 	}
 	c.h = h
-	fr, err := wire.NewFramer(c.nc, s.maxFrame, s.readBuf)
+	fr, err := wire.NewFramer(c, s.maxFrame, s.readBuf)
 	if err != nil { // New checked the sizes
 		panic(err)
 	}
@@ -116,6 +115,14 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// Read reads from the socket at most Server.maxRead bytes: the framer
+// reads through it, so that no single read is larger than the byte budget's
+// burst (a read that large could never pass Gate.Read, however slowly its
+// bytes had arrived).
+func (c *conn) Read(p []byte) (int, error) {
+	return c.nc.Read(p[:min(len(p), c.s.maxRead)])
 }
 
 // readError ends the connection after a failed read.

@@ -27,6 +27,7 @@ type Server struct {
 	gate     *core.Gate
 	maxFrame int // the framer's maximum frame size
 	readBuf  int // the framer's buffer size
+	maxRead  int // the most bytes one read asks for
 	nchan    int
 	chanReq  []bool // channel index -> request class
 	pingKind int    // channel index of pings, or -1
@@ -105,6 +106,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.readBuf < s.maxFrame || s.readBuf > 2*wire.MaxFrameLimit {
 		return nil, &ConfigError{Field: "ReadBuffer", Msg: fmt.Sprintf("%d not in [%d, %d] (the maximum frame is %d)", s.readBuf, s.maxFrame, 2*wire.MaxFrameLimit, s.maxFrame)}
+	}
+	s.maxRead = s.readBuf
+	if b := pol.Transport.Bytes; !b.Disabled {
+		s.maxRead = max(1, min(s.maxRead, int(*b.Burst)))
 	}
 	s.chanReq = make([]bool, s.nchan)
 	for i, c := range pol.Channels {

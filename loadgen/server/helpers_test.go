@@ -1,0 +1,267 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// Channel indices of testPolicy.
+const (
+	kMove = 0
+	kReq  = 1
+	kPing = 2
+	kSlow = 3
+)
+
+// testPolicy has room for the honest clients of the tests (each from its
+// own source address) and the defaults everywhere else.
+func testPolicy() core.Policy {
+	return core.Policy{
+		Channels: []core.Channel{
+			{Name: "move", Class: core.ClassInput, Rate: new(60.0), Burst: new(90.0), MaxSize: new(uint32(64))},
+			{Name: "req", Class: core.ClassRequest, Rate: new(100.0), Burst: new(100.0)},
+			{Name: "ping", Class: core.ClassInput, Rate: new(100.0), Burst: new(100.0)},
+			{Name: "slow", Class: core.ClassRequest, Rate: new(1.0), Burst: new(1.0)},
+		},
+	}
+}
+
+func testConfig() Config {
+	return Config{
+		Policy:       testPolicy(),
+		IdleTimeout:  5 * time.Second,
+		FrameTimeout: time.Second,
+		WriteTimeout: time.Second,
+	}
+}
+
+func startServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// srcN hands out distinct loopback source addresses (127.a.b.c, none of
+// a, b, c zero or 255), so each test client is its own "host" to the gate.
+var srcN atomic.Uint32
+
+func nextSrc() netip.Addr {
+	n := srcN.Add(1)
+	return netip.AddrFrom4([4]byte{127, byte(1 + n/(254*254)%254), byte(1 + n/254%254), byte(1 + n%254)})
+}
+
+// tclient is a test client over a real loopback socket.
+type tclient struct {
+	nc *net.TCPConn
+	fr *wire.Framer
+}
+
+func dial(addr netip.AddrPort) (*tclient, error) {
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(nextSrc(), 0)), Timeout: 10 * time.Second}
+	nc, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	fr, err := wire.NewFramer(nc, wire.DefaultMaxFrame, 0)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &tclient{nc: nc.(*net.TCPConn), fr: fr}, nil
+}
+
+func mustDial(t testing.TB, addr netip.AddrPort) *tclient {
+	t.Helper()
+	c, err := dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.nc.Close() })
+	return c
+}
+
+func (c *tclient) write(b []byte) error {
+	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// writeStream writes stream[off:] with a deadline d from now and returns
+// where the next call should start (wrapping around), so frames stay whole
+// across writes that time out; -1 once the connection has failed.
+func (c *tclient) writeStream(stream []byte, off int, d time.Duration) int {
+	c.nc.SetWriteDeadline(time.Now().Add(d))
+	n, err := c.nc.Write(stream[off:])
+	if err != nil && !isTimeout(err) {
+		return -1
+	}
+	return (off + n) % len(stream)
+}
+
+// next returns the next frame from the server, waiting at most d.
+func (c *tclient) next(d time.Duration) (wire.Msg, error) {
+	c.nc.SetReadDeadline(time.Now().Add(d))
+	var m wire.Msg
+	err := c.fr.ReadMsg(&m)
+	return m, err
+}
+
+// hello says Hello and waits for its reply.
+func (c *tclient) hello(token, label string) error {
+	b, err := wire.AppendHello(nil, []byte(token), []byte(label))
+	if err != nil {
+		return err
+	}
+	if err := c.write(b); err != nil {
+		return err
+	}
+	m, err := c.next(10 * time.Second)
+	if err != nil {
+		return fmt.Errorf("hello reply: %w", err)
+	}
+	if m.Type != wire.TypeReply || m.ID != 0 || m.Status != wire.StatusOK {
+		return fmt.Errorf("hello reply: got %v id %d status %v reason %v", m.Type, m.ID, m.Status, core.Reason(m.Reason))
+	}
+	return nil
+}
+
+// waitReply reads until the reply to id, skipping pongs.
+func (c *tclient) waitReply(id uint64) (wire.Msg, error) {
+	for {
+		m, err := c.next(10 * time.Second)
+		if err != nil {
+			return m, err
+		}
+		switch {
+		case m.Type == wire.TypePong:
+		case m.Type == wire.TypeReply && m.ID == id:
+			return m, nil
+		default:
+			return m, fmt.Errorf("waiting for reply %d: got %v id %d status %v reason %v", id, m.Type, m.ID, m.Status, core.Reason(m.Reason))
+		}
+	}
+}
+
+// waitClosed reads until the server closes the connection and returns the
+// reason of the Disconnect frame it sent (ok false if none came).
+func (c *tclient) waitClosed(d time.Duration) (reason core.Reason, ok bool, err error) {
+	deadline := time.Now().Add(d)
+	for {
+		c.nc.SetReadDeadline(deadline)
+		var m wire.Msg
+		err := c.fr.ReadMsg(&m)
+		switch {
+		case err == nil && m.Type == wire.TypeDisconnect:
+			reason, ok = core.Reason(m.Reason), true
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), isReset(err):
+			return reason, ok, nil
+		default:
+			return reason, ok, err
+		}
+	}
+}
+
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && !op.Timeout()
+}
+
+// honest runs one honest player: Hello, then n rounds of an input, a
+// request and a ping in one write, each request answered StatusOK.
+func honest(addr netip.AddrPort, token string, n int) error {
+	c, err := dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.nc.Close()
+	if err := c.hello(token, "honest"); err != nil {
+		return err
+	}
+	var b []byte
+	for i := 1; i <= n; i++ {
+		b, _ = wire.AppendInput(b[:0], kMove, []byte{1, 2, 3, 4})
+		b, _ = wire.AppendRequest(b, kReq, uint64(i), []byte("buy"))
+		b = wire.AppendPing(b, uint64(i))
+		if err := c.write(b); err != nil {
+			return fmt.Errorf("round %d: %w", i, err)
+		}
+		m, err := c.waitReply(uint64(i))
+		if err != nil {
+			return fmt.Errorf("round %d: %w", i, err)
+		}
+		if m.Status != wire.StatusOK {
+			return fmt.Errorf("round %d: status %v reason %v", i, m.Status, core.Reason(m.Reason))
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+	return nil
+}
+
+// honestGroup runs k honest players of n rounds in the background; wait
+// returns their errors joined.
+func honestGroup(addr netip.AddrPort, k, n int) (wait func() error) {
+	var wg sync.WaitGroup
+	errs := make([]error, k)
+	for i := range k {
+		wg.Go(func() { errs[i] = honest(addr, fmt.Sprintf("honest-%d", i), n) })
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkAccounting asserts, for every population, that each frame was
+// accepted, dropped or rejected exactly once (valid once every connection
+// is closed).
+func checkAccounting(t testing.TB, st Stats) {
+	t.Helper()
+	for name, p := range st.Populations {
+		var n uint64
+		for _, v := range p.Dropped {
+			n += v
+		}
+		for _, v := range p.Rejected {
+			n += v
+		}
+		if p.Accepted+n != p.Frames {
+			t.Errorf("population %q: %d frames, but %d accepted + %d dropped or rejected: %+v", name, p.Frames, p.Accepted, n, p)
+		}
+	}
+}
