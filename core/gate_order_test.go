@@ -406,3 +406,27 @@ func TestGateMinimumChargeAndReads(t *testing.T) {
 	}
 	assert.InDelta(t, 5000, g.bytesLim.LevelAt(&g.lookup(s).bytes, at), 1)
 }
+
+// Tokens are size-blind; a channel's cost says what one of its messages is
+// worth, to its own bucket and to the account and match buckets.
+func TestGateCost(t *testing.T) {
+	p := testPolicy()
+	p.Channels[kBuy].Cost = new(uint64(4))
+	p.Account = Budget{Rate: new(1.0), Burst: new(10.0)}
+	p.Match = Budget{Rate: new(1.0), Burst: new(100.0)}
+	g := mustGate(t, p)
+	s := mustOpen(t, g, addrA, 0)
+	mustAuth(t, g, s, 3, 0)
+	require.True(t, g.Check(Message{Session: s, Kind: kBuy, Size: 10, Request: 1, Match: 8}, 0).OK())
+	st := snapshot(g, s, 3, 8, 0)
+	assert.Equal(t, 6.0, st.account)
+	assert.Equal(t, 96.0, st.match)
+	assert.Equal(t, 6.0, g.chans[kBuy].lim.LevelAt(&g.lookup(s).kinds[kBuy], 0))
+	g.Done(s, 1)
+	require.True(t, g.Check(Message{Session: s, Kind: kBuy, Size: 10, Request: 2}, 0).OK())
+	g.Done(s, 2)
+	v := g.Check(Message{Session: s, Kind: kBuy, Size: 10, Request: 3}, 0)
+	assert.Equal(t, AccountLimit, v.Reason, "2 tokens left, 4 needed")
+	assert.Equal(t, 2*time.Second, v.RetryAfter)
+	assert.True(t, g.Check(Message{Session: s, Kind: kMove, Size: 10}, 0).OK(), "a cost-1 message still fits")
+}
