@@ -382,15 +382,19 @@ func (g *Gate) lookup(h Session) *session {
 // Open starts a session for a connection from src. It charges one token
 // to src's address bucket and refuses the session (Disconnect) with reason
 // Lockout while the address is locked out, AddressLimit when it opens
-// connections too fast, or TableFull when no slot or address entry is free.
+// connections too fast, or TableFull when no slot or address entry is free
+// (refused even in shadow mode: there is nowhere to keep the session).
 func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	key := addrKey(src.Addr())
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if len(g.free) == 0 {
+		return 0, g.tableFull(row, 0)
+	}
 	ent := g.addresses.acquire(key, now)
 	if ent == nil {
-		return 0, g.lifecycleDeny(row, 0, TableFull, 0)
+		return 0, g.tableFull(row, 0)
 	}
 	var shadow Verdict // what shadow mode would have refused
 	if ent.lock.locked(now) {
@@ -414,10 +418,6 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 			}
 			shadow = v
 		}
-	}
-	if len(g.free) == 0 {
-		g.addresses.release(ent, now)
-		return 0, g.lifecycleDeny(row, 0, TableFull, 0)
 	}
 	idx := g.free[len(g.free)-1]
 	g.free = g.free[:len(g.free)-1]
@@ -487,7 +487,7 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	}
 	ent := g.accounts.acquire(account, now)
 	if ent == nil {
-		return g.lifecycleDeny(row, s.stripe, TableFull, 0)
+		return g.tableFull(row, s.stripe)
 	}
 	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageDisconnect) {
 		v := g.lifecycleDeny(row, s.stripe, Lockout, ent.lock.remaining(now))
@@ -503,6 +503,13 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	s.acct.Store(ent)
 	g.count(s.stripe, row, None, Accept)
 	return Verdict{}
+}
+
+// tableFull refuses an Open or Authenticate that has no room to track the
+// session, address or account. Even shadow mode cannot admit it.
+func (g *Gate) tableFull(row, stripe int) Verdict {
+	g.count(stripe, row, TableFull, Disconnect)
+	return Verdict{Action: Disconnect, Reason: TableFull}
 }
 
 // lifecycleDeny counts a refused Open or Authenticate and returns its
