@@ -173,6 +173,8 @@ type comparison struct {
 type cmpRow struct {
 	Group, Measure string
 	Cells          []cmpCell
+	First          bool // first row of its group: the group cell spans Span rows
+	Span           int
 }
 
 type cmpCell struct {
@@ -458,7 +460,7 @@ func formatMeasure(kind int, v float64) string {
 	case mCount:
 		return fmtInt(int64(v))
 	case mPerSec:
-		return fmtRate(v, "/s")
+		return formatCount(v) + "/s"
 	case mBytes:
 		return fmtBytesRate(v)
 	}
@@ -636,6 +638,16 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		}
 		if anyValue {
 			c.Rows = append(c.Rows, row)
+		}
+	}
+	for i := range c.Rows {
+		if i == 0 || c.Rows[i-1].Group != c.Rows[i].Group {
+			c.Rows[i].First = true
+			n := 1
+			for i+n < len(c.Rows) && c.Rows[i+n].Group == c.Rows[i].Group {
+				n++
+			}
+			c.Rows[i].Span = n
 		}
 	}
 	return c

@@ -49,7 +49,7 @@ func TestRoundTripJSON(t *testing.T) {
 func TestRoundTripFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.json")
-	r := synthResults(t, 2)
+	r := synthCopy(t, 1)
 	if err := WriteFile(path, r); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func asMap(t *testing.T, r *Results) map[string]any {
 }
 
 func TestRejectTruncated(t *testing.T) {
-	b, err := Marshal(synthResults(t, 3))
+	b, err := Marshal(synthCopy(t, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestRejectTruncated(t *testing.T) {
 }
 
 func TestRejectVersions(t *testing.T) {
-	m := asMap(t, synthResults(t, 4))
+	m := asMap(t, synthCopy(t, 1))
 	cases := []struct {
 		name    string
 		version any
@@ -185,11 +185,11 @@ func TestRejectVersions(t *testing.T) {
 }
 
 func TestRejectMalformed(t *testing.T) {
-	good, err := Marshal(synthCopy(t, 5))
+	good, err := Marshal(synthCopy(t, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := asMap(t, synthCopy(t, 5))
+	m := asMap(t, synthCopy(t, 1))
 	unknown := map[string]any{}
 	for k, v := range m {
 		unknown[k] = v
@@ -255,7 +255,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := synthCopy(t, 6)
+			r := synthCopy(t, 1)
 			c.mutate(r)
 			err := r.Validate()
 			if !errors.Is(err, ErrInvalid) {
@@ -269,7 +269,7 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	r := synthCopy(t, 6)
+	r := synthCopy(t, 1)
 	r.SchemaVersion = 7
 	if err := r.Validate(); !errors.Is(err, ErrVersion) {
 		t.Fatalf("schema version 7: %v", err)
@@ -301,7 +301,7 @@ func TestAtomicWriteKeepsOldFile(t *testing.T) {
 		t.Fatalf("temporary file left behind: %v", ents)
 	}
 	// An invalid result is never written at all.
-	r := synthCopy(t, 7)
+	r := synthCopy(t, 1)
 	r.Run.Driver = ""
 	if err := WriteFile(path, r); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("WriteFile of invalid results: %v", err)
@@ -384,7 +384,7 @@ func TestCutOffTimes(t *testing.T) {
 }
 
 func TestFinalize(t *testing.T) {
-	r := synthResults(t, 8)
+	r := synthCopy(t, 1)
 	p := r.Variants[0].Populations[0]
 	var sent, acc, drop int64
 	for _, k := range p.Kinds {
@@ -418,7 +418,7 @@ func TestCaptureEnvironment(t *testing.T) {
 }
 
 func FuzzUnmarshal(f *testing.F) {
-	b, err := Marshal(synthResults(f, 9))
+	b, err := Marshal(synthCopy(f, 1))
 	if err != nil {
 		f.Fatal(err)
 	}
