@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -165,6 +166,7 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		MinEffect:  c.MinEffect,
 		MinSamples: c.MinSamples,
 		Normalize:  c.Normalize,
+		Correction: c.Correction,
 	}
 	for _, w := range base.Warnings {
 		rep.Warnings = append(rep.Warnings, "base: "+w)
@@ -197,12 +199,18 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 			if len(bv) == 0 && len(cv) == 0 {
 				continue
 			}
-			cmp := c.compare(rep, b, n, k, unit, s, units)
-			if cmp.Verdict == Invalid {
-				errs = append(errs, &SampleError{Benchmark: k.name, Unit: unit, Base: cmp.BaseN, Cand: cmp.CandN, Need: cmp.need})
+			cm := c.compare(rep, b, n, k, unit, s, units)
+			if cm.Verdict == Invalid {
+				errs = append(errs, &SampleError{Benchmark: k.name, Unit: unit, Base: cm.BaseN, Cand: cm.CandN, Need: cm.need})
 			}
-			rep.Comparisons = append(rep.Comparisons, cmp)
+			rep.Comparisons = append(rep.Comparisons, cm)
 		}
+	}
+	if c.Correction == CorrectionHolm {
+		rep.Tests = holm(rep.Comparisons)
+	}
+	for i := range rep.Comparisons {
+		decide(rep, &rep.Comparisons[i])
 	}
 	for _, k := range n.order {
 		if b.by[k] == nil && !c.settingsFor(k.name).ignore {
@@ -212,8 +220,10 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-// timeUnit is the unit floor normalisation applies to.
-const timeUnit = "sec/op"
+// isTime reports whether unit is a time per op (sec/op, cpu-sec/op): the
+// units that floor normalisation applies to, and for which lower is
+// better unless the unit metadata says otherwise.
+func isTime(unit string) bool { return strings.HasSuffix(unit, "sec/op") }
 
 func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings, units benchfmt.UnitMetadataMap) Comparison {
 	bv, cv := b.values(k, unit), n.values(k, unit)
@@ -227,13 +237,16 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 	if better == 0 {
 		better = units.GetBetter(unit)
 	}
+	if better == 0 && isTime(unit) {
+		better = -1
+	}
 	cmp.Better = better
 	exact := slices.Contains(c.ExactUnits, unit)
 	cmp.Exact = exact
 
 	// Samples compared: raw, or ratios to the floor.
 	bx, cx := bv, cv
-	if unit == timeUnit && s.floor != "" && c.Normalize != NormalizeNever && s.role != RoleFloor {
+	if isTime(unit) && s.floor != "" && c.Normalize != NormalizeNever && s.role != RoleFloor {
 		fk := key{pkg: k.pkg, name: s.floor}
 		bf, cf := b.values(fk, unit), n.values(fk, unit)
 		switch {
@@ -268,33 +281,65 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 		return cmp
 	}
 
-	significant := true
 	if exact {
-		cmp.P = math.NaN()
+		cmp.P, cmp.AdjP = math.NaN(), math.NaN()
 	} else {
 		cmp.P = uTest(bx, cx, s.alpha)
-		significant = cmp.P < s.alpha
-	}
-	cmp.Significant = significant
-	big := cmp.Delta == nil || math.Abs(*cmp.Delta) > s.minEffect
-	if cmp.Delta == nil && cmp.Base == cmp.Cand {
-		big = false
-	}
-	worse := better < 0 && cmp.Cand > cmp.Base || better > 0 && cmp.Cand < cmp.Base
-	switch {
-	case s.role == RoleFloor:
-		cmp.Verdict = Floor
-	case !significant || !big || cmp.Base == cmp.Cand:
-		cmp.Verdict = Unchanged
-	case better == 0:
-		cmp.Verdict = Unknown
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: changed, but whether higher is better is unknown (set a rule's better)", k.name, unit))
-	case worse:
-		cmp.Verdict = Regressed
-	default:
-		cmp.Verdict = Improved
+		cmp.AdjP = cmp.P
 	}
 	return cmp
+}
+
+// inFamily reports whether a comparison's p-value is one of the tests the
+// correction for multiple comparisons counts: gated (not a floor), tested
+// (not exact) and decided (not invalid).
+func inFamily(c *Comparison) bool {
+	return c.Role != RoleFloor && !c.Exact && c.Verdict != Invalid && !math.IsNaN(c.P)
+}
+
+// holm replaces AdjP of the family's comparisons by Holm's step-down
+// adjusted p-values: the k-th smallest p (from 0) times the number of
+// tests not yet passed, m-k, made non-decreasing and capped at 1. Judging
+// each adjusted p against alpha keeps the chance of any false alarm in the
+// whole report at most alpha.
+func holm(cs []Comparison) int {
+	var fam []*Comparison
+	for i := range cs {
+		if inFamily(&cs[i]) {
+			fam = append(fam, &cs[i])
+		}
+	}
+	slices.SortStableFunc(fam, func(a, b *Comparison) int { return cmp.Compare(a.P, b.P) })
+	m, run := len(fam), 0.0
+	for k, c := range fam {
+		run = math.Max(run, math.Min(1, float64(m-k)*c.P))
+		c.AdjP = run
+	}
+	return m
+}
+
+// decide sets a comparison's Significant and Verdict from its adjusted
+// p-value, its delta and its direction.
+func decide(rep *Report, c *Comparison) {
+	if c.Verdict == Invalid {
+		return
+	}
+	c.Significant = c.Exact || c.AdjP < c.Alpha
+	big := c.Delta == nil || math.Abs(*c.Delta) > c.MinEffect
+	worse := c.Better < 0 && c.Cand > c.Base || c.Better > 0 && c.Cand < c.Base
+	switch {
+	case c.Role == RoleFloor:
+		c.Verdict = Floor
+	case !c.Significant || !big || c.Base == c.Cand:
+		c.Verdict = Unchanged
+	case c.Better == 0:
+		c.Verdict = Unknown
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: changed, but whether higher is better is unknown (set a rule's better)", c.Benchmark, c.Unit))
+	case worse:
+		c.Verdict = Regressed
+	default:
+		c.Verdict = Improved
+	}
 }
 
 // uTest is the two-sided p-value of the Mann-Whitney U test of a and b

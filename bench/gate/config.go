@@ -24,7 +24,7 @@ const (
 // DefaultUnits are the units compared when Config.Units is empty, and
 // DefaultExactUnits those of them compared exactly.
 var (
-	DefaultUnits      = []string{"sec/op", "allocs/op"}
+	DefaultUnits      = []string{"sec/op", "cpu-sec/op", "allocs/op"}
 	DefaultExactUnits = []string{"allocs/op"}
 )
 
@@ -33,6 +33,12 @@ const (
 	NormalizeAuto   = "auto"
 	NormalizeAlways = "always"
 	NormalizeNever  = "never"
+)
+
+// Values of Config.Correction.
+const (
+	CorrectionHolm = "holm"
+	CorrectionNone = "none"
 )
 
 // Roles of a benchmark.
@@ -78,6 +84,14 @@ type Config struct {
 	// spares them the floor's own noise. NormalizeAlways: whenever the
 	// floor is there. NormalizeNever: never.
 	Normalize string `yaml:"normalize" json:"normalize,omitempty"`
+	// Correction is the correction for multiple comparisons: one report
+	// makes many tests, and at alpha 0.05 each, twenty unchanged
+	// benchmarks would raise a false alarm more often than not.
+	// CorrectionHolm (the default, ""): Holm's step-down adjustment of the
+	// p-values of every gated, tested comparison (floors and exact units
+	// are not tests), which keeps the chance of any false alarm in the
+	// report at most alpha. CorrectionNone judges each p alone.
+	Correction string `yaml:"correction" json:"correction,omitempty"`
 	// Rules refine the above per benchmark; see Rule.
 	Rules []Rule `yaml:"-" json:"rules,omitempty"`
 }
@@ -111,9 +125,10 @@ type Rule struct {
 }
 
 // DefaultConfig returns the configuration for sluice's own benchmarks
-// (bench/gate/default.yaml): alpha 0.05, minimum effect 5% (10% for
-// parallel benchmarks), at least 6 samples per side, sec/op judged as a
-// ratio to the floors of package bench, allocs/op exactly.
+// (bench/gate/default.yaml): alpha 0.05 for the whole report (Holm's
+// correction), minimum effect 5% (10% for parallel benchmarks), at least 6
+// samples per side, wall and CPU time judged as ratios to the floors of
+// package bench when the machines differ, allocs/op exactly.
 func DefaultConfig() Config {
 	c, err := ParseConfig(strings.NewReader(string(defaultYAML)), "default.yaml")
 	if err != nil {
@@ -133,7 +148,8 @@ func LoadConfig(path string) (Config, error) {
 }
 
 // ParseConfig reads a config in YAML, the shape of bench/gate/default.yaml:
-// alpha, min_effect, min_samples, units, exact_units, normalize and rules (with
+// alpha, min_effect, min_samples, units, exact_units, normalize,
+// correction and rules (with
 // match, role, floor, alpha, min_effect, units, better, ignore). Effects
 // are fractions or percentages ("5%"). Unknown keys are errors. The result
 // is validated.
@@ -237,6 +253,13 @@ func (c Config) resolve() (Config, error) {
 	case NormalizeAuto, NormalizeAlways, NormalizeNever:
 	default:
 		return c, cfgErr("normalize", c.Normalize, `want "auto", "always" or "never"`)
+	}
+	switch c.Correction {
+	case "":
+		c.Correction = CorrectionHolm
+	case CorrectionHolm, CorrectionNone:
+	default:
+		return c, cfgErr("correction", c.Correction, `want "holm" or "none"`)
 	}
 	if c.MinSamples == 0 {
 		c.MinSamples = DefaultMinSamples

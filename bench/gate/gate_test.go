@@ -3,16 +3,13 @@ package gate_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluicedev/sluice/bench/gate"
-	"github.com/sluicedev/sluice/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,6 +120,7 @@ func TestGateSynthetic(t *testing.T) {
 			}
 			cfg := gate.DefaultConfig()
 			cfg.MinEffect = -1 // no minimum effect
+			cfg.Correction = gate.CorrectionNone
 			cfg.Rules = nil
 			rep, err = compare(t, base, cand, cfg)
 			require.NoError(t, err)
@@ -132,6 +130,34 @@ func TestGateSynthetic(t *testing.T) {
 		}
 		assert.Greater(t, significant, seeds, "the wobble is often significant")
 		assert.Greater(t, without, seeds/4, "without a minimum effect, the U test alone cries wolf")
+	})
+	t.Run("twenty unchanged benchmarks: Holm keeps false alarms rare", func(t *testing.T) {
+		var many []bench
+		for i := 0; i < 20; i++ {
+			many = append(many, bench{fmt.Sprintf("Thing/%d", i), 10 + float64(i), 0})
+		}
+		holm, none := 0, 0
+		for seed := uint64(0); seed < seeds; seed++ {
+			r := rand.New(rand.NewPCG(seed, 5))
+			base := synth(r, 10, 0.10, nil, many...)
+			cand := synth(r, 10, 0.10, nil, many...)
+			cfg := gate.Config{MinEffect: -1}
+			rep, err := compare(t, base, cand, cfg)
+			require.NoError(t, err)
+			assert.Equal(t, 20, rep.Tests)
+			if rep.Regressed() {
+				holm++
+			}
+			cfg.Correction = gate.CorrectionNone
+			rep, err = compare(t, base, cand, cfg)
+			require.NoError(t, err)
+			if rep.Regressed() {
+				none++
+			}
+		}
+		t.Logf("runs with a false alarm out of %d: %d with Holm, %d without", seeds, holm, none)
+		assert.LessOrEqual(t, holm, seeds*5/100)
+		assert.Greater(t, none, seeds/5)
 	})
 	t.Run("3 samples per side: an error", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 3))
@@ -333,7 +359,7 @@ func TestOutput(t *testing.T) {
 	require.NoError(t, rep.WriteText(&text))
 	out := text.String()
 	assert.Contains(t, out, "cpu=Synthetic CPU @ 3.00GHz")
-	assert.Regexp(t, `REGRESSION Bucket/deny/serial sec/op: \+[23]\d\.\d% \(p=\d\.\de-\d+, n=10\+10, min effect 5%; [\d.]+ns → [\d.]+ns, compared raw: floor Floor/cas [+-]\d\.\d%\)`, out)
+	assert.Regexp(t, `REGRESSION Bucket/deny/serial sec/op: \+[23]\d\.\d% \(p=\d\.\de-\d+, Holm-adjusted \d\.\de-\d+, n=10\+10, min effect 5%; [\d.]+ns → [\d.]+ns, compared raw: floor Floor/cas [+-]\d\.\d%\)`, out)
 	assert.True(t, strings.HasSuffix(out, "gate: FAIL: 1 regression(s)\n"), out)
 
 	var js bytes.Buffer
@@ -409,6 +435,7 @@ func TestConfig(t *testing.T) {
 		{"min_effect: lots\n", "min_effect"},
 		{"min_samples: 1\n", "min_samples"},
 		{"normalize: sometimes\n", "normalize"},
+		{"correction: bonferroni\n", "correction"},
 		{"rules:\n  - match: '('\n", "rules[0].match"},
 		{"rules:\n  - match: x\n    role: ceiling\n", "rules[0].role"},
 		{"rules:\n  - match: x\n    better: sideways\n", "rules[0].better"},
@@ -436,42 +463,13 @@ func TestConfig(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestScenarioSet(t *testing.T) {
-	run := func(seed uint64, honestDrop float64, leaked float64) *reports.Results {
-		r := reports.New(reports.Run{Scenario: "flood", Seed: seed, Driver: reports.DriverSim, Complete: true}, reports.Environment{})
-		v, err := r.AddVariant("strict", nil)
-		require.NoError(t, err)
-		h := v.AddPopulation("players", "honest", reports.Honest, 100)
-		h.Summary = reports.Summary{DropRate: honestDrop, ResponseP50: 1e6, ResponseP99: 5e6}
-		x := v.AddPopulation("flooders", "tiny-flood", reports.Hostile, 10)
-		x.Summary = reports.Summary{AdmittedPerSec: leaked, CutOff: &reports.CutOff{Clients: 10, Of: 10, P50: time.Second, Max: 2 * time.Second}}
-		return r
-	}
-	var base, cand []*reports.Results
-	for seed := uint64(1); seed <= 8; seed++ {
-		f := float64(seed)
-		base = append(base, run(seed, 0.001+0.0001*f, 300+f))
-		cand = append(cand, run(seed, 0.002+0.0001*f, 300+f))
-	}
-	bs, err := gate.ScenarioSet("base", base...)
-	require.NoError(t, err)
-	cs, err := gate.ScenarioSet("cand", cand...)
-	require.NoError(t, err)
-	rep, err := gate.Compare(bs, cs, gate.ScenarioConfig())
-	require.NoError(t, err)
-	regs := rep.Regressions()
-	require.Len(t, regs, 1)
-	assert.Equal(t, "Scenario/flood/strict/players", regs[0].Benchmark)
-	assert.Equal(t, gate.UnitDropRate, regs[0].Unit)
-	assert.Equal(t, gate.Unchanged, find(t, rep, "Scenario/flood/strict/flooders", gate.UnitAdmittedPerSec).Verdict)
-	assert.Equal(t, gate.Unchanged, find(t, rep, "Scenario/flood/strict/flooders", gate.UnitCutOffMax).Verdict)
-
-	bad := run(1, 0, 0)
-	bad.Run.Complete = false
-	_, err = gate.ScenarioSet("x", bad)
-	assert.Error(t, err)
-	_, err = gate.ScenarioSet("x")
-	assert.True(t, errors.Is(err, gate.ErrNoResults))
+func TestHolm(t *testing.T) {
+	cs := []gate.Comparison{{P: 0.01}, {P: 0.04}, {P: 0.03}, {P: 0.5, Role: gate.RoleFloor}, {P: math.NaN(), Exact: true}}
+	assert.Equal(t, 3, gate.Holm(cs))
+	assert.InDelta(t, 0.03, cs[0].AdjP, 1e-12)
+	assert.InDelta(t, 0.06, cs[1].AdjP, 1e-12, "never below a smaller p's adjustment")
+	assert.InDelta(t, 0.06, cs[2].AdjP, 1e-12)
+	assert.Zero(t, cs[3].AdjP, "floors are not tests")
 }
 
 func TestMinP(t *testing.T) {

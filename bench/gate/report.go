@@ -23,6 +23,10 @@ type Report struct {
 	MinEffect  float64
 	MinSamples int
 	Normalize  string
+	// Correction is the correction for multiple comparisons in force, and
+	// Tests the number of p-values it adjusted.
+	Correction string
+	Tests      int
 	// Comparisons in the base side's order.
 	Comparisons []Comparison
 	// Missing are benchmarks the base has and the candidate does not; New
@@ -69,8 +73,11 @@ type Comparison struct {
 	// Delta is Cand/Base - 1; nil when Base is 0.
 	Delta *float64
 	// P is the U test's two-sided p-value (NaN for exact units and for
-	// invalid comparisons); Significant is P < Alpha (true for exact).
+	// invalid comparisons); AdjP is P adjusted for multiple comparisons
+	// (Config.Correction; P itself without one). Significant is AdjP <
+	// Alpha (true for exact units).
 	P           float64
+	AdjP        float64
 	Significant bool
 	Exact       bool
 	// Alpha and MinEffect in force for this benchmark.
@@ -129,6 +136,7 @@ type comparisonJSON struct {
 	Verdict     string   `json:"verdict"`
 	Delta       *float64 `json:"delta"`
 	P           *float64 `json:"p"`
+	AdjP        *float64 `json:"p_adjusted"`
 	Significant bool     `json:"significant"`
 	Exact       bool     `json:"exact,omitempty"`
 	BaseN       int      `json:"base_n"`
@@ -149,7 +157,7 @@ type comparisonJSON struct {
 func (c Comparison) MarshalJSON() ([]byte, error) {
 	j := comparisonJSON{
 		Benchmark: c.Benchmark, Package: c.Package, Unit: c.Unit, Role: c.Role, Floor: c.Floor, Paired: c.Paired, FloorName: c.FloorName,
-		Verdict: c.Verdict, Delta: c.Delta, P: finite(c.P), Significant: c.Significant, Exact: c.Exact,
+		Verdict: c.Verdict, Delta: c.Delta, P: finite(c.P), AdjP: finite(c.AdjP), Significant: c.Significant, Exact: c.Exact,
 		BaseN: c.BaseN, CandN: c.CandN, Base: finite(c.Base), Cand: finite(c.Cand),
 		BaseMedian: finite(c.BaseMedian), CandMedian: finite(c.CandMedian),
 		Alpha: c.Alpha, MinEffect: c.MinEffect, Better: c.Better,
@@ -161,7 +169,7 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 }
 
 // WriteJSON writes the report as one JSON object: base, cand, alpha,
-// min_effect, min_samples, normalize, regressed (bool), regressions (the
+// min_effect, min_samples, normalize, correction, tests, regressed (bool), regressions (the
 // regressed comparisons' names), comparisons, missing, new, warnings.
 func (r *Report) WriteJSON(w io.Writer) error {
 	names := []string{}
@@ -175,13 +183,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		MinEffect   float64      `json:"min_effect"`
 		MinSamples  int          `json:"min_samples"`
 		Normalize   string       `json:"normalize"`
+		Correction  string       `json:"correction"`
+		Tests       int          `json:"tests"`
 		Regressed   bool         `json:"regressed"`
 		Regressions []string     `json:"regressions"`
 		Comparisons []Comparison `json:"comparisons"`
 		Missing     []string     `json:"missing,omitempty"`
 		New         []string     `json:"new,omitempty"`
 		Warnings    []string     `json:"warnings,omitempty"`
-	}{r.Base, r.Cand, r.Alpha, r.MinEffect, r.MinSamples, r.Normalize, r.Regressed(), names,
+	}{r.Base, r.Cand, r.Alpha, r.MinEffect, r.MinSamples, r.Normalize, r.Correction, r.Tests, r.Regressed(), names,
 		r.Comparisons, r.Missing, r.New, r.Warnings}
 	if out.Comparisons == nil {
 		out.Comparisons = []Comparison{}
@@ -203,10 +213,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		NormalizeAlways: "time as a ratio to its floor (×) measured in the same run",
 		NormalizeNever:  "raw values (floor normalisation off)",
 	}[r.Normalize]
-	fmt.Fprintf(&b, "alpha %g, min effect %s, at least %d samples per side; %s\n\n",
-		r.Alpha, pct(r.MinEffect), r.MinSamples, norm)
+	corr, pcol := "", "p"
+	if r.Correction == CorrectionHolm {
+		corr, pcol = fmt.Sprintf(", p-values Holm-adjusted over %d tests", r.Tests), "p(holm)"
+	}
+	fmt.Fprintf(&b, "alpha %g%s, min effect %s, at least %d samples per side; %s\n\n",
+		r.Alpha, corr, pct(r.MinEffect), r.MinSamples, norm)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tunit\tbase\tcand\tdelta\tp\tn\tverdict\t")
+	fmt.Fprintf(tw, "benchmark\tunit\tbase\tcand\tdelta\t%s\tn\tverdict\t\n", pcol)
 	same := map[string]int{} // exact units equal on both sides, not listed
 	var sameUnits []string
 	for _, c := range r.Comparisons {
@@ -230,7 +244,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d+%d\t%s\t\n",
 			c.Benchmark, c.Unit, value(c, c.Base, c.BaseMedian), value(c, c.Cand, c.CandMedian),
-			delta(c.Delta), pval(c.P), c.BaseN, c.CandN, verdict)
+			delta(c.Delta), pval(c.AdjP), c.BaseN, c.CandN, verdict)
 	}
 	tw.Flush()
 	for _, u := range sameUnits {
@@ -312,10 +326,16 @@ func pFull(c Comparison) string {
 	if c.Exact {
 		return "exact"
 	}
-	if c.P < 0.001 {
-		return fmt.Sprintf("p=%.1e", c.P)
+	f := func(p float64) string {
+		if p < 0.001 {
+			return fmt.Sprintf("%.1e", p)
+		}
+		return fmt.Sprintf("%.3f", p)
 	}
-	return fmt.Sprintf("p=%.3f", c.P)
+	if c.AdjP != c.P {
+		return "p=" + f(c.P) + ", Holm-adjusted " + f(c.AdjP)
+	}
+	return "p=" + f(c.P)
 }
 
 // value shows a compared median: "2.64×Floor/cas (7.6ns)" with a floor,
@@ -336,7 +356,7 @@ func unitValue(unit string, v float64) string {
 	if math.IsNaN(v) {
 		return "-"
 	}
-	if unit == timeUnit {
+	if isTime(unit) {
 		switch a := math.Abs(v); {
 		case a == 0:
 			return "0s"
