@@ -79,7 +79,14 @@ var (
 // renderSVG draws p and returns SVG markup ready to inline in HTML: no XML
 // declaration, text styled by the page's CSS (Liberation Sans or its metric
 // twin Arial, so the label widths gonum measured hold).
-func renderSVG(p *plot.Plot, w, h vg.Length, label string) (template.HTML, error) {
+func renderSVG(p *plot.Plot, w, h vg.Length, label string) (out template.HTML, err error) {
+	// gonum/plot panics on some degenerate input; a report must fail with
+	// an error instead of taking its caller down.
+	defer func() {
+		if e := recover(); e != nil {
+			out, err = "", fmt.Errorf("reports: render chart %q: %v", label, e)
+		}
+	}()
 	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var b bytes.Buffer

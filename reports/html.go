@@ -375,6 +375,9 @@ func fmtLatency(ns int64, have bool) string {
 }
 
 func fmtThresholdValue(t Threshold) string {
+	if s, ok := nonFinite(t.Value); ok {
+		return s
+	}
 	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
 	switch t.Unit {
 	case "ns":

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -255,6 +256,9 @@ func (r *Results) Validate() error {
 		if c := v.ServerCPU; c != nil && (c.Frames < 0 || c.CPU < 0 || c.NsPerFrame < 0) {
 			return bad("variant %q: server_cpu has a negative field", v.Name)
 		}
+		if c := v.ServerCPU; c != nil && !finite(c.NsPerFrame) {
+			return bad("variant %q: server_cpu.ns_per_frame is not finite", v.Name)
+		}
 		for j, t := range v.Thresholds {
 			if t.Expr == "" {
 				return bad("variant %q: thresholds[%d].expr is empty", v.Name, j)
@@ -340,7 +344,12 @@ func validateDrops(m map[string]int64) error {
 	return nil
 }
 
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
 func validateSummary(s *Summary) error {
+	if !finite(s.DropRate) || !finite(s.AdmittedPerSec) || !finite(s.AdmittedBytesPerSec) || s.AdmittedPerSec < 0 || s.AdmittedBytesPerSec < 0 {
+		return errors.New("a rate is negative or not finite")
+	}
 	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
 		return errors.New("negative count")
 	}
@@ -363,6 +372,9 @@ func validateHistogram(h *Histogram) error {
 	}
 	if d.TotalCount() != h.Count {
 		return fmt.Errorf("count is %d but the hdr encoding holds %d values", h.Count, d.TotalCount())
+	}
+	if !finite(h.Mean) {
+		return errors.New("mean_ns is not finite")
 	}
 	if h.MergeDropped < 0 {
 		return errors.New("merge_dropped is negative")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -75,6 +76,52 @@ func TestRoundTripFile(t *testing.T) {
 }
 
 // TestMinimalRoundTrip covers a result with the optional parts absent.
+func TestThresholdNonFiniteValues(t *testing.T) {
+	r := synthCopy(t, 1)
+	v := r.Variants[0]
+	v.Thresholds = nil
+	v.AddThreshold("nothing.p99 < 1ms", math.NaN(), "ns", false)
+	v.AddThreshold("flood.cutoff_max < 5s", math.Inf(1), "ns", false)
+	v.AddThreshold("x > -1", math.Inf(-1), "", false)
+	v.AddThreshold("players.drop_rate < 1%", 0.004, "", true)
+	b, err := Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"value": "NaN"`, `"value": "+Inf"`, `"value": "-Inf"`, `"value": 0.004`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("file lacks %s", want)
+		}
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := got.Variants[0].Thresholds
+	if !math.IsNaN(th[0].Value) || !math.IsInf(th[1].Value, 1) || !math.IsInf(th[2].Value, -1) || th[3].Value != 0.004 || th[3].Expr != "players.drop_rate < 1%" || !th[3].Pass {
+		t.Fatalf("thresholds after a round trip: %+v", th)
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "not measured") || !strings.Contains(page.String(), "∞") {
+		t.Error("page does not show the non-finite values")
+	}
+	// Anything else in place of a number is rejected, and so are unknown
+	// fields inside a threshold.
+	for _, bad := range []string{`"value": "lots"`, `"value": true`} {
+		c := bytes.Replace(b, []byte(`"value": 0.004`), []byte(bad), 1)
+		if _, err := Unmarshal(c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "value") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	c := bytes.Replace(b, []byte(`"value": 0.004`), []byte(`"value": 0.004, "limit": 1`), 1)
+	if _, err := Unmarshal(c); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("unknown threshold field: %v", err)
+	}
+}
+
 func TestMinimalRoundTrip(t *testing.T) {
 	r := New(Run{Scenario: "s", Driver: DriverSim}, Environment{})
 	v, err := r.AddVariant("only", nil)
@@ -252,6 +299,7 @@ func TestValidate(t *testing.T) {
 		{"drop rate", func(r *Results) { r.Variants[0].Populations[0].Summary.DropRate = 2 }, "drop_rate"},
 		{"cut off", func(r *Results) { r.Variants[0].Populations[2].Summary.CutOff.Of = -1 }, "cut_off"},
 		{"threshold", func(r *Results) { r.Variants[0].Thresholds[0].Expr = "" }, "expr"},
+		{"rate Inf", func(r *Results) { r.Variants[0].Populations[0].Summary.AdmittedPerSec = math.Inf(1) }, "not finite"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
