@@ -11,8 +11,8 @@ import (
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
-// Every benchmark here reports allocations, so the gate can hold
-// allocs/op as well as time. The names are part of the contract with the
+// Every benchmark here reports allocations and CPU time (cpu-ns/op, see
+// cpu_test.go), so the gate can hold them as well as wall time. The names are part of the contract with the
 // gate's floor rules (bench/gate/default.yaml): rename both together.
 
 // Sinks keep results alive so the compiler cannot drop the measured work.
@@ -57,17 +57,20 @@ func BenchmarkFloor(b *testing.B) {
 		b.ReportAllocs()
 		var w atomic.Uint64
 		ok := 0
+		m := serialCPU()
 		for i := 0; i < b.N; i++ {
 			old := w.Load()
 			if w.CompareAndSwap(old, old+3) {
 				ok++
 			}
 		}
+		m.stop(b)
 		sinkInt = ok
 	})
 	b.Run("cas-shared", func(b *testing.B) {
 		b.ReportAllocs()
 		var w atomic.Uint64
+		m := parallelCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			ok := 0
 			for pb.Next() {
@@ -78,13 +81,16 @@ func BenchmarkFloor(b *testing.B) {
 			}
 			sinkInt = ok
 		})
+		m.stop(b)
 	})
 	b.Run("clock", func(b *testing.B) {
 		b.ReportAllocs()
 		var t int64
+		m := serialCPU()
 		for i := 0; i < b.N; i++ {
 			t += atomicbucket.Nanotime()
 		}
+		m.stop(b)
 		sinkI64 = t
 	})
 	for _, sz := range keySizes {
@@ -101,10 +107,12 @@ func BenchmarkFloor(b *testing.B) {
 			x := uint64(88172645463325252)
 			var sum uint64
 			b.ResetTimer()
+			cpu := serialCPU()
 			for i := 0; i < b.N; i++ {
 				x = xs(x)
 				sum += m[keys[pickN(x, len(keys))]]
 			}
+			cpu.stop(b)
 			sinkU64 = sum
 		})
 	}
@@ -154,12 +162,16 @@ func BenchmarkBucket(b *testing.B) {
 			bk, twin := fresh(b), fresh(b)
 			b.ReportAllocs()
 			b.ResetTimer()
+			m := serialCPU()
 			sinkInt = serialTakes(bk, b.N) + serialTakes(twin, extraTakes(b.N))
+			m.stop(b)
 		})
 		b.Run(c.name+"/parallel", func(b *testing.B) {
 			bk, twin := fresh(b), fresh(b)
 			b.ReportAllocs()
 			b.ResetTimer()
+			m := parallelCPU()
+			defer m.stop(b)
 			b.RunParallel(func(pb *testing.PB) {
 				now, ok, n := int64(0), 0, 0
 				for pb.Next() {
@@ -179,6 +191,7 @@ func BenchmarkBucket(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		ok := 0
+		m := serialCPU()
 		for i := 0; i < b.N; i++ {
 			if bk.Take(1).OK() {
 				ok++
@@ -189,6 +202,7 @@ func BenchmarkBucket(b *testing.B) {
 				ok++
 			}
 		}
+		m.stop(b)
 		sinkInt = ok
 	})
 }
@@ -248,6 +262,7 @@ func BenchmarkKeyed(b *testing.B) {
 			x, now, ok := uint64(88172645463325252), int64(1e9), 0
 			b.ReportAllocs()
 			b.ResetTimer()
+			m := serialCPU()
 			for i := 0; i < b.N; i++ {
 				x = xs(x)
 				now += 1000
@@ -255,6 +270,7 @@ func BenchmarkKeyed(b *testing.B) {
 					ok++
 				}
 			}
+			m.stop(b)
 			sinkInt = ok
 		})
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
@@ -265,6 +281,8 @@ func BenchmarkKeyed(b *testing.B) {
 			var seed atomic.Uint64
 			b.ReportAllocs()
 			b.ResetTimer()
+			m := parallelCPU()
+			defer m.stop(b)
 			b.RunParallel(func(pb *testing.PB) {
 				x, now, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(1e9), 0
 				for pb.Next() {
@@ -328,12 +346,14 @@ func BenchmarkGate(b *testing.B) {
 			now, ok := int64(1000), 0
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := serialCPU()
 			for i := 0; i < b.N; i++ {
 				now += 1000
 				if g.Check(m, now).OK() {
 					ok++
 				}
 			}
+			cpu.stop(b)
 			sinkInt = ok
 		})
 	}
@@ -356,12 +376,14 @@ func BenchmarkWire(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := serialCPU()
 		for i := 0; i < b.N; i++ {
 			d.Reset(buf)
 			for d.Next(&m) == nil {
 				frames++
 			}
 		}
+		cpu.stop(b)
 		sinkInt = frames
 	})
 }
