@@ -106,8 +106,9 @@ type Config struct {
 	// long since the frame's first bytes arrived (slowloris, lying length
 	// prefixes). Default 5s.
 	FrameTimeout time.Duration
-	// WriteTimeout closes a connection whose socket accepts no bytes for
-	// this long while the server has some to write. Default 5s.
+	// WriteTimeout closes a connection when one write of its buffered
+	// frames (at most WriteBuffer bytes) does not complete within it: a
+	// client that reads too slowly or not at all. Default 5s.
 	WriteTimeout time.Duration
 
 	// TickRate is the simulation tick rate in Hz; default 30.

@@ -159,13 +159,14 @@ func (c *conn) finish() {
 // connection is ending.
 func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	s := c.s
-	c.pop.Load().bytes.Add(uint64(n))
 	if c.closing.Load() {
+		c.pop.Load().bytes.Add(uint64(n))
 		return false, true
 	}
 	v := s.gate.Read(c.h, uint32(n), now)
 	c.noteStage(v.Stage)
 	if v.Action == core.Disconnect {
+		c.pop.Load().bytes.Add(uint64(n))
 		c.disconnect(cause(v.Reason), true)
 		return false, true
 	}
@@ -174,6 +175,10 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	for {
 		err := c.framer.Next(m)
 		if err == wire.ErrIncomplete {
+			break
+		}
+		if c.closing.Load() { // a send overflowed, or Shutdown
+			stop = true
 			break
 		}
 		completed = true
@@ -198,7 +203,11 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			break
 		}
 	}
-	t.flush(c.pop.Load())
+	// Counted under the population at the end of the read, so the bytes
+	// of the read that carried the Hello count under its label.
+	pop := c.pop.Load()
+	pop.bytes.Add(uint64(n))
+	t.flush(pop)
 	s.readNanos.Add(atomicbucket.Nanotime() - now)
 	return completed, stop
 }
@@ -375,11 +384,7 @@ func (c *conn) send(size int, typ wire.Type, id uint64, st wire.Status, reason u
 		c.stopReader()
 		return false
 	}
-	if cap(c.out) < limit+wire.DisconnectSize {
-		b := make([]byte, len(c.out), limit+wire.DisconnectSize)
-		copy(b, c.out)
-		c.out = b
-	}
+	c.room(size)
 	switch typ {
 	case wire.TypeReply:
 		c.out = wire.AppendReply(c.out, id, st, reason, x)
@@ -416,10 +421,29 @@ func (c *conn) closeLocked(cs cause, frame bool) {
 		if cs < cause(core.NumReasons) {
 			reason = uint8(cs)
 		}
+		c.room(wire.DisconnectSize)
 		c.out = wire.AppendDisconnect(c.out, reason)
 	}
 	c.wakeWriter()
 }
+
+// room makes the outbound buffer able to take n more bytes. It starts
+// small and doubles, but never beyond WriteBuffer + DisconnectSize (len +
+// n never exceeds that: send keeps len ≤ WriteBuffer, and only the final
+// Disconnect goes past it). Called with mu held.
+func (c *conn) room(n int) {
+	need := len(c.out) + n
+	if need <= cap(c.out) {
+		return
+	}
+	size := min(max(2*cap(c.out), need, minOutBuffer), c.s.cfg.WriteBuffer+wire.DisconnectSize)
+	b := make([]byte, len(c.out), size)
+	copy(b, c.out)
+	c.out = b
+}
+
+// minOutBuffer is the first size of an outbound buffer.
+const minOutBuffer = 512
 
 // stopReader makes a blocked Read return at once; the reader sees closing
 // and ends.

@@ -79,8 +79,11 @@ type tclient struct {
 	fr *wire.Framer
 }
 
-func dial(addr netip.AddrPort) (*tclient, error) {
-	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(nextSrc(), 0)), Timeout: 10 * time.Second}
+func dial(addr netip.AddrPort) (*tclient, error) { return dialFrom(addr, nextSrc()) }
+
+// dialFrom connects from the given source address.
+func dialFrom(addr netip.AddrPort, src netip.Addr) (*tclient, error) {
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0)), Timeout: 10 * time.Second}
 	nc, err := d.Dial("tcp", addr.String())
 	if err != nil {
 		return nil, err

@@ -447,3 +447,66 @@ func TestMatchOf(t *testing.T) {
 		t.Errorf("reply reasons %v, want 2 accepted and 2 MatchLimit", reasons)
 	}
 }
+
+func TestConnectionFloodFromOneAddress(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Address = core.Budget{Rate: new(1.0), Burst: new(5.0)}
+	s := startServer(t, cfg)
+	src := nextSrc()
+	refused := 0
+	for i := range 8 {
+		c, err := dialFrom(s.Addr(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.nc.Close()
+		if i < 5 {
+			continue
+		}
+		r, ok, err := c.waitClosed(10 * time.Second)
+		if err != nil || !ok || r != core.AddressLimit {
+			t.Errorf("connection %d: reason %v (frame %v), err %v; want AddressLimit", i, r, ok, err)
+		}
+		refused++
+	}
+	// Another host is not affected.
+	if err := honest(s.Addr(), "other", 1); err != nil {
+		t.Error(err)
+	}
+	if n := s.Stats().Populations[PopulationNone].Disconnects["AddressLimit"]; n != uint64(refused) {
+		t.Errorf("AddressLimit disconnects %d, want %d", n, refused)
+	}
+}
+
+func TestLockoutCounted(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Strikes.Weights = map[core.Reason]float64{core.Malformed: 40} // past the lockout rung (32) at once
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	if err := c.hello("locked", "hostile"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.write(wire.AppendHeader(nil, 1, 99)); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.waitClosed(10 * time.Second); err != nil || !ok || r != core.Malformed {
+		t.Fatalf("reason %v (frame %v), err %v; want Malformed", r, ok, err)
+	}
+	c2 := mustDial(t, s.Addr())
+	hb, _ := wire.AppendHello(nil, []byte("locked"), []byte("hostile"))
+	if err := c2.write(hb); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c2.waitClosed(10 * time.Second); err != nil || !ok || r != core.Lockout {
+		t.Fatalf("reconnect: reason %v (frame %v), err %v; want Lockout", r, ok, err)
+	}
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	if p := st.Populations["hostile"]; p.Lockouts != 1 || p.Disconnects["Lockout"] != 1 || p.Disconnects["Malformed"] != 1 {
+		t.Errorf("hostile stats: %+v", p)
+	}
+	if st.Gate.Lockouts != 1 {
+		t.Errorf("gate lockouts %d, want 1", st.Gate.Lockouts)
+	}
+	checkAccounting(t, st)
+}

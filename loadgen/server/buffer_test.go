@@ -1,0 +1,49 @@
+package server
+
+import (
+	"net"
+	"testing"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// TestOutboundBufferBound fills a connection's outbound buffer with no
+// writer running: it grows from small to WriteBuffer and never beyond
+// WriteBuffer + DisconnectSize, and the frame that does not fit ends the
+// connection with QueueFull and a final Disconnect frame.
+func TestOutboundBufferBound(t *testing.T) {
+	cfg := testConfig()
+	cfg.WriteBuffer = 1000
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := s.newConn(a)
+	sent := 0
+	for c.send(wire.ReplySize, wire.TypeReply, uint64(sent+1), wire.StatusOK, 0, 0) {
+		sent++
+		if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
+			t.Fatalf("buffer capacity %d after %d replies", cap(c.out), sent)
+		}
+	}
+	if want := cfg.WriteBuffer / wire.ReplySize; sent != want {
+		t.Errorf("%d replies fit, want %d", sent, want)
+	}
+	if !c.closing.Load() || c.cause != cause(core.QueueFull) {
+		t.Errorf("closing %v cause %v, want QueueFull", c.closing.Load(), c.cause)
+	}
+	if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
+		t.Errorf("buffer capacity %d", cap(c.out))
+	}
+	var m wire.Msg
+	if _, err := wire.Decode(c.out[len(c.out)-wire.DisconnectSize:], 0, &m); err != nil || m.Type != wire.TypeDisconnect || core.Reason(m.Reason) != core.QueueFull {
+		t.Errorf("last frame %+v, %v; want Disconnect QueueFull", m, err)
+	}
+	if c.send(wire.PingSize, wire.TypePong, 0, 0, 0, 1) {
+		t.Error("a frame was queued after the connection closed")
+	}
+}

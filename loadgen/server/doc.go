@@ -1,0 +1,133 @@
+// Package server is sluice's reference game server: a TCP server on a
+// loopback address that speaks the loadgen/wire protocol and puts every
+// read and every frame through a core.Gate. The load harness runs it
+// in-process against its clients; `sluice serve` runs it standalone (Run).
+//
+// # Model
+//
+// New builds the server and its gate from a Config; Start listens (port 0
+// picks a free port, see Addr) and starts the accept loop and the tick
+// loop. A listen address that is not loopback is refused (ErrNonLoopback)
+// unless Config.AllowNonLoopback says otherwise.
+//
+// Each accepted connection is refused at once (accepted and closed,
+// counted in ConnStats.Refused) while MaxConns are open. Otherwise the
+// gate opens a session for its source address (Gate.Open: the pre-auth
+// address bucket, lockouts, the session table; clients may bind distinct
+// 127.x.y.z source addresses to look like distinct hosts), and refusal
+// there sends a Disconnect frame with the reason and closes. Then, for each
+// read from the socket:
+//
+//  1. Gate.Read charges the whole read to the byte budget (a read is never
+//     larger than the budget's burst: the server reads at most that much at
+//     a time). If it is refused, every frame the read completed is decoded
+//     (to stay in sync) and dropped with its reason.
+//  2. Every whole frame is decoded by a wire.Framer whose buffer is fixed
+//     at accept, and checked with Gate.Check(FlagCharged), with Kind = the
+//     frame's channel byte (an index into Policy.Channels); what follows
+//     depends on its type, below.
+//  3. A Disconnect verdict sends a Disconnect frame with the reason, then
+//     closes the connection.
+//
+// By frame type:
+//
+//   - Input, on an input or predicted channel: accepted inputs are queued
+//     for the next tick.
+//   - Request, on a request channel: accepted requests are queued, and
+//     answered on the tick (StatusOK, or StatusFailed when the connection
+//     has not said Hello: passing the gate is not permission). A Reject
+//     verdict is answered at once with StatusRejected, the reason byte and
+//     the retry-after; a Drop (Duplicate, Replay, transport limits) gets no
+//     reply.
+//   - Hello: the first one authenticates the session (Gate.Authenticate)
+//     with the account AccountID(token) and sets the connection's
+//     population label; it is answered with a Reply of id 0. A Hello of
+//     another version, a second Hello, a client-sent Reply, Disconnect or
+//     Pong, an Input on a request channel or a Request on an input channel,
+//     and any frame that does not decode are checked as malformed
+//     (FlagMalformed), so they earn strikes.
+//   - Ping: checked on the channel named Config.PingChannel when the
+//     policy has one, else limited by a bucket of the server's own
+//     (Config.PingRate); answered at once with a Pong.
+//   - A length prefix larger than the maximum frame is checked (reason
+//     Oversize), and then the connection is disconnected with reason
+//     Oversize whatever the verdict: the stream cannot be resynchronised.
+//
+// The tick loop runs at Config.TickRate (default 30 Hz). Each tick takes
+// the commands queued before it started from one bounded queue shared by
+// all connections (Config.QueueSize; a message that finds it full is
+// refused with reason QueueFull, and a request is answered so): inputs are
+// counted as applied; each request is answered and then Gate.Done is
+// called. Then Gate.Step. The handler is deliberately trivial (count and
+// answer): the server exists to exercise the gate.
+//
+// Time is only ever the server's monotonic clock (atomicbucket.Nanotime):
+// every gate call gets it, nothing from a client is taken as time (a
+// Ping's timestamp is only echoed). Socket deadlines are computed from it
+// too.
+//
+// # Timeouts and slow clients
+//
+// A connection that completes no frame for IdleTimeout (default 30s,
+// including one that never says Hello), or that holds a partial frame for
+// FrameTimeout since its first bytes (default 5s: slowloris, lying length
+// prefixes), is sent a Disconnect with reason 0 and closed (cause
+// "Timeout": core has no timeout reason). Replies and pongs go to a
+// per-connection outbound buffer of at most WriteBuffer bytes (default
+// 8192) that the connection's writer goroutine flushes; a frame that
+// would not fit disconnects the connection with reason QueueFull, so a
+// client that does not read cannot make the server buffer without limit,
+// and a write that does not complete within WriteTimeout (default 5s)
+// closes it.
+//
+// # Memory per connection
+//
+// One connection holds at most, in bytes:
+//
+//	ReadBuffer                       the framer buffer, fixed at accept:
+//	                                 default 2 × max frame = 8,192
+//	+ 2 × (WriteBuffer + 6)          the outbound buffer and the writer's
+//	                                 spare, allocated small and doubled as
+//	                                 needed: default 2 × 8,198 = 16,396
+//	+ ConnOverhead (20,480)          two goroutine stacks, the net.Conn,
+//	                                 the conn record, the gate session
+//	= 45,068 with the defaults       (Server.ConnMemoryBound)
+//
+// plus the kernel's socket buffers, which are not Go memory. A connection
+// that gets few replies holds about 14 KiB (measured by the heap test:
+// 2000 hostile connections, both ends of each socket counted). Shared by
+// all connections: the tick queue (QueueSize × 24 bytes, default 384 KiB)
+// and the gate's tables (sized by the policy).
+//
+// # Concurrency
+//
+// Goroutines: one accept loop, one tick loop, and two per connection (the
+// reader, which makes every gate call for its frames, and the writer).
+// Senders (the reader and the tick) append to the outbound buffer under a
+// per-connection mutex and never wait on the socket. Shutdown closes the
+// listener, runs a last tick, sends every connection a Disconnect with
+// reason Closed, waits for the writers to flush and for every goroutine to
+// end (or, when its context ends first, closes every connection and still
+// waits for the goroutines). Close is Shutdown without the wait for
+// flushing. Every exported method is safe for concurrent use.
+//
+// # Stats
+//
+// Stats returns a plain snapshot: per population (the Hello label;
+// PopulationNone before or without a Hello; labels beyond
+// Config.MaxPopulations or not printable are PopulationOther) the
+// connections, frames, bytes, accepted frames, applied inputs, handled
+// requests, pongs, drops and rejections by reason name, disconnects by
+// cause (a reason name, or Timeout, PeerClosed, WriteError) and lockouts
+// (connections whose strike stage rose to lockout). Every frame counts as
+// exactly one of accepted, dropped or rejected. The gate's own snapshot is
+// included.
+//
+// The server's CPU per frame is measured two ways: ReadService and
+// TickService are the monotonic time spent handling reads (decode, gate,
+// dispatch: not the read system calls) and ticks, to divide by Frames;
+// this excludes whatever else runs in the process, so it is the figure to
+// use in-process. ProcessCPU is the process's user+system CPU time
+// (getrusage) since Start, the figure to use when the server runs
+// standalone.
+package server
