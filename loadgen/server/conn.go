@@ -186,7 +186,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		if err == wire.ErrOversize {
 			// The stream cannot be resynchronised: let the gate see it
 			// (and strike), then disconnect whatever it said.
-			s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now)
+			c.noteStage(s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now).Stage)
 			t.drop(core.Oversize)
 			c.disconnect(cause(core.Oversize), true)
 			stop = true
