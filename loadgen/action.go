@@ -1,14 +1,17 @@
 package loadgen
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
 // Kind labels what a client sends, for recording (population × kind) and
-// for the wire: each sendable kind has a fixed place in the reference
-// protocol (see the table in the package doc). Kinds have stable names.
+// for the wire: each sendable kind is sent as one frame type, on the
+// policy channel of its name (see Wire, Channels and the table in the
+// package doc). Kinds have stable names.
 type Kind uint8
 
 // The kinds. New ones are only ever appended.
@@ -61,19 +64,18 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return err
 }
 
-// Wire returns the frame type a kind is sent as and its channel (Input) or
-// command kind (Request). Only move, ability, chat, purchase and ping are
-// sendable with OpSend; ok is false for the others.
+// Wire returns the frame type a kind is sent as and, for inputs and
+// requests, its channel in DefaultPolicy (the Input's channel byte, the
+// Request's kind byte; see DefaultChannels). Only move, ability, chat,
+// purchase and ping are sendable with OpSend; ok is false for the others.
+// A run against another policy sends each kind on the channel of the same
+// name (see ChannelsOf).
 func (k Kind) Wire() (t wire.Type, code uint8, ok bool) {
 	switch k {
-	case KindMove:
-		return wire.TypeInput, 1, true
-	case KindAbility:
-		return wire.TypeInput, 2, true
-	case KindChat:
-		return wire.TypeRequest, 1, true
-	case KindPurchase:
-		return wire.TypeRequest, 2, true
+	case KindMove, KindAbility:
+		return wire.TypeInput, uint8(DefaultChannels[k]), true
+	case KindChat, KindPurchase:
+		return wire.TypeRequest, uint8(DefaultChannels[k]), true
 	case KindPing:
 		return wire.TypePing, 0, true
 	}
@@ -86,29 +88,66 @@ func (k Kind) Sendable() bool {
 	return ok
 }
 
-// KindOfInput returns the kind sent as an Input on channel, and
-// KindOfRequest the kind sent as a Request of the given command kind; ok is
-// false for codes no kind uses. A server or sim driver uses them to label
-// what it decides.
-func KindOfInput(channel uint8) (Kind, bool) {
-	switch channel {
-	case 1:
-		return KindMove, true
-	case 2:
-		return KindAbility, true
+// Channels maps each kind sent as an Input or a Request to its channel: the
+// index, in the server's Policy.Channels, that the frame's channel (Input)
+// or kind (Request) byte carries. -1 means the policy has no channel for
+// the kind: a client does not send it, and counts it as NotSent. Pings have
+// no channel byte (the server checks them on its ping channel); their entry
+// is -1, as are those of the kinds that are not sendable.
+type Channels [NumKinds]int
+
+// DefaultChannels is the layout of DefaultPolicy: move 0, ability 1, chat
+// 2, purchase 3.
+var DefaultChannels = Channels{-1, 0, 1, 2, 3, -1, -1, -1}
+
+// ErrChannel is wrapped by ChannelsOf's errors.
+var ErrChannel = errors.New("loadgen: policy channel does not fit the harness")
+
+// ChannelsOf maps the kinds to the channels of p by name: "move",
+// "ability", "chat" and "purchase". A missing channel maps to -1. A
+// channel of the wrong class (a request class for move or ability, another
+// class for chat or purchase) or direction, or at an index a byte cannot
+// carry, is an error wrapping ErrChannel: the server would count every such
+// frame as malformed, which is a mistake in the run's set-up, not a finding.
+func ChannelsOf(p *core.Policy) (Channels, error) {
+	out := Channels{-1, -1, -1, -1, -1, -1, -1, -1}
+	for _, k := range []Kind{KindMove, KindAbility, KindChat, KindPurchase} {
+		i := p.ChannelIndex(k.String())
+		if i < 0 {
+			continue
+		}
+		c := &p.Channels[i]
+		wantReq := k == KindChat || k == KindPurchase
+		switch {
+		case i > 255:
+			return out, fmt.Errorf("%w: channel %q is at index %d, past what one byte carries", ErrChannel, c.Name, i)
+		case c.Direction != core.ClientToServer:
+			return out, fmt.Errorf("%w: channel %q is server-to-client; the harness sends %v on it", ErrChannel, c.Name, k)
+		case wantReq && c.Class != core.ClassRequest:
+			return out, fmt.Errorf("%w: channel %q has class %v; the harness sends %v as requests", ErrChannel, c.Name, c.Class, k)
+		case !wantReq && c.Class == core.ClassRequest:
+			return out, fmt.Errorf("%w: channel %q has class request; the harness sends %v as inputs", ErrChannel, c.Name, k)
+		}
+		out[k] = i
 	}
-	return 0, false
+	return out, nil
 }
 
-// KindOfRequest: see KindOfInput.
-func KindOfRequest(kind uint8) (Kind, bool) {
-	switch kind {
-	case 1:
-		return KindChat, true
-	case 2:
-		return KindPurchase, true
-	}
-	return 0, false
+// DefaultPolicy is the policy a run uses when a scenario gives none: one
+// channel per sendable kind, named after it, in the order of
+// DefaultChannels (move and ability inputs, chat and purchase requests,
+// then ping, an input channel the server checks pings on), and core's
+// defaults everywhere else (30 messages per second per channel, the
+// default transport, account, address and match budgets, strikes and
+// tables).
+func DefaultPolicy() core.Policy {
+	return core.Policy{Channels: []core.Channel{
+		{Name: "move", Class: core.ClassInput},
+		{Name: "ability", Class: core.ClassInput},
+		{Name: "chat", Class: core.ClassRequest},
+		{Name: "purchase", Class: core.ClassRequest},
+		{Name: "ping", Class: core.ClassInput},
+	}}
 }
 
 // Op is what an action does.

@@ -122,6 +122,20 @@ func (v *VirtualTime) Now() int64 { return v.now }
 // Len returns the number of queued events.
 func (v *VirtualTime) Len() int { return len(v.q) }
 
+// Peek returns the time of the earliest queued event; ok is false when
+// none is queued.
+func (v *VirtualTime) Peek() (at int64, ok bool) {
+	if len(v.q) == 0 {
+		return 0, false
+	}
+	return v.q[0].ev.At, true
+}
+
+// AdvanceTo moves the clock to t (never back), for a driver that acts at t
+// (a simulated server's tick) before it hands out what is due. Events
+// queued before t are still handed out, in order, with their own At.
+func (v *VirtualTime) AdvanceTo(t int64) { v.now = max(v.now, t) }
+
 // Push queues ev; an At before Now is moved to Now.
 func (v *VirtualTime) Push(ev Event) {
 	ev.At = max(ev.At, v.now)
@@ -178,19 +192,29 @@ type RealTime struct {
 }
 
 // NewRealTime returns a clock whose time 0 is now.
-func NewRealTime() *RealTime {
+func NewRealTime() *RealTime { return newRealTimeAt(time.Now()) }
+
+func newRealTimeAt(start time.Time) *RealTime {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &RealTime{start: time.Now(), timer: t}
+	return &RealTime{start: start, timer: t}
 }
+
+// Clone returns a clock with the same time 0 and its own timer, for
+// another worker of the same run.
+func (r *RealTime) Clone() *RealTime { return newRealTimeAt(r.start) }
 
 // Now returns ns since the start, on the monotonic clock. It is safe for
 // concurrent use.
 func (r *RealTime) Now() int64 { return int64(time.Since(r.start)) }
 
-// Poll waits for an event on events until Now() ≥ until, or ctx ends.
+// Poll waits for an event on events until Now() ≥ until, or ctx ends. An
+// ended ctx is noticed even while events keep coming, so that a stream of
+// events never holds up a cancelled run.
 func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, ev *Event) (bool, error) {
 	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
 	case e := <-events:
 		*ev = e
 		return true, nil

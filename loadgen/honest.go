@@ -24,19 +24,20 @@ const (
 
 func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 
-// connectAt draws a client's first connect time in [Start, Start+spread).
+// connectAt draws a client's first connect time in [A, A+spread), A its
+// arrival (its window's Start when Arrive is earlier).
 func connectAt(c *Client, spread int64) int64 {
-	return c.Start + subRand(c, subConnect).Between(0, max(spread-1, 0))
+	return max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(spread-1, 0))
 }
 
 // Honest is a real player: movement input at the tick rate with jitter,
 // abilities with human double-clicks, chat, rare purchases and a ping to
 // measure the connection. It connects once, at a random time in the first
-// ConnectSpread, and plays until the end. A NAT crowd is an Honest
+// ConnectSpread after its arrival, and plays until the end of its window. A NAT crowd is an Honest
 // population with PerAddress > 1 (see NATCrowd).
 type Honest struct {
 	// ConnectSpread: the first connect is at a uniform time in
-	// [0, ConnectSpread) after the start. Default 1s.
+	// [0, ConnectSpread) after the client's arrival. Default 1s.
 	ConnectSpread time.Duration `yaml:"connect_spread"`
 	// TickRate: movement inputs per second. Default 20. Negative: none.
 	TickRate float64 `yaml:"tick_rate"`
@@ -260,13 +261,15 @@ func (l Laggy) Stream(c *Client) Stream {
 }
 
 // MassReconnect is an honest player whose server restarts: at RestartAt
-// every such client loses its connection (it closes it itself, in case the
+// (from the start of the population's window) every such client loses its
+// connection (it closes it itself, in case the
 // driver does not restart the server), notices within Detect, and climbs a
 // reconnect ladder: the thundering herd after a restart.
 type MassReconnect struct {
 	Honest `yaml:",inline"`
-	// RestartAt: when the restart happens, from the run's start. Default:
-	// half-way through the run.
+	// RestartAt: when the restart happens, from the start of the
+	// population's window (the run's start by default). Default: half-way
+	// through the window.
 	RestartAt time.Duration `yaml:"restart_at"`
 	// Detect: each client notices the loss at a uniform time in
 	// [0, Detect) after it. Default 1s.

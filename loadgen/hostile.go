@@ -7,11 +7,11 @@ import (
 )
 
 // Persist is how a hostile client comes back: it connects once at a random
-// time in the first ConnectSpread and, whenever it is down (refused,
-// disconnected), retries every RetryEvery. Hostile behaviours embed it.
+// time in the first ConnectSpread after its arrival and, whenever it is
+// down (refused, disconnected), retries every RetryEvery. Hostile behaviours embed it.
 type Persist struct {
 	// ConnectSpread: the first connect is at a uniform time in
-	// [0, ConnectSpread) after the start. Default 1s.
+	// [0, ConnectSpread) after the client's arrival. Default 1s.
 	ConnectSpread time.Duration `yaml:"connect_spread"`
 	// RetryEvery: while down, reconnect this often (OpRetry). Default 1s.
 	// Negative: never.

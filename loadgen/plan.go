@@ -43,20 +43,44 @@ func (e *ParamError) Error() string {
 func (e *ParamError) Unwrap() error { return ErrParam }
 
 // Client is one simulated player (or attacker): its place in the plan, its
-// seed, its identity and the run's window. Plan.Clients makes them.
+// seed, its identity, its population's window and its arrival. Plan.Clients
+// makes them.
 type Client struct {
-	Index      int       // position in the plan, across every population
-	Population int       // index into Plan.Populations (and the recorder's labels)
-	Label      string    // the population's name, sent in Hello
-	Seed       uint64    // ClientSeed(plan seed, Index)
-	Account    uint64    // the account its Hello carries; shared within a PerAccount group
-	Addr       uint32    // the source-address group it dials from; shared within a PerAddress group
-	Start, End int64     // the run's window in ns; no action is at or after End
-	Behaviour  Behaviour // what it does
+	Index      int    // position in the plan, across every population
+	Population int    // index into Plan.Populations (and the recorder's labels)
+	Label      string // the population's name, sent in Hello
+	Seed       uint64 // ClientSeed(plan seed, Index)
+	Account    uint64 // the account its Hello carries; shared within a PerAccount group
+	Addr       uint32 // the source-address group it dials from; shared within a PerAddress group
+	// Start and End are the population's window in ns since the run's
+	// start; no action is at or after End, and a worker closes the
+	// client's connection once it is over (see Worker).
+	Start, End int64
+	// Arrive is when the client arrives (Start ≤ Arrive; at or after End
+	// it never acts): behaviours start their first connect from it (see
+	// Arrival). A zero Arrive means Start.
+	Arrive    int64
+	Behaviour Behaviour // what it does
 }
 
 // Stream returns the client's actions.
 func (c *Client) Stream() Stream { return c.Behaviour.Stream(c) }
+
+// Arrival says when a population's clients arrive within its window. The
+// zero value is "all". Behaviours add their own connect jitter (a
+// ConnectSpread, default 1s) after the arrival.
+type Arrival struct {
+	// Kind is "all" (the default: every client at Start), "ramp" (evenly
+	// over Over: client i of n at Start + i·Over/n) or "poisson"
+	// (exponential gaps at Rate clients per second from Start, drawn from
+	// the plan's seed and the population's index).
+	Kind string
+	// Over is the ramp's length; default the population's window.
+	Over time.Duration
+	// Rate is the Poisson arrival rate in clients per second (required
+	// for "poisson"; at most 1e6).
+	Rate float64
+}
 
 // Population is a group of clients with one behaviour and one identity
 // layout.
@@ -73,12 +97,30 @@ type Population struct {
 	// PerAccount is how many clients share one account: a hot key hammered
 	// from many connections (≤ 1: one account each).
 	PerAccount int
+	// Arrival says when the clients arrive within the window.
+	Arrival Arrival
+	// Start and Stop are the population's active window within the run:
+	// its clients act in [Start, Stop) (zero Stop: the end of the run) and
+	// leave after it. 0 ≤ Start < Stop ≤ the plan's Duration.
+	Start, Stop time.Duration
+	// Hostile marks the population's role for reports (its admitted
+	// traffic counts against the policy); the run itself ignores it.
+	Hostile bool
+}
+
+// window returns the population's window in ns within a run of length d.
+func (pop *Population) window(d time.Duration) (start, end int64) {
+	end = int64(d)
+	if pop.Stop > 0 {
+		end = int64(pop.Stop)
+	}
+	return int64(pop.Start), end
 }
 
 // Plan is a whole run's client population: what a scenario expands to.
 type Plan struct {
 	Seed        uint64
-	Duration    time.Duration // the run's length: every client's window is [0, Duration)
+	Duration    time.Duration // the run's length: every client's window is within [0, Duration)
 	Populations []Population
 }
 
@@ -110,6 +152,25 @@ func (p *Plan) Validate() error {
 		case pop.Behaviour == nil:
 			return &ParamError{owner, "Behaviour", nil, "is required"}
 		}
+		if pop.Start < 0 || pop.Start >= p.Duration {
+			return &ParamError{owner, "Start", pop.Start, "must be in [0, Duration)"}
+		}
+		if pop.Stop != 0 && (pop.Stop <= pop.Start || pop.Stop > p.Duration) {
+			return &ParamError{owner, "Stop", pop.Stop, "must be 0 (the end of the run) or in (Start, Duration]"}
+		}
+		switch a := pop.Arrival; a.Kind {
+		case "", ArrivalAll:
+		case ArrivalRamp:
+			if a.Over < 0 || a.Over > MaxDuration {
+				return &ParamError{owner, "Arrival.Over", a.Over, "must be in [0, 24h]"}
+			}
+		case ArrivalPoisson:
+			if !(a.Rate > 0 && a.Rate <= maxRate) {
+				return &ParamError{owner, "Arrival.Rate", a.Rate, fmt.Sprintf("must be in (0, %g] clients per second", float64(maxRate))}
+			}
+		default:
+			return &ParamError{owner, "Arrival.Kind", a.Kind, "must be all, ramp or poisson"}
+		}
 		seen[pop.Name] = true
 		total += pop.Clients
 		if total > MaxClients {
@@ -131,15 +192,64 @@ func (p *Plan) Labels() []string {
 	return out
 }
 
+// The arrival kinds.
+const (
+	ArrivalAll     = "all"
+	ArrivalRamp    = "ramp"
+	ArrivalPoisson = "poisson"
+)
+
+// arrivals yields the arrival times of a population's clients in order.
+type arrivals struct {
+	a          Arrival
+	start, end int64
+	n          int
+	rng        *Rand
+	t          int64
+}
+
+func newArrivals(seed uint64, pi int, pop *Population, d time.Duration) *arrivals {
+	start, end := pop.window(d)
+	a := &arrivals{a: pop.Arrival, start: start, end: end, n: pop.Clients, t: start}
+	if a.a.Kind == ArrivalPoisson {
+		a.rng = NewRand(mix64(seed ^ mix64(uint64(pi)^0xa441_7a1)))
+	}
+	return a
+}
+
+// at returns the arrival of client i (called for i = 0, 1, ... in order).
+func (a *arrivals) at(i int) int64 {
+	switch a.a.Kind {
+	case ArrivalRamp:
+		over := int64(a.a.Over)
+		if over == 0 {
+			over = a.end - a.start
+		}
+		// i·over/n without overflow: over ≤ 24h < 2^47 and n ≤ 2^20.
+		return a.start + int64(float64(i)*float64(over)/float64(a.n))
+	case ArrivalPoisson:
+		if a.t < a.end { // past the end nothing more arrives; stop drawing
+			a.t += a.rng.Exp(period(a.a.Rate))
+		}
+		return a.t
+	}
+	return a.start
+}
+
 // Clients expands the plan into its clients, in population order. Accounts
 // and address groups are numbered from 1 across the whole plan, so no two
-// populations share one unless a layout says so. The plan must be valid.
+// populations share one unless a layout says so. Each client's window is
+// its population's, and its arrival follows the population's Arrival. The
+// plan must be valid.
 func (p *Plan) Clients() []Client {
 	var out []Client
 	var account uint64
 	var addr uint32
-	for pi, pop := range p.Populations {
+	for pi := range p.Populations {
+		pop := &p.Populations[pi]
 		perAcct, perAddr := max(pop.PerAccount, 1), max(pop.PerAddress, 1)
+		start, end := pop.window(p.Duration)
+		arr := newArrivals(p.Seed, pi, pop, p.Duration)
 		for i := 0; i < pop.Clients; i++ {
 			if i%perAcct == 0 {
 				account++
@@ -155,8 +265,9 @@ func (p *Plan) Clients() []Client {
 				Seed:       ClientSeed(p.Seed, idx),
 				Account:    account,
 				Addr:       addr,
-				Start:      0,
-				End:        int64(p.Duration),
+				Start:      start,
+				End:        end,
+				Arrive:     arr.at(i),
 				Behaviour:  pop.Behaviour,
 			})
 		}

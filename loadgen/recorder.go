@@ -97,12 +97,17 @@ type popRecord struct {
 	dropped  [NumKinds][NumMetrics]int64
 	outcomes [NumKinds][NumOutcomes]int64
 	bytes    [NumKinds]int64
+	// decisions are the server's, on every frame the population sent
+	// (Accepted, or the reason it refused it): outcomes below
+	// ServerReasons only.
+	decisions [NumOutcomes]int64
 }
 
 // Recorder holds a run's (or one worker's) measurements: per population ×
 // kind, an HDR histogram of each Metric (values in ns, created on first
-// use) and counts of every Outcome and of bytes written; and the workers'
-// Stats. Each worker records into its own Recorder; Merge adds them up,
+// use) and counts of every Outcome the client saw and of bytes written; per
+// population, the server's decisions on what it sent (see AddDecision);
+// and the workers' Stats. Each worker records into its own Recorder; Merge adds them up,
 // checking and keeping the count of values every histogram merge dropped.
 // Make one with NewRecorder; it is not safe for concurrent use.
 type Recorder struct {
@@ -158,6 +163,23 @@ func (r *Recorder) Record(pop int, k Kind, m Metric, ns int64) {
 func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
 	r.pops[pop].outcomes[k][o] += n
 }
+
+// AddDecision counts n frames of the population that the server accepted
+// (o = Accepted) or refused for reason o (o < ServerReasons; other
+// outcomes are ignored). Unlike the outcomes, which are what the client
+// saw (an input is only ever Sent), decisions cover every frame, inputs
+// included. The sim driver counts each frame (and Hello) as it decides
+// it; the loopback driver reads the server's per-population counters,
+// which count a client's frames before its Hello under no population.
+func (r *Recorder) AddDecision(pop int, o Outcome, n int64) {
+	if o < ServerReasons {
+		r.pops[pop].decisions[o] += n
+	}
+}
+
+// Decisions returns the server's decisions on the population's frames, by
+// outcome (Accepted and server reasons only).
+func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].decisions }
 
 // AddBytes counts n bytes written for kind k.
 func (r *Recorder) AddBytes(pop int, k Kind, n int64) {
@@ -228,6 +250,9 @@ func (r *Recorder) Merge(from *Recorder) error {
 				p.outcomes[k][o] += q.outcomes[k][o]
 			}
 			p.bytes[k] += q.bytes[k]
+		}
+		for o := range NumOutcomes {
+			p.decisions[o] += q.decisions[o]
 		}
 	}
 	r.Stats.add(from.Stats)

@@ -2,10 +2,11 @@ package loadgen
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -88,6 +89,7 @@ type clientState struct {
 	c        Client
 	stream   Stream
 	next     Action
+	left     bool // the stream is exhausted; next is the leave, if any
 	gen      uint32
 	state    connState
 	lastDial bool // the last connection was opened with OpDial
@@ -99,6 +101,11 @@ type clientState struct {
 	nextID   uint64 // last fresh request id issued
 	lastID   uint64 // latest request id sent
 	doneID   uint64 // latest request id answered
+
+	// What the run reports per client (see Result).
+	firstDial, firstSend int64 // -1 until the first dial, the first write
+	cut                  int64 // when the server first disconnected or locked it out; -1 if never
+	disconnected, locked bool
 }
 
 type timeout struct {
@@ -112,13 +119,22 @@ type timeout struct {
 // the worker carries each out as soon as it is due, and one that is late
 // (the worker was busy) is carried out at once, never rescheduled and
 // never skipped, while its latency still counts from its intended time and
-// its lateness is recorded as send lag. Sends never wait for replies.
-// Everything is recorded into one Recorder. Make one with NewWorker; Run it
-// once. A Worker is not safe for concurrent use.
+// its lateness is recorded as send lag. Sends never wait for replies. A
+// client whose window ends before the run's closes its connection Timeout
+// after its window (its last replies have had their chance), and every
+// client's connection is closed at the end of the run.
+//
+// Everything is recorded into one Recorder, at the driver's time of the
+// record (a reply when it arrived, a send when it was written): run.go's
+// RunSim and RunLoopback also keep a warm-up out of it and feed a time
+// series. Kinds go out on the channels of DefaultChannels unless
+// SetChannels says otherwise. Make one with NewWorker; Run it once. A
+// Worker is not safe for concurrent use.
 type Worker struct {
 	d        Driver
 	rec      *Recorder
 	cfg      RunConfig
+	channels Channels
 	clients  []clientState
 	heap     []int32 // client indexes, by (next.At, index)
 	timeouts []timeout
@@ -130,8 +146,22 @@ type Worker struct {
 	wbuf     []byte
 	meta     []frameMeta
 	zeros    []byte
-	token    [8]byte
+	token    []byte
+
+	// Windows and the series (set by run.go; zero: everything is measured
+	// and there is no series).
+	warmup int64
+	clock  int64 // the latest record time: records are placed at max(t, clock)
+	series *series
+	cur    int        // the series interval acc holds
+	acc    []Interval // per population, not yet merged into series
+	// onLoop, if set, is called with the driver's time every loopEvery
+	// iterations of Run's loop.
+	onLoop func(now int64)
 }
+
+// loopEvery is how often (in loop iterations) Run calls onLoop.
+const loopEvery = 1024
 
 // NewWorker prepares a worker for clients (whose Population indexes the
 // recorder's labels) on driver d. The run ends at the latest client End.
@@ -143,7 +173,10 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 	if len(clients) > MaxClients {
 		return nil, &ParamError{"run", "clients", len(clients), "too many"}
 	}
-	w := &Worker{d: d, rec: rec, cfg: cfg, clients: make([]clientState, len(clients))}
+	w := &Worker{d: d, rec: rec, cfg: cfg, channels: DefaultChannels, clients: make([]clientState, len(clients)), cur: -1}
+	for _, c := range clients {
+		w.end = max(w.end, c.End)
+	}
 	for i, c := range clients {
 		if c.Population < 0 || c.Population >= len(rec.labels) {
 			return nil, fmt.Errorf("%w: client %d: population %d has no label", ErrParam, c.Index, c.Population)
@@ -154,12 +187,34 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 		cs := &w.clients[i]
 		cs.c = c
 		cs.stream = c.Stream()
-		w.end = max(w.end, c.End)
-		if cs.stream.Next(&cs.next) && cs.next.At < c.End {
+		cs.firstDial, cs.firstSend, cs.cut = -1, -1, -1
+		if w.advance(cs) {
 			w.push(int32(i))
 		}
 	}
 	return w, nil
+}
+
+// SetChannels sets the channels the kinds are sent on (see ChannelsOf).
+// Call it before Run.
+func (w *Worker) SetChannels(ch Channels) { w.channels = ch }
+
+// advance moves cs.next to the client's next action, or to its leave (a
+// disconnect Timeout after its window, when that is before the end of the
+// run), and reports whether there is one.
+func (w *Worker) advance(cs *clientState) bool {
+	if cs.left {
+		return false
+	}
+	if cs.stream.Next(&cs.next) && cs.next.At < cs.c.End {
+		return true
+	}
+	cs.left = true
+	if leave := cs.c.End + int64(w.cfg.Timeout); leave < w.end {
+		cs.next = Action{At: leave, Op: OpDisconnect}
+		return true
+	}
+	return false
 }
 
 // Run carries out every action up to the end of the run (or MaxActions),
@@ -167,8 +222,12 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 // as Timeout, and closes every connection. It returns ctx's error if ctx
 // ends first, or the driver's.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.flushSeries()
 	var ev Event
-	for {
+	for loops := 1; ; loops++ {
+		if w.onLoop != nil && loops%loopEvery == 0 {
+			w.onLoop(w.d.Now())
+		}
 		until := w.end
 		if len(w.heap) > 0 {
 			until = min(until, w.clients[w.heap[0]].next.At)
@@ -178,7 +237,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		got, err := w.d.Poll(ctx, until, &ev)
 		if err != nil {
-			w.closeAll()
+			w.closeAll(w.d.Now())
 			return err
 		}
 		if got {
@@ -199,7 +258,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for w.inflight > 0 {
 		got, err := w.d.Poll(ctx, w.timeouts[w.thead].deadline, &ev)
 		if err != nil {
-			w.closeAll()
+			w.closeAll(w.d.Now())
 			return err
 		}
 		if got {
@@ -208,7 +267,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.expire(w.d.Now())
 		}
 	}
-	w.closeAll()
+	w.closeAll(w.d.Now())
 	return nil
 }
 
@@ -232,7 +291,7 @@ func (w *Worker) fireDue(now int64) bool {
 		now = w.d.Now()
 		w.exec(i, cs, &cs.next, now)
 		// The action is done with: only now may its stream overwrite it.
-		if cs.stream.Next(&cs.next) && cs.next.At < cs.c.End {
+		if w.advance(cs) {
 			w.down(0)
 		} else {
 			w.pop()
@@ -247,25 +306,25 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	case OpConnect, OpRetry, OpDial:
 		w.connect(i, cs, a, now)
 	case OpDisconnect:
-		if cs.state != down {
-			w.lost(i, cs, true)
+		if cs.state != down || len(cs.heldMeta) > 0 {
+			w.lost(i, cs, true, now)
 		}
 	case OpSend:
 		w.send(i, cs, a, now)
 	case OpRaw:
-		w.rec.Record(pop, KindRaw, SendLag, now-a.At)
+		w.record(now, pop, KindRaw, SendLag, now-a.At)
 		if cs.state == down {
-			w.rec.Add(pop, KindRaw, NotSent, 1)
+			w.add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
 		w.wbuf = append(w.wbuf[:0], a.Data...)
-		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, n: 1, bytes: int64(len(a.Data))})
+		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, intended: a.At, n: 1, bytes: int64(len(a.Data))})
 		w.transmit(i, cs, now)
 	case OpFreeze:
 		cs.frozen = true
 	case OpFlush:
 		cs.frozen = false
-		w.flush(i, cs)
+		w.flush(i, cs, now)
 	}
 }
 
@@ -280,14 +339,17 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 		dial = cs.lastDial
 	}
 	cs.lastDial = dial
-	if cs.state != down {
-		w.lost(i, cs, true)
+	if cs.state != down || len(cs.heldMeta) > 0 {
+		w.lost(i, cs, true, now)
 	}
-	w.rec.Record(pop, KindHello, SendLag, now-a.At)
+	w.record(now, pop, KindHello, SendLag, now-a.At)
 	cs.gen++
 	conn := ConnID{i, cs.gen}
+	if cs.firstDial < 0 {
+		cs.firstDial = now
+	}
 	if err := w.d.Dial(conn, cs.c.Addr); err != nil {
-		w.rec.Add(pop, KindHello, Refused, 1)
+		w.add(now, pop, KindHello, Refused, 1)
 		return
 	}
 	if dial {
@@ -298,19 +360,21 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	if account == 0 {
 		account = cs.c.Account
 	}
-	binary.BigEndian.PutUint64(w.token[:], account)
+	// The token is the account in decimal, which the server reads back as
+	// the same number (server.AccountID).
+	w.token = strconv.AppendUint(w.token[:0], account, 10)
 	label := cs.c.Label
 	if len(label) > wire.MaxLabel {
 		label = label[:wire.MaxLabel]
 	}
-	w.wbuf, _ = wire.AppendHello(w.wbuf[:0], w.token[:], []byte(label))
+	w.wbuf, _ = wire.AppendHello(w.wbuf[:0], w.token, []byte(label))
 	if err := w.d.Write(conn, w.wbuf); err != nil {
-		w.rec.Add(pop, KindHello, Disconnected, 1)
+		w.add(now, pop, KindHello, Disconnected, 1)
 		cs.state = open // so that lost closes it
-		w.lost(i, cs, true)
+		w.lost(i, cs, true, now)
 		return
 	}
-	w.rec.AddBytes(pop, KindHello, int64(len(w.wbuf)))
+	w.wrote(now, cs, KindHello, 1, int64(len(w.wbuf)))
 	cs.state = handshake
 	w.track(i, cs, KindHello, 0, a.At, now)
 }
@@ -332,13 +396,19 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 	pop, kind := cs.c.Population, a.Kind
 	count := int64(max(a.Count, 1))
-	t, code, ok := kind.Wire()
+	t, _, ok := kind.Wire()
 	if kind >= NumKinds {
 		kind = KindRaw // an invalid kind is still counted, under raw
 	}
-	w.rec.Record(pop, kind, SendLag, now-a.At)
+	var code uint8
+	if ok && t != wire.TypePing {
+		ch := w.channels[kind]
+		ok = ch >= 0 && ch <= 255
+		code = uint8(ch)
+	}
+	w.record(now, pop, kind, SendLag, now-a.At)
 	if !ok || cs.state == down || a.Size < 0 || a.Size > wire.MaxFrameLimit {
-		w.rec.Add(pop, kind, NotSent, count)
+		w.add(now, pop, kind, NotSent, count)
 		return
 	}
 	if len(w.zeros) < a.Size {
@@ -374,7 +444,7 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 func (w *Worker) transmit(i int32, cs *clientState, now int64) {
 	if cs.frozen || cs.state == handshake {
 		if len(cs.held)+len(w.wbuf) > w.cfg.MaxHeld {
-			w.countAll(cs, w.meta, NotSent)
+			w.countAll(now, cs, w.meta, NotSent)
 			return
 		}
 		cs.held = append(cs.held, w.wbuf...)
@@ -384,31 +454,31 @@ func (w *Worker) transmit(i int32, cs *clientState, now int64) {
 	w.write(i, cs, w.wbuf, w.meta, now)
 }
 
-func (w *Worker) countAll(cs *clientState, meta []frameMeta, o Outcome) {
+func (w *Worker) countAll(t int64, cs *clientState, meta []frameMeta, o Outcome) {
 	for _, m := range meta {
-		w.rec.Add(cs.c.Population, m.kind, o, m.n)
+		w.add(t, cs.c.Population, m.kind, o, m.n)
 	}
 }
 
 func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, now int64) {
 	if err := w.d.Write(ConnID{i, cs.gen}, buf); err != nil {
-		w.countAll(cs, meta, Disconnected)
-		w.lost(i, cs, true)
+		w.countAll(now, cs, meta, Disconnected)
+		w.lost(i, cs, true, now)
 		return
 	}
 	pop := cs.c.Population
 	for _, m := range meta {
-		w.rec.AddBytes(pop, m.kind, m.bytes)
+		w.wrote(now, cs, m.kind, m.n, m.bytes)
 		if m.tracked {
 			w.track(i, cs, m.kind, m.id, m.intended, now)
 		} else {
-			w.rec.Add(pop, m.kind, Sent, m.n)
+			w.add(now, pop, m.kind, Sent, m.n)
 		}
 	}
 }
 
 // flush writes what the client held, if it may send now.
-func (w *Worker) flush(i int32, cs *clientState) {
+func (w *Worker) flush(i int32, cs *clientState, now int64) {
 	if cs.frozen || cs.state != open || len(cs.held) == 0 {
 		return
 	}
@@ -416,15 +486,15 @@ func (w *Worker) flush(i int32, cs *clientState) {
 	cs.held, cs.heldMeta = buf[:0], meta[:0]
 	if w.draining {
 		// The run is over: nothing more is written.
-		w.countAll(cs, meta, NotSent)
+		w.countAll(now, cs, meta, NotSent)
 		return
 	}
-	w.write(i, cs, buf, meta, w.d.Now())
+	w.write(i, cs, buf, meta, now)
 }
 
 func (w *Worker) track(i int32, cs *clientState, kind Kind, id uint64, intended, sent int64) {
 	if len(cs.pending) >= w.cfg.MaxPending {
-		w.rec.Add(cs.c.Population, kind, Overflow, 1)
+		w.add(sent, cs.c.Population, kind, Overflow, 1)
 		return
 	}
 	cs.seq++
@@ -448,19 +518,29 @@ func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
 
 // lost ends the client's connection: what was awaited is Disconnected,
 // what was held is NotSent. close also closes it through the driver.
-func (w *Worker) lost(i int32, cs *clientState, close bool) {
+func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
 	pop := cs.c.Population
 	for _, p := range cs.pending {
-		w.rec.Add(pop, p.kind, Disconnected, 1)
+		w.add(now, pop, p.kind, Disconnected, 1)
 	}
 	w.inflight -= len(cs.pending)
 	cs.pending = cs.pending[:0]
-	w.countAll(cs, cs.heldMeta, NotSent)
+	w.countAll(now, cs, cs.heldMeta, NotSent)
 	cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
 	if close && cs.state != down {
 		_ = w.d.Close(ConnID{i, cs.gen})
 	}
 	cs.state = down
+}
+
+// cutOff notes that the server disconnected the client (or, with locked,
+// refused it with reason Lockout) at t.
+func (cs *clientState) cutOff(t int64, locked bool) {
+	cs.disconnected = cs.disconnected || !locked
+	cs.locked = cs.locked || locked
+	if cs.cut < 0 {
+		cs.cut = t
+	}
 }
 
 func (w *Worker) handle(ev *Event) {
@@ -490,14 +570,17 @@ func (w *Worker) handle(ev *Event) {
 			return
 		}
 		o := ReplyOutcome(ev.Status, ev.Reason)
+		if o == Outcome(core.Lockout) {
+			cs.cutOff(ev.At, true)
+		}
 		w.settle(pop, p, ev.At, o)
 		if p.kind != KindHello {
 			cs.doneID = ev.ID
 		} else if o == Accepted {
 			cs.state = open
-			w.flush(i, cs)
+			w.flush(i, cs, ev.At)
 		} else {
-			w.lost(i, cs, true)
+			w.lost(i, cs, true, ev.At)
 		}
 	case EvPong:
 		p, ok := w.take(cs, func(p *pending) bool { return p.kind == KindPing && p.id == ev.Timestamp })
@@ -511,19 +594,31 @@ func (w *Worker) handle(ev *Event) {
 		if ev.Reason != 0 {
 			o = ReasonOutcome(ev.Reason)
 		}
-		w.rec.Add(pop, KindSession, o, 1)
-		w.lost(i, cs, true)
+		if cs.state == handshake {
+			// The server refused the session (or ended it before it
+			// opened): that is the hello's outcome.
+			if _, ok := w.take(cs, func(p *pending) bool { return p.kind == KindHello }); ok {
+				w.add(ev.At, pop, KindHello, o, 1)
+			}
+		}
+		cs.cutOff(ev.At, false)
+		if o == Outcome(core.Lockout) {
+			cs.cutOff(ev.At, true)
+		}
+		w.add(ev.At, pop, KindSession, o, 1)
+		w.lost(i, cs, true, ev.At)
 	case EvClosed:
-		w.rec.Add(pop, KindSession, Disconnected, 1)
-		w.lost(i, cs, false)
+		cs.cutOff(ev.At, false)
+		w.add(ev.At, pop, KindSession, Disconnected, 1)
+		w.lost(i, cs, false, ev.At)
 	}
 }
 
 // settle records a reply to p that arrived at at.
 func (w *Worker) settle(pop int, p pending, at int64, o Outcome) {
-	w.rec.Record(pop, p.kind, Response, at-p.intended)
-	w.rec.Record(pop, p.kind, Service, at-p.sent)
-	w.rec.Add(pop, p.kind, o, 1)
+	w.record(at, pop, p.kind, Response, at-p.intended)
+	w.record(at, pop, p.kind, Service, at-p.sent)
+	w.add(at, pop, p.kind, o, 1)
 }
 
 // expire counts replies awaited past their deadline as Timeout. A hello
@@ -537,9 +632,9 @@ func (w *Worker) expire(now int64) {
 		if !ok {
 			continue
 		}
-		w.rec.Add(cs.c.Population, p.kind, Timeout, 1)
+		w.add(now, cs.c.Population, p.kind, Timeout, 1)
 		if p.kind == KindHello {
-			w.lost(t.client, cs, true)
+			w.lost(t.client, cs, true, now)
 		}
 	}
 	if w.thead > 1024 && w.thead*2 > len(w.timeouts) {
@@ -548,11 +643,11 @@ func (w *Worker) expire(now int64) {
 	}
 }
 
-func (w *Worker) closeAll() {
+func (w *Worker) closeAll(now int64) {
 	for i := range w.clients {
 		cs := &w.clients[i]
 		if cs.state != down || len(cs.heldMeta) > 0 {
-			w.lost(int32(i), cs, true)
+			w.lost(int32(i), cs, true, now)
 		}
 	}
 }

@@ -1,0 +1,182 @@
+package loadgen
+
+import (
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Interval is one point of a population's time series: what happened in
+// [Start, Start+width) of the run, by the driver's time of each record.
+type Interval struct {
+	Start time.Duration
+	// Sent counts the messages the population wrote: frames (a write of
+	// Count frames counts Count), hellos, and raw writes.
+	Sent int64
+	// Accepted counts the frames (and hellos) of the population that the
+	// server accepted: Outcomes[Accepted].
+	Accepted int64
+	// Outcomes below ServerReasons are the server's decisions on the
+	// population's frames (Accepted, or the reason it refused one; see
+	// Recorder.AddDecision); the others are what only the client saw (Sent,
+	// NotSent, Timeout, Disconnected, Refused, Failed, Overflow,
+	// UnknownReason), as the Recorder counts them.
+	Outcomes [NumOutcomes]int64
+	// Response holds the response times (from the intended send time, in
+	// ns) of every reply and pong the population received, all kinds
+	// together, in SeriesHist's geometry; nil when there were none.
+	Response *hdrhistogram.Histogram
+}
+
+// SeriesHist is the geometry of the series' response histograms: coarser
+// than a Recorder's (two significant digits, 1µs to one minute, about
+// 21 KiB each), since a run holds one per population per interval. Values
+// out of range are clamped into it.
+var SeriesHist = HistConfig{Lowest: 1000, Highest: int64(time.Minute), Digits: 2}
+
+// MaxIntervals bounds the points of a run's series (Plan.Duration /
+// RunSpec.Interval, rounded up).
+const MaxIntervals = 10_000
+
+// series is a run's time series, shared by its workers: each adds its
+// accumulation of one interval at a time under the mutex.
+type series struct {
+	mu    sync.Mutex
+	width int64
+	pts   [][]Interval // [population][interval]
+}
+
+func newSeries(pops int, width, duration int64) *series {
+	n := int((duration + width - 1) / width)
+	s := &series{width: width, pts: make([][]Interval, pops)}
+	for p := range s.pts {
+		s.pts[p] = make([]Interval, n)
+		for k := range s.pts[p] {
+			s.pts[p][k].Start = time.Duration(int64(k) * width)
+		}
+	}
+	return s
+}
+
+// index returns the interval of time t; times past the end of the run
+// (replies awaited after it) go into the last one.
+func (s *series) index(t int64) int {
+	n := len(s.pts[0])
+	return min(max(int(t/s.width), 0), n-1)
+}
+
+func newSeriesHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
+}
+
+// add merges from into point k of population pop. Both histograms have
+// SeriesHist's geometry and their values are clamped into it, so the merge
+// drops nothing.
+func (s *series) add(pop, k int, from *Interval) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	to := &s.pts[pop][k]
+	to.Sent += from.Sent
+	to.Accepted += from.Accepted
+	for o := range from.Outcomes {
+		to.Outcomes[o] += from.Outcomes[o]
+	}
+	if h := from.Response; h != nil && h.TotalCount() > 0 {
+		if to.Response == nil {
+			to.Response = newSeriesHist()
+		}
+		to.Response.Merge(h)
+	}
+}
+
+// The worker's records. t is the driver's time of the record; the worker
+// places each at max(t, the latest so far), so that events stamped a
+// little out of order by reading goroutines never move its series back.
+
+func (w *Worker) at(t int64) int64 {
+	w.clock = max(w.clock, t)
+	return w.clock
+}
+
+// point returns the worker's accumulation for population pop at time t,
+// first handing the previous interval's to the series if t is past it.
+func (w *Worker) point(t int64, pop int) *Interval {
+	if k := w.series.index(t); k != w.cur {
+		w.flushSeries()
+		w.cur = k
+	}
+	return &w.acc[pop]
+}
+
+// flushSeries hands the worker's accumulation to the series.
+func (w *Worker) flushSeries() {
+	if w.series == nil || w.cur < 0 {
+		return
+	}
+	for pop := range w.acc {
+		a := &w.acc[pop]
+		w.series.add(pop, w.cur, a)
+		h := a.Response
+		*a = Interval{Response: h}
+		if h != nil {
+			h.Reset()
+		}
+	}
+}
+
+func (w *Worker) record(t int64, pop int, k Kind, m Metric, ns int64) {
+	t = w.at(t)
+	if t >= w.warmup {
+		w.rec.Record(pop, k, m, ns)
+	}
+	if m == Response && w.series != nil {
+		a := w.point(t, pop)
+		if a.Response == nil {
+			a.Response = newSeriesHist()
+		}
+		a.Response.RecordValue(min(max(ns, 0), SeriesHist.Highest))
+	}
+}
+
+func (w *Worker) add(t int64, pop int, k Kind, o Outcome, n int64) {
+	t = w.at(t)
+	if t >= w.warmup {
+		w.rec.Add(pop, k, o, n)
+	}
+	if w.series != nil && o >= ServerReasons {
+		w.point(t, pop).Outcomes[o] += n
+	}
+}
+
+// wrote counts n messages of kind k (bytes in all) written at t.
+func (w *Worker) wrote(t int64, cs *clientState, k Kind, n, bytes int64) {
+	t = w.at(t)
+	if cs.firstSend < 0 {
+		cs.firstSend = t
+	}
+	if t >= w.warmup {
+		w.rec.AddBytes(cs.c.Population, k, bytes)
+	}
+	if w.series != nil {
+		w.point(t, cs.c.Population).Sent += n
+	}
+}
+
+// decide counts n of the server's decisions on frames of population pop.
+func (w *Worker) decide(t int64, pop int, o Outcome, n int64) {
+	if o >= ServerReasons {
+		return
+	}
+	t = w.at(t)
+	if t >= w.warmup {
+		w.rec.AddDecision(pop, o, n)
+	}
+	if w.series != nil {
+		a := w.point(t, pop)
+		a.Outcomes[o] += n
+		if o == Accepted {
+			a.Accepted += n
+		}
+	}
+}
