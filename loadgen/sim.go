@@ -1,0 +1,722 @@
+package loadgen
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// SimConfig configures a Sim. Its server fields mirror loadgen/server's
+// Config and take the same defaults; the zero value is the reference
+// server's defaults at 30 Hz.
+type SimConfig struct {
+	// TickRate is the simulated server's tick rate in Hz; default 30.
+	TickRate float64
+	// Service is how long after it is accepted a request is answered, and
+	// Done in the gate; default half a tick (the mean wait for the next
+	// tick of a server that answers requests on its tick).
+	Service time.Duration
+	// As in server.Config: connections open at once (more are accepted
+	// and closed at once), the framer buffer, the idle and partial-frame
+	// timeouts, the tick queue, and the ping channel and the server's own
+	// ping bucket used when the policy has no such channel.
+	MaxConns                  int
+	ReadBuffer                int
+	IdleTimeout, FrameTimeout time.Duration
+	QueueSize                 int
+	PingChannel               string
+	PingRate                  float64
+	// Stalls are intervals (from the run's start) in which the simulated
+	// server does nothing, as a server stopped by a pause would: what
+	// clients write is held and read at the end of the stall, ticks and
+	// replies due in it come at its end. They must not overlap.
+	Stalls []Stall
+	// OnDecision, if set, is called with every decision the server makes
+	// on a frame (and Hello) of a client: the client's population, the
+	// outcome (Accepted or a server reason), and the time. RunSim routes
+	// it to the Recorder (see Recorder.AddDecision).
+	OnDecision func(pop int, o Outcome, at int64)
+}
+
+// Stall is an interval in which the simulated server does nothing.
+type Stall struct {
+	At, For time.Duration
+}
+
+// Sim is the sim driver: it implements Driver in virtual time, for one
+// worker, straight into a core.Gate, without sockets, sleeping or
+// goroutines. It models the reference server (loadgen/server) rule by
+// rule: a Dial opens a gate session from a synthetic source address of
+// the client's address group (10.x.y.z; never dialled, it only keys the
+// gate's pre-auth tables); each Write is read as the server reads a
+// socket (reads of at most the byte budget's burst and the framer's free
+// room, each charged with Gate.Read, then every whole frame in it decoded
+// with wire and checked with FlagCharged; a Hello authenticates; an
+// oversize length prefix is Oversize and disconnects; a frame that does
+// not decode, or on a channel of the wrong class, is FlagMalformed); a
+// refusal is dropped, rejected with a Reply, or disconnects with a
+// Disconnect frame, as the verdict says. Accepted pings are answered at
+// once, the Hello too; accepted requests are answered (StatusOK, or
+// StatusFailed before a Hello) and Done in the gate Service later; every
+// tick runs Gate.Step and the idle and partial-frame timeouts. Network
+// latency is zero. Everything happens in the order of virtual time, ties
+// in the order of calls, so the same calls give the same events.
+//
+// Make one with NewSim; it is not safe for concurrent use (one worker
+// calls it).
+type Sim struct {
+	vt     VirtualTime
+	gate   *core.Gate
+	cfg    SimConfig
+	pops   []int // population by client index
+	stalls []stall
+
+	nchan    int
+	chanReq  []bool
+	pingKind int
+	pingLim  *atomicbucket.Limit
+	maxFrame int
+	readBuf  int
+	maxRead  int
+	idle     int64
+	frameTO  int64
+
+	period   int64
+	service  int64
+	tick     int64 // number of the next tick, at tick × period
+	conns    map[ConnID]*simConn
+	live     []*simConn // server-side open connections, in order of opening
+	nopen    int
+	done     []completion // requests awaiting their reply, by time (Service is constant)
+	dhead    int
+	inputs   int // inputs queued for the next tick
+	queued   int // inputs + requests awaiting their reply
+	backlog  []*simConn
+	polls    uint
+	msg      wire.Msg
+	frames   int64
+	busy     time.Duration
+	measured bool
+}
+
+type stall struct{ at, end int64 }
+
+type simConn struct {
+	id           ConnID
+	pop          int
+	addr         netip.AddrPort
+	h            core.Session
+	opened       bool // the gate session was opened (Dial in a stall defers it)
+	open         bool // the server has not closed it
+	hello        bool
+	authed       bool
+	buf          []byte // the framer's undecoded bytes
+	held         []byte // written during a stall
+	backlogged   bool
+	lastFrame    int64
+	partialSince int64
+	pingWord     atomic.Uint64
+}
+
+type completion struct {
+	at int64
+	c  *simConn
+	id uint64
+}
+
+// unknownKind is the Message.Kind of a frame that names no channel, as
+// the server uses it.
+const unknownKind = 0xFFFF
+
+// errConnClosed is returned for a write on a connection the client closed.
+var errConnClosed = errors.New("loadgen: sim: connection closed")
+
+// NewSim returns a sim driver for a worker of the given clients (indexed
+// as the worker indexes them, by ConnID.Client), with a new gate of policy
+// p anchored at time 0.
+func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
+	if cfg.TickRate == 0 {
+		cfg.TickRate = server.DefaultTickRate
+	}
+	if math.IsNaN(cfg.TickRate) || cfg.TickRate <= 0 || cfg.TickRate > 10000 {
+		return nil, &ParamError{"sim", "TickRate", cfg.TickRate, "must be in (0, 10000] Hz"}
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = server.DefaultMaxConns
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = server.DefaultIdleTimeout
+	}
+	if cfg.FrameTimeout == 0 {
+		cfg.FrameTimeout = server.DefaultFrameTimeout
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = server.DefaultQueueSize
+	}
+	if cfg.PingChannel == "" {
+		cfg.PingChannel = server.DefaultPingChannel
+	}
+	if cfg.PingRate == 0 {
+		cfg.PingRate = server.DefaultPingRate
+	}
+	switch {
+	case cfg.Service < 0 || cfg.Service > time.Hour:
+		return nil, &ParamError{"sim", "Service", cfg.Service, "must be in [0, 1h]"}
+	case cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.QueueSize < 0:
+		return nil, &ParamError{"sim", "MaxConns, IdleTimeout, FrameTimeout, QueueSize", nil, "must not be negative"}
+	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
+		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
+	}
+	g, err := core.NewGate(p, 0)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: sim: %w", err)
+	}
+	pol := g.Policy()
+	s := &Sim{
+		gate:     g,
+		cfg:      cfg,
+		pops:     make([]int, len(clients)),
+		nchan:    len(pol.Channels),
+		chanReq:  make([]bool, len(pol.Channels)),
+		pingKind: pol.ChannelIndex(cfg.PingChannel),
+		idle:     int64(cfg.IdleTimeout),
+		frameTO:  int64(cfg.FrameTimeout),
+		period:   max(1, int64(float64(time.Second)/cfg.TickRate)),
+		tick:     1,
+		conns:    make(map[ConnID]*simConn),
+	}
+	s.service = int64(cfg.Service)
+	if s.service == 0 {
+		s.service = s.period / 2
+	}
+	for i, c := range clients {
+		s.pops[i] = c.Population
+	}
+	for i, c := range pol.Channels {
+		s.chanReq[i] = c.Class == core.ClassRequest
+	}
+	// The framer's geometry, as server.New computes it.
+	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
+	s.readBuf = cfg.ReadBuffer
+	if s.readBuf == 0 {
+		s.readBuf = 2 * s.maxFrame
+	}
+	if s.readBuf < s.maxFrame || s.readBuf > 2*wire.MaxFrameLimit {
+		return nil, &ParamError{"sim", "ReadBuffer", cfg.ReadBuffer, fmt.Sprintf("must be in [%d, %d]", s.maxFrame, 2*wire.MaxFrameLimit)}
+	}
+	s.maxRead = s.readBuf
+	if b := pol.Transport.Bytes; !b.Disabled {
+		s.maxRead = max(1, min(s.maxRead, int(*b.Burst)))
+	}
+	if s.pingKind < 0 {
+		s.pingLim, err = atomicbucket.NewLimit(cfg.PingRate, max(1, cfg.PingRate), 0)
+		if err != nil {
+			return nil, &ParamError{"sim", "PingRate", cfg.PingRate, err.Error()}
+		}
+	}
+	for _, st := range cfg.Stalls {
+		if st.At < 0 || st.For <= 0 {
+			return nil, &ParamError{"sim", "Stalls", st, "need At ≥ 0 and For > 0"}
+		}
+		s.stalls = append(s.stalls, stall{int64(st.At), int64(st.At + st.For)})
+	}
+	slices.SortFunc(s.stalls, func(a, b stall) int { return cmp.Compare(a.at, b.at) })
+	for i := 1; i < len(s.stalls); i++ {
+		if s.stalls[i].at < s.stalls[i-1].end {
+			return nil, &ParamError{"sim", "Stalls", cfg.Stalls, "must not overlap"}
+		}
+	}
+	return s, nil
+}
+
+// Gate returns the simulated server's gate.
+func (s *Sim) Gate() *core.Gate { return s.gate }
+
+// Frames returns the number of frames the simulated server decoded (valid,
+// malformed or oversize; hellos included), as server.Stats counts them.
+func (s *Sim) Frames() int64 { return s.frames }
+
+// Busy returns the wall-clock time spent simulating the server (reads,
+// decoding, gate calls, ticks): the sim's stand-in for server CPU. It is
+// measured, so it differs from run to run.
+func (s *Sim) Busy() time.Duration { return s.busy }
+
+// Now returns the virtual time.
+func (s *Sim) Now() int64 { return s.vt.Now() }
+
+// stallAt returns the end of the stall that t is in, or -1.
+func (s *Sim) stallAt(t int64) int64 {
+	for _, st := range s.stalls {
+		if t < st.at {
+			break
+		}
+		if t < st.end {
+			return st.end
+		}
+	}
+	return -1
+}
+
+// adjust moves a time inside a stall to the stall's end (and past the
+// stalls that follow it back to back).
+func (s *Sim) adjust(t int64) int64 {
+	for {
+		e := s.stallAt(t)
+		if e < 0 {
+			return t
+		}
+		t = e
+	}
+}
+
+// simAddr is the synthetic source address of address group g: 10.x.y.z.
+func simAddr(g uint32, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(g >> 16), byte(g >> 8), byte(g)}), port)
+}
+
+// Dial opens conn: the server accepts it and opens a gate session for its
+// source address (at the end of a stall, if one is on). A refusal (the
+// address is locked out or too fast, a full table) comes as an
+// EvDisconnect with the reason, and a connection beyond MaxConns as an
+// EvClosed, as over a socket; Dial itself never fails.
+func (s *Sim) Dial(id ConnID, addr uint32) error {
+	now := s.vt.Now()
+	if old := s.conns[id]; old != nil {
+		s.closeConn(old, now)
+	}
+	pop := 0
+	if int(id.Client) < len(s.pops) {
+		pop = s.pops[id.Client]
+	}
+	c := &simConn{id: id, pop: pop, addr: simAddr(addr, uint16(1024+id.Gen%60000)), open: true}
+	s.conns[id] = c
+	if s.nopen >= s.cfg.MaxConns {
+		c.open = false
+		s.vt.Push(Event{Conn: id, Kind: EvClosed, At: now})
+		return nil
+	}
+	s.nopen++
+	if s.stallAt(now) >= 0 {
+		s.hold(c, nil)
+		return nil
+	}
+	s.begin()
+	s.openSession(c, now)
+	s.end()
+	return nil
+}
+
+func (s *Sim) begin() {
+	if s.measured {
+		return
+	}
+	s.measured = true
+	s.busy -= time.Duration(atomicbucket.Nanotime())
+}
+
+func (s *Sim) end() {
+	s.busy += time.Duration(atomicbucket.Nanotime())
+	s.measured = false
+}
+
+func (s *Sim) openSession(c *simConn, now int64) {
+	c.opened = true
+	c.lastFrame = now
+	h, v := s.gate.Open(c.addr, now)
+	if v.Action == core.Disconnect {
+		s.disconnect(c, v.Reason, now)
+		return
+	}
+	c.h = h
+	s.live = append(s.live, c)
+	if s.pingLim != nil {
+		c.pingWord.Store(s.pingLim.FullWord(now))
+	}
+}
+
+// hold keeps p (and the connection's opening) for the end of the stall.
+func (s *Sim) hold(c *simConn, p []byte) {
+	c.held = append(c.held, p...)
+	if !c.backlogged {
+		c.backlogged = true
+		s.backlog = append(s.backlog, c)
+	}
+}
+
+// Write hands p to the server, which reads it at once (or at the end of a
+// stall). A write on a connection the server has closed is lost without an
+// error, as a socket accepts it before the peer's close arrives.
+func (s *Sim) Write(id ConnID, p []byte) error {
+	c := s.conns[id]
+	if c == nil {
+		return errConnClosed
+	}
+	if !c.open {
+		return nil
+	}
+	now := s.vt.Now()
+	if s.stallAt(now) >= 0 || c.backlogged {
+		s.hold(c, p)
+		return nil
+	}
+	s.begin()
+	s.receive(c, p, now)
+	s.end()
+	return nil
+}
+
+// Close closes conn from the client's side: the server sees the end of the
+// stream and closes its session.
+func (s *Sim) Close(id ConnID) error {
+	c := s.conns[id]
+	if c == nil {
+		return nil
+	}
+	s.closeConn(c, s.vt.Now())
+	return nil
+}
+
+func (s *Sim) closeConn(c *simConn, now int64) {
+	delete(s.conns, c.id)
+	if c.open {
+		c.open = false
+		s.nopen--
+		if c.opened && c.h != 0 {
+			s.gate.Close(c.h, now)
+		}
+	}
+	c.buf, c.held = nil, nil
+}
+
+// Poll runs the simulated server up to until (its ticks, replies and stall
+// ends, each at its time) and hands out the client events due by then, in
+// order. It checks ctx every 256 calls.
+func (s *Sim) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
+	if s.polls%256 == 0 {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+	}
+	s.polls++
+	limit := max(until, s.vt.Now())
+	for {
+		t := s.nextJob()
+		if t > limit {
+			break
+		}
+		if at, has := s.vt.Peek(); has && at < t {
+			break
+		}
+		s.vt.AdvanceTo(t)
+		s.begin()
+		s.runJobs(t)
+		s.end()
+	}
+	return s.vt.Poll(context.Background(), until, ev)
+}
+
+// nextJob returns the time of the server's next piece of work.
+func (s *Sim) nextJob() int64 {
+	t := s.adjust(s.tick * s.period)
+	if len(s.backlog) > 0 {
+		t = min(t, s.adjust(s.vt.Now()))
+	}
+	if s.dhead < len(s.done) {
+		t = min(t, s.adjust(s.done[s.dhead].at))
+	}
+	return t
+}
+
+// runJobs does the server's work due at t: what a stall held, the replies
+// due, then the tick.
+func (s *Sim) runJobs(t int64) {
+	if len(s.backlog) > 0 && s.stallAt(t) < 0 {
+		bl := s.backlog
+		s.backlog = nil
+		for _, c := range bl {
+			c.backlogged = false
+			if !c.open {
+				continue
+			}
+			if !c.opened {
+				s.openSession(c, t)
+			}
+			p := c.held
+			c.held = nil
+			if c.open && len(p) > 0 {
+				s.receive(c, p, t)
+			}
+		}
+	}
+	for s.dhead < len(s.done) && s.adjust(s.done[s.dhead].at) <= t {
+		d := s.done[s.dhead]
+		s.done[s.dhead] = completion{}
+		s.dhead++
+		s.complete(d, t)
+	}
+	if s.dhead > 1024 && s.dhead*2 > len(s.done) {
+		s.done = s.done[:copy(s.done, s.done[s.dhead:])]
+		s.dhead = 0
+	}
+	if s.adjust(s.tick*s.period) <= t {
+		s.runTick(t)
+		s.tick = t/s.period + 1
+	}
+}
+
+// complete answers an accepted request and marks it Done, as the
+// server's tick does.
+func (s *Sim) complete(d completion, now int64) {
+	s.queued--
+	c := d.c
+	if c.open {
+		st := wire.StatusOK
+		if !c.authed {
+			// The handler's own check: an unauthenticated session may not
+			// act.
+			st = wire.StatusFailed
+		}
+		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
+	}
+	s.gate.Done(c.h, d.id)
+}
+
+// runTick applies the inputs queued, runs Gate.Step, and closes the
+// connections past their idle or partial-frame timeout.
+func (s *Sim) runTick(now int64) {
+	s.queued -= s.inputs
+	s.inputs = 0
+	s.gate.Step(now)
+	n := 0
+	for _, c := range s.live {
+		if !c.open {
+			continue
+		}
+		deadline := c.lastFrame + s.idle
+		if c.partialSince != 0 {
+			deadline = min(deadline, c.partialSince+s.frameTO)
+		}
+		if now >= deadline {
+			// The server's Disconnect for a timeout carries reason 0.
+			s.disconnect(c, core.None, now)
+			continue
+		}
+		s.live[n] = c
+		n++
+	}
+	clear(s.live[n:])
+	s.live = s.live[:n]
+}
+
+func (s *Sim) decide(c *simConn, r core.Reason, now int64) {
+	if s.cfg.OnDecision != nil {
+		s.cfg.OnDecision(c.pop, Outcome(r), now)
+	}
+}
+
+// disconnect ends the connection from the server's side with a Disconnect
+// frame carrying reason (its first reason wins) and closes its session.
+func (s *Sim) disconnect(c *simConn, reason core.Reason, now int64) {
+	if !c.open {
+		return
+	}
+	c.open = false
+	s.nopen--
+	s.vt.Push(Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
+	if c.opened && c.h != 0 {
+		s.gate.Close(c.h, now)
+	}
+	c.buf = nil
+}
+
+func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, retry time.Duration, now int64) {
+	s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: id, Status: st, Reason: uint8(reason), RetryAfter: uint64(max(retry, 0))})
+}
+
+// receive reads p as the server reads its socket: in reads of at most
+// maxRead bytes and the framer's free room.
+func (s *Sim) receive(c *simConn, p []byte, now int64) {
+	for len(p) > 0 && c.open {
+		n := min(len(p), s.maxRead, s.readBuf-len(c.buf))
+		c.buf = append(c.buf, p[:n]...)
+		p = p[n:]
+		completed := s.handleRead(c, n, now)
+		if !c.open {
+			return
+		}
+		if completed {
+			c.lastFrame, c.partialSince = now, 0
+		}
+		if len(c.buf) > 0 && c.partialSince == 0 {
+			c.partialSince = now
+		}
+	}
+}
+
+// handleRead charges one read of n bytes and handles every whole frame
+// now buffered, as the server's handleRead does.
+func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
+	v := s.gate.Read(c.h, uint32(n), now)
+	if v.Action == core.Disconnect {
+		s.disconnect(c, v.Reason, now)
+		return false
+	}
+	charged := v.Action == core.Accept
+	off := 0
+	m := &s.msg
+	for c.open {
+		k, err := wire.Decode(c.buf[off:], s.maxFrame, m)
+		if err == wire.ErrIncomplete {
+			break
+		}
+		completed = true
+		s.frames++
+		if err == wire.ErrOversize {
+			// The stream cannot be resynchronised: the gate sees it (and
+			// strikes), and the server disconnects whatever it said.
+			s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now)
+			s.decide(c, core.Oversize, now)
+			s.disconnect(c, core.Oversize, now)
+			return completed
+		}
+		off += k
+		if !charged {
+			// The byte budget refused the read: its frames are dropped
+			// unseen (decoded, to stay in sync).
+			s.decide(c, v.Reason, now)
+			continue
+		}
+		s.frame(c, m, err, now)
+	}
+	if c.open {
+		c.buf = c.buf[:copy(c.buf, c.buf[off:])]
+	}
+	return completed
+}
+
+func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
+
+// frame handles one whole frame (err is nil or a malformed error).
+func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
+	if err != nil {
+		s.malformed(c, m.Size, now)
+		return
+	}
+	switch m.Type {
+	case wire.TypeHello:
+		s.hello(c, m, now)
+	case wire.TypeInput:
+		var fl core.MessageFlags
+		if int(m.Kind) < s.nchan && s.chanReq[m.Kind] {
+			fl = core.FlagMalformed // an input on a request channel
+		}
+		s.gated(c, uint16(m.Kind), 0, m.Size, fl, now, false, 0)
+	case wire.TypeRequest:
+		var fl core.MessageFlags
+		if int(m.Kind) < s.nchan && !s.chanReq[m.Kind] {
+			fl = core.FlagMalformed // a request on an input channel
+		}
+		s.gated(c, uint16(m.Kind), m.ID, m.Size, fl, now, false, 0)
+	case wire.TypePing:
+		if s.pingKind >= 0 {
+			s.gated(c, uint16(s.pingKind), 0, m.Size, 0, now, true, m.Timestamp)
+			return
+		}
+		if s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
+			s.decide(c, core.None, now)
+			s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
+		} else {
+			s.decide(c, core.FrameLimit, now)
+		}
+	default:
+		// Reply, Disconnect, Pong: a client may not send them.
+		s.malformed(c, m.Size, now)
+	}
+}
+
+func (s *Sim) malformed(c *simConn, size int, now int64) {
+	v := s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(size), Flags: core.FlagMalformed | core.FlagCharged}, now)
+	s.verdict(c, v, 0, now)
+}
+
+func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
+	if c.hello {
+		s.malformed(c, m.Size, now)
+		return
+	}
+	c.hello = true
+	if m.Version != wire.Version {
+		s.malformed(c, m.Size, now)
+		s.disconnect(c, core.Malformed, now)
+		return
+	}
+	v := s.gate.Authenticate(c.h, server.AccountID(m.Token), now)
+	if v.Action == core.Disconnect {
+		s.verdict(c, v, 0, now)
+		return
+	}
+	c.authed = true
+	s.decide(c, core.None, now)
+	s.reply(c, 0, wire.StatusOK, 0, 0, now)
+}
+
+// gated checks a frame on a channel and acts on the verdict; a ping's
+// timestamp is ts.
+func (s *Sim) gated(c *simConn, kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) {
+	v := s.gate.Check(core.Message{Session: c.h, Request: id, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
+	if v.Action != core.Accept {
+		s.verdict(c, v, id, now)
+		return
+	}
+	switch {
+	case ping:
+		s.decide(c, core.None, now)
+		s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
+	case int(kind) >= s.nchan:
+		s.decide(c, core.None, now) // accepted only in shadow mode: nothing to run
+	case s.queued >= s.cfg.QueueSize:
+		s.decide(c, core.QueueFull, now)
+		if id != 0 {
+			s.reply(c, id, wire.StatusRejected, core.QueueFull, 0, now)
+			s.gate.Done(c.h, id)
+		}
+	default:
+		s.decide(c, core.None, now)
+		s.queued++
+		if id == 0 {
+			s.inputs++
+		} else {
+			s.done = append(s.done, completion{at: now + s.service, c: c, id: id})
+		}
+	}
+}
+
+// verdict acts on a refusal (or a shadow-mode acceptance of a frame with
+// nothing to run).
+func (s *Sim) verdict(c *simConn, v core.Verdict, id uint64, now int64) {
+	switch v.Action {
+	case core.Accept:
+		s.decide(c, core.None, now)
+	case core.Drop:
+		s.decide(c, v.Reason, now)
+	case core.Reject:
+		s.decide(c, v.Reason, now)
+		if id != 0 {
+			s.reply(c, id, wire.StatusRejected, v.Reason, v.RetryAfter, now)
+		}
+	case core.Disconnect:
+		s.decide(c, v.Reason, now)
+		s.disconnect(c, v.Reason, now)
+	}
+}
