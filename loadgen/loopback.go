@@ -1,0 +1,190 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// ErrNotLoopback is returned by NewLoopback for a server address outside
+// 127.0.0.0/8 (or ::1): the harness sends traffic to loopback addresses
+// only.
+var ErrNotLoopback = errors.New("loadgen: the server address is not a loopback address")
+
+// Loopback is the loopback driver: real TCP connections from one worker to
+// a server on a loopback address (loadgen/server, which RunLoopback starts
+// in-process). Each connection dials from the source address of its
+// client's address group, a distinct 127.x.y.z (127.0.0.0/8 all loops back
+// on Linux), so the server's pre-auth limits see distinct hosts; one
+// goroutine per connection reads the server's frames, stamps each with the
+// run's RealTime clock as it arrives and hands it to Poll through a
+// channel. Writes are made on the worker's goroutine, each bounded by the
+// write timeout. Stop ends every connection and waits for every goroutine
+// the driver started.
+//
+// Make one with NewLoopback; its methods other than Stop are called from
+// the worker's goroutine only.
+type Loopback struct {
+	rt      *RealTime
+	ctx     context.Context
+	server  string
+	timeout time.Duration
+	events  chan Event
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	conns   map[ConnID]*loopConn
+	stopped bool
+}
+
+type loopConn struct {
+	nc     net.Conn
+	closed atomic.Bool // closed by the worker (or Stop): no EvClosed for it
+}
+
+// loopbackEvents is the event channel's capacity: readers block (and TCP
+// pushes back on the server) when the worker is this far behind.
+const loopbackEvents = 4096
+
+// NewLoopback returns a loopback driver to the server at addr, on clock rt
+// (shared with the run's other workers through RealTime.Clone). Dials use
+// ctx (a cancelled run stops dialling) and, like writes, time out after
+// timeout.
+func NewLoopback(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration) (*Loopback, error) {
+	if !addr.Addr().Unmap().IsLoopback() {
+		return nil, fmt.Errorf("%w: %v", ErrNotLoopback, addr)
+	}
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	return &Loopback{
+		rt:      rt,
+		ctx:     ctx,
+		server:  addr.String(),
+		timeout: timeout,
+		events:  make(chan Event, loopbackEvents),
+		stop:    make(chan struct{}),
+		conns:   make(map[ConnID]*loopConn),
+	}, nil
+}
+
+// LoopbackAddr is the source address of address group g (g ≥ 1): a
+// distinct 127.a.b.c with none of a, b, c 0 or 255, for g below 254³.
+func LoopbackAddr(g uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + g/(254*254)%254), byte(1 + g/254%254), byte(1 + g%254)})
+}
+
+// Now returns the run's time.
+func (l *Loopback) Now() int64 { return l.rt.Now() }
+
+// Dial connects conn from its group's source address and starts its
+// reading goroutine.
+func (l *Loopback) Dial(id ConnID, addr uint32) error {
+	if l.stopped {
+		return net.ErrClosed
+	}
+	if old := l.conns[id]; old != nil {
+		l.closeConn(id, old)
+	}
+	d := net.Dialer{
+		LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(LoopbackAddr(addr), 0)),
+		Timeout:   l.timeout,
+	}
+	nc, err := d.DialContext(l.ctx, "tcp", l.server)
+	if err != nil {
+		return err
+	}
+	c := &loopConn{nc: nc}
+	l.conns[id] = c
+	l.wg.Add(1)
+	go l.read(id, c)
+	return nil
+}
+
+// read hands the server's frames on conn to Poll until the connection
+// ends: after a Disconnect frame (the server closes next), at the end of
+// the stream or an undecodable frame (EvClosed), or when the worker closes
+// it. It closes the socket when it is done.
+func (l *Loopback) read(id ConnID, c *loopConn) {
+	defer l.wg.Done()
+	defer c.nc.Close()
+	fr, err := wire.NewFramer(c.nc, wire.DefaultMaxFrame, 0)
+	if err != nil { // the sizes are constants
+		panic(err)
+	}
+	var m wire.Msg
+	var ev Event
+	for {
+		err := fr.ReadMsg(&m)
+		at := l.rt.Now()
+		if err != nil || !EventFromMsg(id, at, &m, &ev) {
+			if !c.closed.Load() {
+				l.send(Event{Conn: id, Kind: EvClosed, At: at})
+			}
+			return
+		}
+		if !l.send(ev) || ev.Kind == EvDisconnect {
+			return
+		}
+	}
+}
+
+func (l *Loopback) send(ev Event) bool {
+	select {
+	case l.events <- ev:
+		return true
+	case <-l.stop:
+		return false
+	}
+}
+
+// Write writes p on conn within the write timeout.
+func (l *Loopback) Write(id ConnID, p []byte) error {
+	c := l.conns[id]
+	if c == nil {
+		return net.ErrClosed
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(l.timeout))
+	_, err := c.nc.Write(p)
+	return err
+}
+
+// Close closes conn; its reading goroutine ends.
+func (l *Loopback) Close(id ConnID) error {
+	if c := l.conns[id]; c != nil {
+		l.closeConn(id, c)
+	}
+	return nil
+}
+
+func (l *Loopback) closeConn(id ConnID, c *loopConn) {
+	delete(l.conns, id)
+	c.closed.Store(true)
+	c.nc.Close()
+}
+
+// Poll waits for the next event until Now() ≥ until, or ctx ends.
+func (l *Loopback) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
+	return l.rt.Poll(ctx, l.events, until, ev)
+}
+
+// Stop closes every connection still open and waits for every reading
+// goroutine to end. Call it once the worker is done (from its goroutine,
+// or after it).
+func (l *Loopback) Stop() {
+	if l.stopped {
+		return
+	}
+	l.stopped = true
+	for id, c := range l.conns {
+		l.closeConn(id, c)
+	}
+	close(l.stop)
+	l.wg.Wait()
+}
