@@ -1,0 +1,235 @@
+// Package loadgen is sluice's load harness: seeded clients (honest players,
+// laggy ones, and hostile floods) that run against the reference game
+// server, either in virtual time straight into a core.Gate (sim) or over
+// real loopback sockets (loopback), and record what happened.
+//
+// # Model
+//
+// A Plan is a seed, a duration and populations; each Population is a
+// number of clients of one Behaviour, with an identity layout (PerAddress
+// clients share a source address, PerAccount an account), an active window
+// (Start, Stop) and an Arrival ("all" at Start, "ramp" evenly over Over,
+// "poisson" at Rate clients per second). Plan.Clients expands it; each
+// Client has its own seed (ClientSeed), so the same plan always yields the
+// same traffic whatever the driver.
+//
+// A Behaviour turns a client into a Stream of timed Actions (connect, dial,
+// send, raw bytes, freeze and flush, disconnect, retry), pulled lazily. A
+// Worker carries the actions of its clients out through a Driver, open
+// model: each action at its intended time, late ones at once (never
+// skipped, never rescheduled), sends never waiting for replies. Latency is
+// measured from the intended time (Response: coordinated-omission free),
+// beside the time from the actual write (Service) and the worker's own
+// lateness (SendLag; Recorder.CheckSendLag says whether a run is valid).
+// A Recorder keeps, per population × kind, an HDR histogram of each metric
+// and the count of every Outcome the client saw (the server's reason from
+// a Reply or a Disconnect, or what only the client sees: Sent, NotSent,
+// Timeout, Disconnected, Refused, Failed, Overflow), and per population the
+// server's decisions on every frame it sent (Recorder.AddDecision).
+// Workers record separately and are merged (Recorder.Merge), which checks
+// and keeps the count of any value a merge drops.
+//
+// RunSim and RunLoopback run a RunSpec (plan, warm-up, series interval,
+// bounds) against a policy and return a Result: the measured window's
+// Recorder, a time series per population (Interval), the clients the
+// server cut off and when, the server's frame count and time. Every run is
+// bounded in time (the plan's Duration, then at most RunConfig.Timeout for
+// the last replies) and in count (RunConfig.MaxActions), stops by itself,
+// and sends traffic to loopback addresses only. A cancelled run returns
+// promptly with what it measured (Result.Complete false).
+//
+// # Kinds on the wire
+//
+// Each sendable kind is one frame type of the reference protocol
+// (loadgen/wire). Inputs and requests carry a channel byte: the index, in
+// the policy's Channels, of the channel named after the kind (ChannelsOf;
+// DefaultPolicy and DefaultChannels use the indexes below). A kind whose
+// channel the policy lacks is not sent (NotSent).
+//
+//	kind      frame    channel    DefaultChannels  reply
+//	hello     Hello    -          -                Reply id 0 (or Disconnect)
+//	move      Input    "move"     0                none
+//	ability   Input    "ability"  1                none
+//	chat      Request  "chat"     2                Reply (same id)
+//	purchase  Request  "purchase" 3                Reply (same id)
+//	ping      Ping     "ping"*    -                Pong (same timestamp)
+//	raw       any bytes (hostile)                  none
+//	session   (the server ending a session: Disconnect or close)
+//
+// * the server checks pings on its ping channel ("ping" in DefaultPolicy);
+// without one, on a bucket of its own (10 per second per connection).
+// A Hello's token is the account in decimal and its label the population's
+// name, so the server counts its decisions per population.
+//
+// # Drivers
+//
+// sim (Sim, RunSim) simulates loadgen/server in virtual time, in-process,
+// without sockets, sleeping or goroutines, on one worker: the same seed
+// gives byte-identical results (Result.Canonical). Each client's address
+// group has a synthetic source address 10.x.y.z that only keys the gate's
+// pre-auth tables. Dial opens a gate session (a refusal is a Disconnect
+// with its reason); Hello authenticates; each write is read as the server
+// reads its socket (Gate.Read per read of at most the byte budget's burst,
+// then every whole frame decoded with wire and checked with FlagCharged;
+// an oversize or lying length prefix is Oversize and disconnects; a frame
+// that does not decode, or on a channel of the wrong class, is
+// FlagMalformed); refusals are dropped, rejected with a Reply, or
+// disconnect, as the verdict says. The Hello and pings are answered at
+// once; an accepted request is answered (StatusOK, or StatusFailed for a
+// session without a Hello) and Done in the gate after a service time of
+// half a tick (SimConfig.Service; the tick rate is RunSpec.TickRate,
+// default 30 Hz); every tick runs Gate.Step and the server's idle (30s)
+// and partial-frame (5s) timeouts. Network latency is zero, so response
+// times are service times plus any held time (a freeze, a login); a
+// SimConfig.Stalls interval stops the simulated server, to show how a
+// server-side stall reaches every response measured from its intended
+// time. Result.ServerCPU is the wall time spent simulating the server.
+//
+// loopback (Loopback, RunLoopback) starts a loadgen/server in-process on
+// 127.0.0.1 (a free port) with the policy and tick rate, and runs the plan
+// on Workers workers (default GOMAXPROCS) over real TCP: each connection
+// dials from its address group's own 127.x.y.z (LoopbackAddr; all of
+// 127.0.0.0/8 loops back on Linux), so the server's pre-auth limits see
+// distinct hosts; one goroutine per connection reads the server's frames
+// and stamps them with the run's clock (RealTime) as they arrive. The
+// server's decisions come from its per-population counters (which count a
+// client's frames before its Hello under no population), read at each
+// interval's end. Every goroutine the run starts has ended, and the server
+// is stopped, when it returns. Result.ServerCPU is the server's own
+// service time (server.Stats ReadService + TickService).
+//
+// # Behaviours
+//
+// NewBehaviour returns a behaviour by name with every parameter at zero,
+// which means its default; a negative duration or rate, where noted, turns
+// that stream off. Durations are Go durations; rates are per second.
+//
+// honest (Honest): a real player. It connects once, at a uniform time in
+// [0, ConnectSpread) after its arrival, and plays until the end of its
+// window.
+//
+//	ConnectSpread   1s     first connect within this after arrival
+//	TickRate        20     movement inputs per second (negative: none)
+//	TickJitter      5ms    each tick moved by up to ±this (below half a tick)
+//	MoveSize        12     movement payload bytes
+//	AbilityEvery    2s     mean gap between ability uses, exponential (negative: none)
+//	DoubleClick     0.2    probability that a use is a double click
+//	DoubleClickGap  120ms  mean gap of a double click (uniform ±50%)
+//	AbilitySize     4      ability payload bytes
+//	ChatEvery       15s    mean gap between chat lines, exponential (negative: none)
+//	ChatSize        40     mean chat payload bytes (uniform ±50%)
+//	PurchaseEvery   2m     mean gap between purchases, exponential (negative: none)
+//	PurchaseSize    16     purchase payload bytes
+//	PingEvery       1s     ping period, ±10% jitter (negative: none)
+//
+// A NAT crowd is an honest population with PerAddress > 1 (NATCrowd).
+//
+// laggy (Laggy): honest (all of Honest's parameters) on a bad network.
+//
+//	FreezeEvery  10s    mean gap between freezes, exponential (negative: none)
+//	FreezeFor    800ms  mean freeze length (uniform ±50%); held input is flushed in one write at its end
+//	DropEvery    30s    mean gap between dropped connections, exponential (negative: none)
+//	Ladder              how it reconnects after a drop (below)
+//
+// A Ladder retries (OpRetry: a connect made only if the client is down)
+// with exponential backoff:
+//
+//	Base      250ms  delay before the first attempt
+//	Factor    2      each delay is the previous × Factor (1 to 100)
+//	Max       8s     cap on one delay
+//	Jitter    0.5    each delay scaled by a uniform factor in [1−Jitter, 1+Jitter]
+//	Attempts  8      attempts per ladder
+//
+// mass-reconnect (MassReconnect): honest (all of Honest's parameters),
+// and at RestartAt every such client drops its connection, notices within
+// Detect and climbs a Ladder: the herd after a server restart.
+//
+//	RestartAt  half the window  from the start of the population's window
+//	Detect     1s               each client notices at a uniform time in [0, Detect)
+//	Ladder                      how it reconnects
+//
+// Every hostile behaviour embeds Persist: it connects at a uniform time in
+// [0, ConnectSpread) after its arrival (default 1s) and, whenever it is
+// down, retries every RetryEvery (default 1s, ±10%; negative: never).
+//
+// tiny-flood (TinyFlood): many tiny frames per write; the frame budget
+// must catch it.
+//
+//	FramesPerWrite   64    frames packed into one write
+//	WritesPerSecond  100   writes per second, ±10%
+//	Kind             move  what the frames are (an empty input: 6 bytes)
+//
+// byte-flood (ByteFlood): frames just under the maximum size; the byte
+// budget must catch it.
+//
+//	MaxFrame         4096  the server's maximum frame size (wire.DefaultMaxFrame)
+//	Under            1     bytes under MaxFrame per frame
+//	FramesPerWrite   4     frames per write
+//	WritesPerSecond  50    writes per second, ±10%
+//	Kind             move  move, ability, chat or purchase
+//
+// bad-length (BadLength): length prefixes that lie, each attack on a
+// fresh connection unless SameConn.
+//
+//	Mode      oversize  "oversize" (a header above MaxFrame, sometimes 2³²−1),
+//	                    "short" (a request cut inside its fixed fields), "long"
+//	                    (a header promising more than is sent), or "mixed"
+//	MaxFrame  4096      the server's maximum frame size
+//	Every     200ms     mean gap between attacks (uniform ±50%)
+//	SameConn  false     keep attacking on one connection
+//
+// malformed (Malformed): well-delimited frames that do not decode, or
+// random bytes, on a session.
+//
+//	Mode            malformed  "malformed", "garbage" (1 to MaxGarbage random bytes) or "mixed"
+//	Every           50ms       mean gap between writes (uniform ±50%)
+//	FramesPerWrite  1          malformed frames per write
+//	MaxGarbage      256        largest garbage write
+//
+// slowloris (Slowloris): a valid frame dribbled a few bytes at a time.
+// By default it dials without a Hello and dribbles one. (Its dribble does
+// not restart when it reconnects: a new connection picks the frame up
+// where the last one stopped.)
+//
+//	BytesPerWrite  1      bytes per write
+//	Every          500ms  gap between writes, ±10%
+//	Session        false  log in first and dribble requests instead
+//
+// replay (Replay): duplicate requests (the same id while the first is in
+// flight) and replays (an id already answered).
+//
+//	Mode         both      "both" (each attack one or the other), "duplicate" or "replay"
+//	Every        200ms     mean gap between attacks (uniform ±50%)
+//	Copies       3         copies sent after each original
+//	ReplayDelay  100ms     how long after the original a replay goes
+//	Kind         purchase  chat or purchase
+//
+// channel-hop (ChannelHop): every channel at once, each just under its
+// own rate, so only the account and aggregate buckets see the total.
+//
+//	Targets  move 20, ability 5, chat 2, purchase 1  channels and the rates their limits allow (DefaultHopTargets)
+//	Margin   0.9                                     each channel at Margin × its rate, no jitter
+//	Size     8                                       payload bytes
+//
+// reset-reconnect (ResetReconnect): a burst over a channel's limit, then
+// a reconnect (same account) and another burst, hoping for a fresh bucket.
+//
+//	Kind   ability  the channel it bursts
+//	Burst  20       frames per burst, in one write
+//	Every  500ms    mean gap between reconnects (uniform ±50%)
+//
+// key-churn (KeyChurn): a new identity again and again (accounts with the
+// top bit set, ChurnAccount), to fill keyed tables and dodge per-account
+// limits.
+//
+//	Every     50ms  mean gap between identities (uniform ±50%)
+//	Messages  3     requests sent under each identity, in one write
+//	Kind      chat  what it sends
+//
+// hot-key (HotKey): one kind of request at a steady rate; with PerAccount
+// = Clients (HotKeyCrowd) one account is hammered from many connections.
+//
+//	Rate  50        requests per second per connection, ±10%
+//	Kind  purchase  what it sends
+//	Size  16        payload bytes
+package loadgen

@@ -1,0 +1,543 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/server"
+)
+
+// RunSpec is one run: a plan, how to measure it, and its bounds.
+type RunSpec struct {
+	Plan Plan
+	// Warmup is excluded from Result.Recorder (counts, decisions and
+	// histograms: everything recorded before it); Series still cover it.
+	// 0 ≤ Warmup < Plan.Duration.
+	Warmup time.Duration
+	// Interval is the width of one Series point; default 1s. The run may
+	// have at most MaxIntervals of them.
+	Interval time.Duration
+	// Config bounds the workers (reply timeout, action count, pending and
+	// held caps).
+	Config RunConfig
+	// Workers is the number of worker goroutines of a loopback run,
+	// default GOMAXPROCS (at most one per client). A sim run always has
+	// one worker, for determinism.
+	Workers int
+	// TickRate is the server's (or the simulated server's) tick rate in
+	// Hz; default 30.
+	TickRate float64
+	// Progress, if set, is called with the run's time so far and its
+	// length, from one goroutine, at most about 10 times a second, and
+	// once with done = total when a run completes.
+	Progress func(done, total time.Duration)
+}
+
+// Result is what a run measured.
+type Result struct {
+	// Labels are the populations' names, indexing everything below.
+	Labels []string
+	// Recorder holds the measured window only (after Warmup). Its Stats
+	// cover the whole run.
+	Recorder *Recorder
+	// Series is [population][interval], over the whole run (warm-up
+	// included); replies awaited after the end count in the last point.
+	Series [][]Interval
+	// CutOffs are, per population, for each client the server
+	// disconnected or locked out (in client order), the time from its
+	// first write (its first dial, if it had written nothing) to the first
+	// such moment.
+	CutOffs [][]time.Duration
+	// Clients is the number of clients per population.
+	Clients []int
+	// Disconnected and LockedOut count, per population, the distinct
+	// clients the server disconnected (a Disconnect frame, or a close the
+	// client did not ask for) and those it refused with reason Lockout (a
+	// Disconnect or a Reply saying Lockout): what the clients saw.
+	Disconnected, LockedOut []int64
+	// Frames is the number of frames the server decoded (valid, malformed
+	// or oversize, hellos included) over the whole run.
+	Frames int64
+	// ServerCPU is the server's own time: for loopback, its service time
+	// on its monotonic clock (server.Stats ReadService + TickService: the
+	// time spent decoding, in gate calls, queueing and ticking, not in
+	// read system calls; process CPU would also count the in-process
+	// clients); for sim, the wall time spent in the simulated server
+	// (Sim.Busy). Neither is deterministic.
+	ServerCPU time.Duration
+	// Complete is false when ctx was cancelled (or the run hit its hard
+	// time bound): the Result holds what was measured until then.
+	Complete bool
+}
+
+// hardSlack is how long past Duration + Timeout a loopback run may take
+// before it is stopped as incomplete.
+const hardSlack = 30 * time.Second
+
+// normalize checks the spec and fills its defaults.
+func (s RunSpec) normalize() (RunSpec, error) {
+	if err := s.Plan.Validate(); err != nil {
+		return s, err
+	}
+	cfg := s.Config.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return s, err
+	}
+	s.Config = cfg
+	d := s.Plan.Duration
+	if s.Interval == 0 {
+		s.Interval = time.Second
+	}
+	if s.TickRate == 0 {
+		s.TickRate = server.DefaultTickRate
+	}
+	switch {
+	case s.Warmup < 0 || s.Warmup >= d:
+		return s, &ParamError{"run", "Warmup", s.Warmup, "must be in [0, Duration)"}
+	case s.Interval < 0:
+		return s, &ParamError{"run", "Interval", s.Interval, "must be positive"}
+	case (d+s.Interval-1)/s.Interval > MaxIntervals:
+		return s, &ParamError{"run", "Interval", s.Interval, fmt.Sprintf("gives more than %d points over %v: make it at least %v", MaxIntervals, d, (d+MaxIntervals-1)/MaxIntervals)}
+	case s.Workers < 0:
+		return s, &ParamError{"run", "Workers", s.Workers, "must not be negative"}
+	case math.IsNaN(s.TickRate) || s.TickRate <= 0 || s.TickRate > 10000:
+		return s, &ParamError{"run", "TickRate", s.TickRate, "must be in (0, 10000] Hz"}
+	}
+	return s, nil
+}
+
+// serverMaxConns is the connection cap of a run's server: room for every
+// client's connection and for closes still under way.
+func serverMaxConns(clients int) int { return max(server.DefaultMaxConns, 2*clients+64) }
+
+// RunSim runs spec in virtual time against a simulated server with policy
+// p (see Sim), on one worker: the same spec, seed and policy give the same
+// Result (ServerCPU aside; see Result.Canonical). The policy's channels
+// named move, ability, chat and purchase carry those kinds (ChannelsOf).
+// When ctx is cancelled it returns promptly what it measured, with
+// Complete false and a nil error; errors are for a bad spec or policy.
+func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
+	sp, err := spec.normalize()
+	if err != nil {
+		return nil, err
+	}
+	chans, err := ChannelsOf(&p)
+	if err != nil {
+		return nil, err
+	}
+	clients := sp.Plan.Clients()
+	labels := sp.Plan.Labels()
+	rec, err := NewRecorder(labels, HistConfig{})
+	if err != nil {
+		return nil, err
+	}
+	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
+	var w *Worker
+	sim, err := NewSim(p, SimConfig{
+		TickRate:   sp.TickRate,
+		MaxConns:   serverMaxConns(len(clients)),
+		OnDecision: func(pop int, o Outcome, at int64) { w.decide(at, pop, o, 1) },
+	}, clients)
+	if err != nil {
+		return nil, err
+	}
+	w, err = NewWorker(sim, rec, clients, sp.Config)
+	if err != nil {
+		return nil, err
+	}
+	w.SetChannels(chans)
+	w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
+	total := sp.Plan.Duration
+	if sp.Progress != nil {
+		last := time.Now()
+		w.onLoop = func(now int64) {
+			if time.Since(last) >= 100*time.Millisecond {
+				last = time.Now()
+				sp.Progress(min(time.Duration(now), total), total)
+			}
+		}
+	}
+	err = w.Run(ctx)
+	complete := err == nil
+	if err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	if complete && sp.Progress != nil {
+		sp.Progress(total, total)
+	}
+	res := newResult(labels, rec, ser, []*Worker{w}, complete)
+	res.Frames = sim.Frames()
+	res.ServerCPU = sim.Busy()
+	return res, nil
+}
+
+// RunLoopback runs spec over real TCP sockets: it starts a loadgen/server
+// with policy p on 127.0.0.1 (a free port), runs the plan's clients on
+// Workers workers (each client dialling from its address group's
+// 127.x.y.z, see Loopback), and stops the server when they are done. The
+// server's decisions (Recorder.Decisions, the series' server outcomes) come
+// from its per-population counters, read at each interval's end, at the
+// end of the warm-up and at the end. When ctx is cancelled, or the run
+// passes Duration + Timeout + 30s, it stops everything promptly and returns
+// what it measured with Complete false; errors are for a bad spec or
+// policy, or a server that would not start. Every goroutine it starts has
+// ended when it returns.
+func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
+	sp, err := spec.normalize()
+	if err != nil {
+		return nil, err
+	}
+	chans, err := ChannelsOf(&p)
+	if err != nil {
+		return nil, err
+	}
+	clients := sp.Plan.Clients()
+	labels := sp.Plan.Labels()
+	srv, err := server.New(server.Config{
+		Policy:         p,
+		TickRate:       sp.TickRate,
+		MaxConns:       serverMaxConns(len(clients)),
+		MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	defer srv.Close()
+
+	nw := sp.Workers
+	if nw == 0 {
+		nw = runtime.GOMAXPROCS(0)
+	}
+	parts := Split(clients, min(nw, len(clients)))
+	total := sp.Plan.Duration
+	rctx, cancel := context.WithTimeout(ctx, total+sp.Config.Timeout+hardSlack)
+	defer cancel()
+	ser := newSeries(len(labels), int64(sp.Interval), int64(total))
+	rt := NewRealTime()
+	workers := make([]*Worker, len(parts))
+	drivers := make([]*Loopback, len(parts))
+	recs := make([]*Recorder, len(parts))
+	for i, part := range parts {
+		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
+			return nil, err
+		}
+		if drivers[i], err = NewLoopback(rctx, srv.Addr(), rt.Clone(), sp.Config.Timeout); err != nil {
+			return nil, err
+		}
+		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
+			return nil, err
+		}
+		w := workers[i]
+		w.SetChannels(chans)
+		w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
+	}
+
+	// Time 0 is now, once every worker is ready.
+	rt.start = time.Now()
+	for _, d := range drivers {
+		d.rt.start = rt.start
+	}
+	mon := newMonitor(srv, labels, ser, int64(sp.Warmup))
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = workers[i].Run(rctx)
+			drivers[i].Stop()
+		}()
+	}
+	var monWG sync.WaitGroup
+	monWG.Add(1)
+	go func() {
+		defer monWG.Done()
+		mon.run(rt, done, total, sp.Progress)
+	}()
+	wg.Wait()
+	close(done)
+	monWG.Wait()
+
+	complete := true
+	for _, err := range errs {
+		if err != nil {
+			if rctx.Err() == nil {
+				return nil, err
+			}
+			complete = false
+		}
+	}
+	rec, err := MergeAll(recs...)
+	if err != nil {
+		return nil, err
+	}
+	st := mon.finish(rt.Now(), rec)
+	if complete && sp.Progress != nil {
+		sp.Progress(total, total)
+	}
+	res := newResult(labels, rec, ser, workers, complete)
+	res.Frames = int64(st.Frames)
+	res.ServerCPU = st.ReadService + st.TickService
+	srv.Close()
+	return res, nil
+}
+
+// monitor reads the server's per-population counters into the series at
+// each interval's end, keeps the counts at the end of the warm-up, and
+// calls Progress.
+type monitor struct {
+	srv    *server.Server
+	labels []string
+	ser    *series
+	warmup int64
+	prev   [][NumOutcomes]int64 // per population, at the last read
+	warm   [][NumOutcomes]int64 // at the end of the warm-up
+	next   int                  // the interval whose end is the next read
+	warmed bool
+}
+
+func newMonitor(srv *server.Server, labels []string, ser *series, warmup int64) *monitor {
+	return &monitor{srv: srv, labels: labels, ser: ser, warmup: warmup,
+		prev: make([][NumOutcomes]int64, len(labels)), warm: make([][NumOutcomes]int64, len(labels)), warmed: warmup == 0}
+}
+
+// decisionsOf converts one population's server counters into outcomes.
+func decisionsOf(ps server.PopulationStats) (out [NumOutcomes]int64) {
+	out[Accepted] = int64(ps.Accepted)
+	for _, m := range []map[string]uint64{ps.Dropped, ps.Rejected} {
+		for name, n := range m {
+			if r, err := core.ParseReason(name); err == nil && r != core.None && int(r) < ServerReasons {
+				out[r] += int64(n)
+			}
+		}
+	}
+	return out
+}
+
+// read takes a snapshot and adds what changed since the last one to point
+// k of the series.
+func (m *monitor) read(k int) server.Stats {
+	st := m.srv.Stats()
+	for pop, label := range m.labels {
+		cur := decisionsOf(st.Populations[label])
+		var d Interval
+		for o := range cur {
+			d.Outcomes[o] = cur[o] - m.prev[pop][o]
+		}
+		d.Accepted = d.Outcomes[Accepted]
+		m.ser.add(pop, k, &d)
+		m.prev[pop] = cur
+	}
+	return st
+}
+
+func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, progress func(done, total time.Duration)) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	n := len(m.ser.pts[0])
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		now := rt.Now()
+		for m.next < n-1 && now >= int64(m.next+1)*m.ser.width {
+			m.read(m.next)
+			m.next++
+		}
+		if !m.warmed && now >= m.warmup {
+			m.warmed = true
+			m.read(m.ser.index(now))
+			copy(m.warm, m.prev)
+		}
+		if progress != nil {
+			progress(min(time.Duration(now), total), total)
+		}
+	}
+}
+
+// finish takes the last snapshot, adds the measured window's decisions to
+// rec, and returns the snapshot.
+func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
+	st := m.read(m.ser.index(now))
+	if !m.warmed { // stopped before the end of the warm-up: nothing measured
+		copy(m.warm, m.prev)
+	}
+	for pop := range m.labels {
+		for o := range NumOutcomes {
+			if d := m.prev[pop][o] - m.warm[pop][o]; d != 0 {
+				rec.AddDecision(pop, Outcome(o), d)
+			}
+		}
+	}
+	return st
+}
+
+type cutOff struct {
+	client int
+	d      time.Duration
+}
+
+func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, complete bool) *Result {
+	n := len(labels)
+	res := &Result{
+		Labels:       slices.Clone(labels),
+		Recorder:     rec,
+		Series:       ser.pts,
+		CutOffs:      make([][]time.Duration, n),
+		Clients:      make([]int, n),
+		Disconnected: make([]int64, n),
+		LockedOut:    make([]int64, n),
+		Complete:     complete,
+	}
+	cuts := make([][]cutOff, n)
+	for _, w := range workers {
+		for i := range w.clients {
+			cs := &w.clients[i]
+			pop := cs.c.Population
+			res.Clients[pop]++
+			if cs.disconnected {
+				res.Disconnected[pop]++
+			}
+			if cs.locked {
+				res.LockedOut[pop]++
+			}
+			if cs.cut >= 0 {
+				from := cs.firstDial
+				if cs.firstSend >= 0 && cs.firstSend <= cs.cut {
+					from = cs.firstSend
+				}
+				cuts[pop] = append(cuts[pop], cutOff{cs.c.Index, time.Duration(cs.cut - max(from, 0))})
+			}
+		}
+	}
+	for pop, cs := range cuts {
+		slices.SortFunc(cs, func(a, b cutOff) int { return a.client - b.client })
+		res.CutOffs[pop] = make([]time.Duration, len(cs))
+		for i, c := range cs {
+			res.CutOffs[pop][i] = c.d
+		}
+	}
+	return res
+}
+
+// ErrNoResult is returned by Canonical for a nil Result or one without a
+// Recorder.
+var ErrNoResult = errors.New("loadgen: no result")
+
+// Canonical returns a byte encoding of everything the run measured except
+// ServerCPU (a wall time): the labels, every count (outcomes, decisions,
+// bytes, clamped and dropped values, the workers' Stats), every histogram
+// (its geometry and non-zero counts), the series, the cut-offs, the
+// clients, the disconnected and locked-out counts, the frames and whether
+// the run completed. Two sim runs of the same spec, seed and policy give
+// equal encodings.
+func (r *Result) Canonical() ([]byte, error) {
+	if r == nil || r.Recorder == nil {
+		return nil, ErrNoResult
+	}
+	var b []byte
+	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
+	num := func(v int64) { b = binary.AppendVarint(b, v) }
+	hist := func(h *hdrhistogram.Histogram) {
+		if h == nil {
+			num(-1)
+			return
+		}
+		s := h.Export()
+		num(s.LowestTrackableValue)
+		num(s.HighestTrackableValue)
+		num(s.SignificantFigures)
+		num(h.TotalCount())
+		for i, c := range s.Counts {
+			if c != 0 {
+				num(int64(i))
+				num(c)
+			}
+		}
+		num(-1)
+	}
+	num(int64(len(r.Labels)))
+	for _, l := range r.Labels {
+		str(l)
+	}
+	rec := r.Recorder
+	for _, l := range rec.labels {
+		str(l)
+	}
+	num(rec.cfg.Lowest)
+	num(rec.cfg.Highest)
+	num(int64(rec.cfg.Digits))
+	st := rec.Stats
+	for _, v := range []int64{st.Actions, st.Skipped, st.Events, st.Unmatched, st.Stopped} {
+		num(v)
+	}
+	for i := range rec.pops {
+		p := &rec.pops[i]
+		for _, v := range p.decisions {
+			num(v)
+		}
+		for k := range NumKinds {
+			num(p.bytes[k])
+			for _, v := range p.outcomes[k] {
+				num(v)
+			}
+			for m := range NumMetrics {
+				num(p.clamped[k][m])
+				num(p.dropped[k][m])
+				hist(p.hist[k][m])
+			}
+		}
+	}
+	num(int64(len(r.Series)))
+	for _, pts := range r.Series {
+		num(int64(len(pts)))
+		for _, pt := range pts {
+			num(int64(pt.Start))
+			num(pt.Sent)
+			num(pt.Accepted)
+			for _, v := range pt.Outcomes {
+				num(v)
+			}
+			hist(pt.Response)
+		}
+	}
+	num(int64(len(r.CutOffs)))
+	for _, cs := range r.CutOffs {
+		num(int64(len(cs)))
+		for _, c := range cs {
+			num(int64(c))
+		}
+	}
+	for _, v := range r.Clients {
+		num(int64(v))
+	}
+	for _, v := range r.Disconnected {
+		num(v)
+	}
+	for _, v := range r.LockedOut {
+		num(v)
+	}
+	num(r.Frames)
+	if r.Complete {
+		num(1)
+	} else {
+		num(0)
+	}
+	return b, nil
+}
