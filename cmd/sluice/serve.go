@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd() *cobra.Command {
+	var policyFile, listen string
+	var maxConns int
+	var tick float64
+	c := &cobra.Command{
+		Use:   "serve --policy FILE [--listen 127.0.0.1:PORT]",
+		Short: "Run the reference game server with a policy, for any client",
+		Long: `serve runs the reference loopback game server (package loadgen/server) with
+the given policy until interrupted (Ctrl-C or SIGTERM), then shuts down
+gracefully, telling each client why. It speaks the reference protocol
+documented in package loadgen/wire. The listen address must be a loopback
+address; port 0 picks a free port, printed on start.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if policyFile == "" {
+				return usageError{errors.New("--policy FILE is required")}
+			}
+			p, err := loadPolicyFile(policyFile)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick}
+			return server.Run(ctx, cfg, func(a netip.AddrPort) {
+				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, a)
+			})
+		},
+	}
+	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
+	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
+	return c
+}
+
