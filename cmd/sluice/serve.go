@@ -47,4 +47,3 @@ address; port 0 picks a free port, printed on start.`,
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
 	return c
 }
-
