@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"errors"
 	"html/template"
 	"regexp"
 	"strings"
@@ -166,6 +167,23 @@ func TestHTMLSections(t *testing.T) {
 	}
 }
 
+// TestHTMLSizeLongRun bounds the page for a longer, wider run: ten minutes
+// of one-second intervals and three variants.
+func TestHTMLSizeLongRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a large synthetic result")
+	}
+	r := synthWith(t, 3, 600, 3)
+	html := renderHTML(t, r)
+	t.Logf("page size %d KiB", len(html)>>10)
+	if len(html) > 600<<10 {
+		t.Errorf("page is %d KiB for a ten-minute, three-variant run; want at most 600 KiB", len(html)>>10)
+	}
+	if refs := externalRefs(html); len(refs) > 0 {
+		t.Errorf("page refers outside itself: %q", refs)
+	}
+}
+
 func TestHTMLEscapesNames(t *testing.T) {
 	r := New(Run{Scenario: `<script>alert("s")</script>`, Driver: DriverSim, Duration: time.Second, Complete: true}, Environment{CPU: "<b>cpu</b>"})
 	v, err := r.AddVariant(`v<img src=x onerror=alert(1)>`, map[string]string{"k": "</pre><script>x</script>"})
@@ -318,6 +336,15 @@ func TestTicks(t *testing.T) {
 	if got := strings.Join(labels, " "); got != "0 10 20 30 40 50 60" {
 		t.Errorf("time labels %q", got)
 	}
+	labels = nil
+	for _, tk := range (timeTicks{}).Ticks(0, 1) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0.0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0" {
+		t.Errorf("sub-second time labels %q", got)
+	}
 }
 
 func TestGroupLongSeries(t *testing.T) {
@@ -326,7 +353,7 @@ func TestGroupLongSeries(t *testing.T) {
 		s = append(s, Interval{Start: time.Duration(i) * time.Second, Length: time.Second, Sent: 2, Accepted: 1,
 			Drops: map[string]int64{"Timeout": 1}, Responses: 1, P50: int64(i), P99: int64(2 * i)})
 	}
-	g := group(s)
+	g := group(s, maxPoints)
 	if len(g) > maxPoints {
 		t.Fatalf("%d points after grouping", len(g))
 	}
@@ -340,5 +367,71 @@ func TestGroupLongSeries(t *testing.T) {
 	}
 	if end := g[len(g)-1].Start + g[len(g)-1].Length; end != 1000*time.Second {
 		t.Fatalf("grouped series ends at %v", end)
+	}
+}
+
+// TestHTMLDegenerateData renders data at the edges: zero latencies (the sim
+// driver's virtual time can give them), a single value, one interval,
+// drops with nothing counted as sent, a population in one variant only.
+func TestHTMLDegenerateData(t *testing.T) {
+	r := New(Run{Scenario: "edges", Driver: DriverSim, Duration: time.Second, Interval: time.Second, Complete: true}, Environment{})
+	a, _ := r.AddVariant("a", nil)
+	b, _ := r.AddVariant("b", nil)
+	zeros := newHist()
+	for range 100 {
+		_ = zeros.RecordValue(0)
+	}
+	one := newHist()
+	_ = one.RecordValue(12345)
+	for i, v := range []*Variant{a, b} {
+		p := v.AddPopulation("zeros", "honest", Honest, 1)
+		k := p.Kind("move")
+		k.Sent, k.Accepted = 100, 100
+		if err := k.AddHistogram(ResponseTime, zeros); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AddInterval(0, time.Second, 100, 100, nil, zeros); err != nil {
+			t.Fatal(err)
+		}
+		q := v.AddPopulation("single", "flood", Hostile, 1)
+		k = q.Kind("chat")
+		k.Drop("Oversize", 3)
+		if err := k.AddHistogram(ResponseTime, one); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AddInterval(0, time.Second, 0, 0, map[string]int64{"Oversize": 3}, one); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			v.AddPopulation("late", "honest", Honest, 2).Kind("move").Sent = 5
+		}
+	}
+	if err := r.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	html := renderHTML(t, r)
+	if refs := externalRefs(html); len(refs) > 0 {
+		t.Errorf("page refers outside itself: %q", refs)
+	}
+	paths, _ := chartDataPaths(html)
+	if len(paths) == 0 {
+		t.Fatal("no chart drawn")
+	}
+	for i, n := range paths {
+		if n == 0 {
+			t.Errorf("chart %d has no data path", i)
+		}
+	}
+}
+
+func TestWriteHTMLFile(t *testing.T) {
+	path := t.TempDir() + "/report.html"
+	if err := WriteHTMLFile(path, synthCopy(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	r := synthCopy(t, 1)
+	r.Run.Scenario = ""
+	if err := WriteHTMLFile(path, r); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("invalid results: %v", err)
 	}
 }
