@@ -1,0 +1,533 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sluicedev/sluice/core"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// mixedPlan is a small plan of honest, laggy and hostile clients.
+func mixedPlan(seed uint64, d time.Duration) Plan {
+	return Plan{Seed: seed, Duration: d, Populations: []Population{
+		{Name: "honest", Clients: 12, Behaviour: &Honest{ChatEvery: 2 * time.Second, PurchaseEvery: 5 * time.Second}},
+		{Name: "nat", Clients: 6, Behaviour: &Honest{}, PerAddress: 3},
+		{Name: "laggy", Clients: 4, Behaviour: &Laggy{FreezeEvery: 2 * time.Second, DropEvery: 3 * time.Second}},
+		{Name: "tiny-flood", Clients: 2, Behaviour: &TinyFlood{}, Hostile: true},
+		{Name: "replay", Clients: 2, Behaviour: &Replay{}, Hostile: true},
+		{Name: "bad-length", Clients: 1, Behaviour: &BadLength{Mode: "mixed"}, Hostile: true},
+		{Name: "malformed", Clients: 1, Behaviour: &Malformed{Mode: "mixed"}, Hostile: true},
+	}}
+}
+
+func runSim(t testing.TB, spec RunSpec, p core.Policy) *Result {
+	t.Helper()
+	res, err := RunSim(context.Background(), spec, p)
+	require.NoError(t, err)
+	require.True(t, res.Complete)
+	return res
+}
+
+func canonical(t testing.TB, r *Result) []byte {
+	t.Helper()
+	b, err := r.Canonical()
+	require.NoError(t, err)
+	return b
+}
+
+func pop(t testing.TB, r *Result, label string) int {
+	t.Helper()
+	for i, l := range r.Labels {
+		if l == label {
+			return i
+		}
+	}
+	t.Fatalf("no population %q", label)
+	return -1
+}
+
+func sum(xs [NumOutcomes]int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func TestSimIsDeterministic(t *testing.T) {
+	spec := RunSpec{Plan: mixedPlan(7, 8*time.Second), Warmup: time.Second}
+	a := runSim(t, spec, DefaultPolicy())
+	b := runSim(t, spec, DefaultPolicy())
+	ca, cb := canonical(t, a), canonical(t, b)
+	require.Equal(t, ca, cb, "same seed, byte-identical results")
+	assert.Greater(t, len(ca), 10_000, "the encoding holds the histograms")
+	assert.Positive(t, a.Frames)
+	assert.Equal(t, a.Frames, b.Frames)
+
+	spec.Plan.Seed = 8
+	c := runSim(t, spec, DefaultPolicy())
+	assert.NotEqual(t, ca, canonical(t, c), "another seed, other results")
+
+	// The encoding sees a single changed count.
+	a.Recorder.Add(0, KindMove, Sent, 1)
+	assert.NotEqual(t, cb, canonical(t, a))
+}
+
+func TestSimHonestAcceptedFloodDropped(t *testing.T) {
+	res := runSim(t, RunSpec{Plan: mixedPlan(3, 10*time.Second)}, DefaultPolicy())
+	rec := res.Recorder
+	for _, label := range []string{"honest", "nat", "laggy"} {
+		p := pop(t, res, label)
+		d := rec.Decisions(p)
+		require.Positive(t, sum(d), label)
+		assert.GreaterOrEqual(t, float64(d[Accepted])/float64(sum(d)), 0.99, "%s: the server accepts honest frames: %v", label, d)
+		for _, k := range []Kind{KindHello, KindChat, KindPurchase, KindPing} {
+			o := rec.Outcomes(p, k)
+			if k == KindHello || k == KindChat || k == KindPing {
+				assert.Positive(t, o[Accepted], "%s %v", label, k)
+			}
+			assert.Equal(t, o[Accepted], sum(o)-o[Disconnected]-o[NotSent], "%s %v: every reply says OK: %v", label, k, o)
+		}
+		assert.Zero(t, res.LockedOut[p], label)
+		assert.Positive(t, rec.Count(p, KindMove, Sent), label)
+	}
+	// Only laggy clients drop their own connections; the server cuts off no
+	// honest client.
+	assert.Zero(t, res.Disconnected[pop(t, res, "honest")])
+	assert.Zero(t, res.Disconnected[pop(t, res, "nat")])
+
+	p := pop(t, res, "tiny-flood")
+	d := rec.Decisions(p)
+	moves := rec.Outcomes(p, KindMove)
+	tried := moves[Sent] + moves[NotSent]
+	admitted := d[Accepted] - rec.Count(p, KindHello, Accepted)
+	require.Positive(t, tried)
+	assert.Less(t, float64(admitted)/float64(tried), 0.05, "the flood is mostly dropped: %d of %d moves admitted", admitted, tried)
+	assert.Positive(t, d[core.ChannelLimit]+d[core.FrameLimit], "refused for its rate: %v", d)
+	assert.Equal(t, int64(2), res.Disconnected[p])
+	assert.Equal(t, int64(2), res.LockedOut[p])
+	require.Len(t, res.CutOffs[p], 2)
+	for _, c := range res.CutOffs[p] {
+		assert.Less(t, c, 2*time.Second, "cut off quickly")
+	}
+	for _, label := range []string{"replay", "bad-length", "malformed"} {
+		p := pop(t, res, label)
+		assert.Positive(t, res.Disconnected[p], label)
+		assert.Len(t, res.CutOffs[p], res.Clients[p], label)
+	}
+	assert.Equal(t, []int{12, 6, 4, 2, 2, 1, 1}, res.Clients)
+}
+
+func TestSimWarmupAndSeries(t *testing.T) {
+	plan := mixedPlan(5, 6*time.Second)
+	all := runSim(t, RunSpec{Plan: plan}, DefaultPolicy())
+	warm := runSim(t, RunSpec{Plan: plan, Warmup: 2 * time.Second}, DefaultPolicy())
+	// The warm-up changes nothing but what the Recorder keeps.
+	assert.Equal(t, all.Series, warm.Series)
+	for p := range all.Labels {
+		require.Len(t, all.Series[p], 6)
+		var total, after [NumOutcomes]int64
+		var sent int64
+		for k, pt := range all.Series[p] {
+			assert.Equal(t, time.Duration(k)*time.Second, pt.Start)
+			assert.Equal(t, pt.Outcomes[Accepted], pt.Accepted)
+			sent += pt.Sent
+			for o := range ServerReasons {
+				total[o] += pt.Outcomes[o]
+				if k >= 2 {
+					after[o] += pt.Outcomes[o]
+				}
+			}
+		}
+		assert.Positive(t, sent, all.Labels[p])
+		assert.Equal(t, total, all.Recorder.Decisions(p), "%s: the series holds every decision", all.Labels[p])
+		assert.Equal(t, after, warm.Recorder.Decisions(p), "%s: the recorder keeps those after the warm-up", all.Labels[p])
+	}
+	h := pop(t, all, "honest")
+	assert.Less(t, warm.Recorder.Count(h, KindMove, Sent), all.Recorder.Count(h, KindMove, Sent))
+	assert.Equal(t, all.Recorder.Stats, warm.Recorder.Stats, "Stats cover the whole run")
+	var responses int64
+	for _, pt := range all.Series[h] {
+		if pt.Response != nil {
+			responses += pt.Response.TotalCount()
+		}
+	}
+	var replies int64
+	for _, k := range []Kind{KindHello, KindChat, KindPurchase, KindPing} {
+		if hh := all.Recorder.Histogram(h, k, Response); hh != nil {
+			replies += hh.TotalCount()
+		}
+	}
+	assert.Equal(t, replies, responses, "the series' response times are the recorder's")
+}
+
+func TestSimStallShowsInResponseTime(t *testing.T) {
+	plan := Plan{Seed: 1, Duration: 6 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 10, Behaviour: &Honest{PingEvery: 50 * time.Millisecond, ChatEvery: -1, PurchaseEvery: -1}},
+	}}
+	run := func(stalls []Stall) *Recorder {
+		clients := plan.Clients()
+		rec, err := NewRecorder(plan.Labels(), HistConfig{})
+		require.NoError(t, err)
+		sim, err := NewSim(DefaultPolicy(), SimConfig{Stalls: stalls}, clients)
+		require.NoError(t, err)
+		w, err := NewWorker(sim, rec, clients, RunConfig{})
+		require.NoError(t, err)
+		require.NoError(t, w.Run(context.Background()))
+		return rec
+	}
+	calm := run(nil)
+	h := calm.Histogram(0, KindPing, Response)
+	require.NotNil(t, h)
+	assert.Zero(t, h.Max(), "pings are answered at once")
+	assert.LessOrEqual(t, calm.Histogram(0, KindHello, Response).Max(), int64(0))
+
+	// The server stops for a second: every ping meant for that second is
+	// answered at its end, and each one's response time counts from when
+	// it was meant to go, not just the first one's.
+	rec := run([]Stall{{At: 3 * time.Second, For: time.Second}})
+	h = rec.Histogram(0, KindPing, Response)
+	require.NotNil(t, h)
+	assert.GreaterOrEqual(t, h.Max(), int64(950*time.Millisecond))
+	var slow int64
+	for _, bar := range h.Distribution() {
+		if bar.From >= int64(100*time.Millisecond) {
+			slow += bar.Count
+		}
+	}
+	// 10 clients × 20 pings per second, those meant in the first 900ms of
+	// the stall: about 180.
+	assert.Greater(t, slow, int64(150), "every ping in the stall is slow, not only one per client")
+	assert.Less(t, slow, int64(200))
+	assert.Equal(t, calm.Count(0, KindPing, Accepted), rec.Count(0, KindPing, Accepted), "all answered in the end")
+	// The client was never late: the stall is the server's.
+	assert.Zero(t, rec.Histogram(0, KindPing, SendLag).Max())
+	require.NoError(t, rec.CheckSendLag(1, time.Millisecond))
+}
+
+func TestSimEveryBehaviour(t *testing.T) {
+	for _, name := range BehaviourNames() {
+		t.Run(name, func(t *testing.T) {
+			b, err := NewBehaviour(name)
+			require.NoError(t, err)
+			plan := Plan{Seed: 11, Duration: 4 * time.Second, Populations: []Population{
+				{Name: "bystander", Clients: 2, Behaviour: &Honest{}},
+				{Name: name, Clients: 3, Behaviour: b, PerAccount: 3},
+			}}
+			res := runSim(t, RunSpec{Plan: plan, Config: RunConfig{Timeout: 500 * time.Millisecond}}, DefaultPolicy())
+			assert.Positive(t, res.Recorder.Stats.Actions)
+			assert.Positive(t, res.Frames)
+			var sent int64
+			for _, pt := range res.Series[1] {
+				sent += pt.Sent
+			}
+			assert.Positive(t, sent, "it wrote something")
+			assert.Zero(t, res.Recorder.TotalDropped())
+		})
+	}
+}
+
+func TestSimCancel(t *testing.T) {
+	plan := Plan{Seed: 1, Duration: 24 * time.Hour, Populations: []Population{
+		{Name: "honest", Clients: 50, Behaviour: &Honest{}},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	spec := RunSpec{Plan: plan, Interval: time.Minute, Progress: func(done, total time.Duration) {
+		calls++
+		assert.Equal(t, 24*time.Hour, total)
+		if calls == 2 {
+			cancel()
+		}
+	}}
+	res, err := RunSim(ctx, spec, DefaultPolicy())
+	require.NoError(t, err)
+	assert.False(t, res.Complete)
+	assert.Equal(t, 2, calls)
+	assert.Positive(t, res.Recorder.Stats.Actions)
+	assert.Positive(t, res.Recorder.Count(0, KindMove, Sent))
+
+	// Cancelled before it starts: nothing, promptly.
+	res, err = RunSim(ctx, spec, DefaultPolicy())
+	require.NoError(t, err)
+	assert.False(t, res.Complete)
+}
+
+func TestLoopbackRun(t *testing.T) {
+	plan := Plan{Seed: 2, Duration: 2 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 6, Behaviour: &Honest{ConnectSpread: 200 * time.Millisecond, ChatEvery: 300 * time.Millisecond, PingEvery: 100 * time.Millisecond}},
+		{Name: "laggy", Clients: 2, Behaviour: &Laggy{FreezeEvery: 500 * time.Millisecond, DropEvery: time.Second}},
+		{Name: "tiny-flood", Clients: 1, Behaviour: &TinyFlood{Persist: Persist{ConnectSpread: 100 * time.Millisecond}}},
+	}}
+	var progress int
+	res, err := RunLoopback(context.Background(), RunSpec{
+		Plan: plan, Workers: 2, Config: RunConfig{Timeout: 500 * time.Millisecond},
+		Progress: func(done, total time.Duration) { progress++ },
+	}, DefaultPolicy())
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	require.True(t, res.Complete)
+	assert.Positive(t, progress)
+	assert.Equal(t, []int{6, 2, 1}, res.Clients)
+	assert.Positive(t, res.Frames)
+	assert.Positive(t, res.ServerCPU)
+	rec := res.Recorder
+	h := pop(t, res, "honest")
+	assert.Equal(t, int64(6), rec.Count(h, KindHello, Accepted))
+	assert.Positive(t, rec.Count(h, KindPing, Accepted))
+	assert.Positive(t, rec.Count(h, KindChat, Accepted))
+	assert.Positive(t, rec.Histogram(h, KindPing, Response).TotalCount())
+	d := rec.Decisions(h)
+	assert.GreaterOrEqual(t, float64(d[Accepted])/float64(sum(d)), 0.99, "%v", d)
+	assert.Zero(t, res.Disconnected[h])
+	f := pop(t, res, "tiny-flood")
+	assert.Equal(t, int64(1), res.Disconnected[f], "the server cut the flood off")
+	assert.Positive(t, sum(rec.Decisions(f))-rec.Decisions(f)[Accepted])
+	var sent int64
+	for _, pt := range res.Series[h] {
+		sent += pt.Sent
+	}
+	assert.Positive(t, sent)
+}
+
+func TestLoopbackEveryBehaviour(t *testing.T) {
+	var pops []Population
+	for _, name := range BehaviourNames() {
+		b, err := NewBehaviour(name)
+		require.NoError(t, err)
+		pops = append(pops, Population{Name: name, Clients: 2, Behaviour: b, PerAccount: 2})
+	}
+	// Connect quickly: the run is short.
+	for _, p := range pops {
+		switch b := p.Behaviour.(type) {
+		case *Honest:
+			b.ConnectSpread = 100 * time.Millisecond
+		case *Laggy:
+			b.ConnectSpread = 100 * time.Millisecond
+		case *MassReconnect:
+			b.ConnectSpread = 100 * time.Millisecond
+		}
+	}
+	plan := Plan{Seed: 4, Duration: 2 * time.Second, Populations: pops}
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Config: RunConfig{Timeout: 300 * time.Millisecond}}, DefaultPolicy())
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	require.True(t, res.Complete)
+	for p, label := range res.Labels {
+		var sent int64
+		for _, pt := range res.Series[p] {
+			sent += pt.Sent
+		}
+		assert.Positive(t, sent, "%s wrote something", label)
+	}
+	assert.Positive(t, res.Frames)
+}
+
+func TestLoopbackCancel(t *testing.T) {
+	plan := Plan{Seed: 1, Duration: time.Minute, Populations: []Population{
+		{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 50 * time.Millisecond}},
+		{Name: "tiny-flood", Clients: 1, Behaviour: &TinyFlood{}},
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	spec := RunSpec{Plan: plan, Warmup: 30 * time.Second, Progress: func(done, total time.Duration) {
+		if done >= 300*time.Millisecond {
+			cancel()
+		}
+	}}
+	res, err := RunLoopback(ctx, spec, DefaultPolicy())
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	assert.False(t, res.Complete)
+	assert.Positive(t, res.Recorder.Stats.Actions)
+	assert.Zero(t, res.Recorder.Count(0, KindHello, Accepted), "cancelled inside the warm-up: nothing measured")
+	assert.Zero(t, sum(res.Recorder.Decisions(0)))
+	var hellos int64
+	for _, pt := range res.Series[0] {
+		hellos += pt.Accepted
+	}
+	assert.Positive(t, hellos, "the series saw the start")
+}
+
+func TestRunSpecErrors(t *testing.T) {
+	good := mixedPlan(1, 5*time.Second)
+	cases := []struct {
+		spec  RunSpec
+		field string
+	}{
+		{RunSpec{Plan: good, Warmup: 5 * time.Second}, "Warmup"},
+		{RunSpec{Plan: good, Warmup: -1}, "Warmup"},
+		{RunSpec{Plan: good, Interval: time.Microsecond}, "Interval"},
+		{RunSpec{Plan: good, TickRate: -1}, "TickRate"},
+		{RunSpec{Plan: good, Workers: -1}, "Workers"},
+		{RunSpec{Plan: good, Config: RunConfig{Timeout: -1}}, "Timeout"},
+		{RunSpec{Plan: Plan{Duration: time.Second}}, "Populations"},
+	}
+	for _, c := range cases {
+		for _, run := range []func(context.Context, RunSpec, core.Policy) (*Result, error){RunSim, RunLoopback} {
+			_, err := run(context.Background(), c.spec, DefaultPolicy())
+			var pe *ParamError
+			require.ErrorAs(t, err, &pe, c.field)
+			assert.Equal(t, c.field, pe.Field)
+		}
+	}
+	bad := DefaultPolicy()
+	bad.Channels[2].Class = core.ClassInput // chat as an input
+	_, err := RunSim(context.Background(), RunSpec{Plan: good}, bad)
+	assert.ErrorIs(t, err, ErrChannel)
+	_, err = RunSim(context.Background(), RunSpec{Plan: good}, core.Policy{Channels: []core.Channel{{Name: "move"}}})
+	assert.ErrorIs(t, err, core.ErrPolicy)
+	var nilRes *Result
+	_, err = nilRes.Canonical()
+	assert.ErrorIs(t, err, ErrNoResult)
+	_, err = NewLoopback(context.Background(), mustAddrPort(t, "10.0.0.1:80"), NewRealTime(), 0)
+	assert.ErrorIs(t, err, ErrNotLoopback)
+}
+
+func TestChannelsOf(t *testing.T) {
+	p := DefaultPolicy()
+	ch, err := ChannelsOf(&p)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultChannels, ch)
+	for _, k := range []Kind{KindMove, KindAbility, KindChat, KindPurchase} {
+		_, code, ok := k.Wire()
+		require.True(t, ok)
+		assert.Equal(t, k.String(), p.Channels[code].Name)
+	}
+	// The scenario policy's layout: move, aim, ability, chat, purchase.
+	q := core.Policy{Channels: []core.Channel{
+		{Name: "move", Class: core.ClassInput}, {Name: "aim", Class: core.ClassInput},
+		{Name: "ability", Class: core.ClassPredicted}, {Name: "chat", Class: core.ClassRequest},
+	}}
+	ch, err = ChannelsOf(&q)
+	require.NoError(t, err)
+	assert.Equal(t, Channels{-1, 0, 2, 3, -1, -1, -1, -1}, ch)
+
+	// A kind without a channel is not sent.
+	plan := Plan{Seed: 1, Duration: 3 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 3, Behaviour: &Honest{PurchaseEvery: 200 * time.Millisecond}},
+	}}
+	res := runSim(t, RunSpec{Plan: plan}, q)
+	assert.Zero(t, res.Recorder.Count(0, KindPurchase, Accepted))
+	assert.Positive(t, res.Recorder.Count(0, KindPurchase, NotSent))
+	assert.Positive(t, res.Recorder.Count(0, KindChat, Accepted)+res.Recorder.Count(0, KindMove, Sent))
+	// No ping channel: the server's own ping bucket answers.
+	assert.Positive(t, res.Recorder.Count(0, KindPing, Accepted))
+
+	for _, bad := range []core.Channel{
+		{Name: "move", Class: core.ClassRequest},
+		{Name: "purchase", Class: core.ClassInput},
+		{Name: "chat", Class: core.ClassRequest, Direction: core.ServerToClient},
+	} {
+		_, err := ChannelsOf(&core.Policy{Channels: []core.Channel{bad}})
+		assert.ErrorIs(t, err, ErrChannel, bad.Name)
+	}
+}
+
+func TestArrivalsAndWindows(t *testing.T) {
+	p := Plan{Seed: 3, Duration: 10 * time.Second, Populations: []Population{
+		{Name: "all", Clients: 3, Behaviour: &Honest{}, Start: time.Second},
+		{Name: "ramp", Clients: 4, Behaviour: &Honest{}, Arrival: Arrival{Kind: ArrivalRamp, Over: 4 * time.Second}},
+		{Name: "ramp-window", Clients: 2, Behaviour: &Honest{}, Start: 2 * time.Second, Stop: 6 * time.Second, Arrival: Arrival{Kind: ArrivalRamp}},
+		{Name: "poisson", Clients: 50, Behaviour: &Honest{}, Arrival: Arrival{Kind: ArrivalPoisson, Rate: 10}},
+	}}
+	require.NoError(t, p.Validate())
+	cs := p.Clients()
+	for _, c := range cs[:3] {
+		assert.Equal(t, sec, c.Arrive)
+		assert.Equal(t, sec, c.Start)
+		assert.Equal(t, 10*sec, c.End)
+	}
+	for i, c := range cs[3:7] {
+		assert.Equal(t, int64(i)*sec, c.Arrive)
+	}
+	assert.Equal(t, []int64{2 * sec, 4 * sec}, []int64{cs[7].Arrive, cs[8].Arrive})
+	assert.Equal(t, 6*sec, cs[7].End)
+	var prev int64
+	for _, c := range cs[9:] {
+		assert.Greater(t, c.Arrive, prev)
+		prev = c.Arrive
+	}
+	// 50 clients at 10/s arrive over about 5s.
+	assert.InDelta(t, 5*sec, float64(prev), float64(2*sec))
+	again := p.Clients()
+	assert.Equal(t, cs[20].Arrive, again[20].Arrive, "seeded")
+	p.Seed = 4
+	assert.NotEqual(t, cs[20].Arrive, p.Clients()[20].Arrive)
+	p.Seed = 3
+
+	// Clients connect after they arrive, and the windowed population sends
+	// nothing after its Stop.
+	for _, c := range cs {
+		acts := Collect(c.Stream(), 1_000_000)
+		require.NotEmpty(t, acts)
+		assert.GreaterOrEqual(t, acts[0].At, c.Arrive)
+		assert.Less(t, acts[len(acts)-1].At, c.End)
+	}
+	res := runSim(t, RunSpec{Plan: p, Config: RunConfig{Timeout: 500 * time.Millisecond}}, DefaultPolicy())
+	w := pop(t, res, "ramp-window")
+	for k, pt := range res.Series[w] {
+		if k < 2 || k >= 6 {
+			assert.Zero(t, pt.Sent, "second %d", k)
+		} else {
+			assert.Positive(t, pt.Sent, "second %d", k)
+		}
+	}
+	// Its clients left (closing their connections) rather than being cut off
+	// by the server's idle timeout.
+	assert.Zero(t, res.Disconnected[w])
+	assert.Equal(t, int64(2), res.Recorder.Count(w, KindHello, Accepted))
+
+	bad := []Population{
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Start: 10 * time.Second},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Start: -1},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Start: 2 * time.Second, Stop: time.Second},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Stop: 11 * time.Second},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Arrival: Arrival{Kind: "burst"}},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Arrival: Arrival{Kind: ArrivalPoisson}},
+		{Name: "a", Clients: 1, Behaviour: &Honest{}, Arrival: Arrival{Kind: ArrivalRamp, Over: -1}},
+	}
+	for i, b := range bad {
+		err := (&Plan{Duration: 10 * time.Second, Populations: []Population{b}}).Validate()
+		var pe *ParamError
+		assert.True(t, errors.As(err, &pe), "case %d: %v", i, err)
+	}
+}
+
+func mustAddrPort(t testing.TB, s string) netip.AddrPort {
+	t.Helper()
+	a, err := netip.ParseAddrPort(s)
+	require.NoError(t, err)
+	return a
+}
+
+// BenchmarkSimThroughput runs a mixed plan (honest players, laggy ones and
+// floods) in the sim driver and reports the frames the simulated server
+// decided per second of wall time.
+func BenchmarkSimThroughput(b *testing.B) {
+	plan := Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 200, Behaviour: &Honest{}},
+		{Name: "laggy", Clients: 20, Behaviour: &Laggy{}},
+		{Name: "tiny-flood", Clients: 4, Behaviour: &TinyFlood{}},
+		{Name: "byte-flood", Clients: 4, Behaviour: &ByteFlood{}},
+	}}
+	var frames int64
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := RunSim(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+		if err != nil {
+			b.Fatal(err)
+		}
+		frames += res.Frames
+	}
+	b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+}
