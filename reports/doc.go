@@ -27,6 +27,13 @@
 // self-contained HTML page (inline SVG charts drawn with gonum.org/v1/plot, no
 // network access at view time).
 //
+// # Concurrency
+//
+// Every type here is plain data with no internal locking: fill a Results
+// from one goroutine (the harness merges its per-worker histograms and
+// counters first), then read it from any number of goroutines while nothing
+// changes it. The package-level functions keep no state.
+//
 // Package reports runs nothing and imports no other package of sluice: drop
 // reasons are their stable names as strings.
 package reports
