@@ -38,8 +38,8 @@ type RunSpec struct {
 	// Hz; default 30.
 	TickRate float64
 	// Progress, if set, is called with the run's time so far and its
-	// length, from one goroutine, at most about 10 times a second, and
-	// once with done = total when a run completes.
+	// length, from the caller's goroutine, at most about 10 times a
+	// second, and once with done = total when a run completes.
 	Progress func(done, total time.Duration)
 }
 
@@ -187,7 +187,8 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 // 127.x.y.z, see Loopback), and stops the server when they are done. The
 // server's decisions (Recorder.Decisions, the series' server outcomes) come
 // from its per-population counters, read at each interval's end, at the
-// end of the warm-up and at the end. When ctx is cancelled, or the run
+// end of the warm-up and at the end. Progress is called from the caller's
+// goroutine. When ctx is cancelled, or the run
 // passes Duration + Timeout + 30s, it stops everything promptly and returns
 // what it measured with Complete false; errors are for a bad spec or
 // policy, or a server that would not start. Every goroutine it starts has
@@ -253,7 +254,6 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	mon := newMonitor(srv, labels, ser, int64(sp.Warmup))
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
-	done := make(chan struct{})
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -262,15 +262,14 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			drivers[i].Stop()
 		}()
 	}
-	var monWG sync.WaitGroup
-	monWG.Add(1)
+	done := make(chan struct{})
 	go func() {
-		defer monWG.Done()
-		mon.run(rt, done, total, sp.Progress)
+		wg.Wait()
+		close(done)
 	}()
-	wg.Wait()
-	close(done)
-	monWG.Wait()
+	// The monitor runs on the caller's goroutine, so Progress is called
+	// from it only.
+	mon.run(rt, done, total, sp.Progress)
 
 	complete := true
 	for _, err := range errs {
@@ -345,15 +344,27 @@ func (m *monitor) read(k int) server.Stats {
 	return st
 }
 
+// run reads the server's counters at each interval's end and at the end
+// of the warm-up, and calls progress about every 100ms, until done.
 func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, progress func(done, total time.Duration)) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
+	const every = int64(100 * time.Millisecond)
 	n := len(m.ser.pts[0])
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	nextProgress := every
 	for {
+		next := nextProgress
+		if m.next < n-1 {
+			next = min(next, int64(m.next+1)*m.ser.width)
+		}
+		if !m.warmed {
+			next = min(next, m.warmup)
+		}
+		timer.Reset(time.Duration(max(next-rt.Now(), 0)))
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-timer.C:
 		}
 		now := rt.Now()
 		for m.next < n-1 && now >= int64(m.next+1)*m.ser.width {
@@ -365,8 +376,11 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 			m.read(m.ser.index(now))
 			copy(m.warm, m.prev)
 		}
-		if progress != nil {
-			progress(min(time.Duration(now), total), total)
+		if now >= nextProgress {
+			nextProgress = now + every
+			if progress != nil {
+				progress(min(time.Duration(now), total), total)
+			}
 		}
 	}
 }
