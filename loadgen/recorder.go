@@ -99,8 +99,9 @@ type popRecord struct {
 	bytes    [NumKinds]int64
 	// decisions are the server's, on every frame the population sent
 	// (Accepted, or the reason it refused it): outcomes below
-	// ServerReasons only.
+	// ServerReasons only; kdec splits them by kind.
 	decisions [NumOutcomes]int64
+	kdec      [NumKinds][NumOutcomes]int64
 }
 
 // Recorder holds a run's (or one worker's) measurements: per population ×
@@ -164,22 +165,29 @@ func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
 	r.pops[pop].outcomes[k][o] += n
 }
 
-// AddDecision counts n frames of the population that the server accepted
-// (o = Accepted) or refused for reason o (o < ServerReasons; other
-// outcomes are ignored). Unlike the outcomes, which are what the client
-// saw (an input is only ever Sent), decisions cover every frame, inputs
-// included. The sim driver counts each frame (and Hello) as it decides
-// it; the loopback driver reads the server's per-population counters,
-// which count a client's frames before its Hello under no population.
-func (r *Recorder) AddDecision(pop int, o Outcome, n int64) {
+// AddDecision counts n frames of kind k of the population that the server
+// accepted (o = Accepted) or refused for reason o (o < ServerReasons;
+// other outcomes are ignored). Unlike the outcomes, which are what the
+// client saw (an input is only ever Sent), decisions cover every frame,
+// inputs included. The sim driver counts each frame (and Hello) as it
+// decides it, under the kind the server decoded it as (a frame that does
+// not decode, and an oversize one, under KindRaw). The loopback driver
+// reads the server's counters, which are per population only: see
+// RunLoopback for how it splits them by kind.
+func (r *Recorder) AddDecision(pop int, k Kind, o Outcome, n int64) {
 	if o < ServerReasons {
 		r.pops[pop].decisions[o] += n
+		r.pops[pop].kdec[k][o] += n
 	}
 }
 
 // Decisions returns the server's decisions on the population's frames, by
-// outcome (Accepted and server reasons only).
+// outcome (Accepted and server reasons only), all kinds together.
 func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].decisions }
+
+// KindDecisions returns the server's decisions on the population's frames
+// of kind k.
+func (r *Recorder) KindDecisions(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].kdec[k] }
 
 // AddBytes counts n bytes written for kind k.
 func (r *Recorder) AddBytes(pop int, k Kind, n int64) {
@@ -253,6 +261,9 @@ func (r *Recorder) Merge(from *Recorder) error {
 		}
 		for o := range NumOutcomes {
 			p.decisions[o] += q.decisions[o]
+			for k := range NumKinds {
+				p.kdec[k][o] += q.kdec[k][o]
+			}
 		}
 	}
 	r.Stats.add(from.Stats)

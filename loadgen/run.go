@@ -146,7 +146,8 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	sim, err := NewSim(p, SimConfig{
 		TickRate:   sp.TickRate,
 		MaxConns:   serverMaxConns(len(clients)),
-		OnDecision: func(pop int, o Outcome, at int64) { w.decide(at, pop, o, 1) },
+		Channels:   &chans,
+		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
 	}, clients)
 	if err != nil {
 		return nil, err
@@ -187,8 +188,11 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 // 127.x.y.z, see Loopback), and stops the server when they are done. The
 // server's decisions (Recorder.Decisions, the series' server outcomes) come
 // from its per-population counters, read at each interval's end, at the
-// end of the warm-up and at the end. Progress is called from the caller's
-// goroutine. When ctx is cancelled, or the run
+// end of the warm-up and at the end; those counters are not split by kind,
+// so Recorder.KindDecisions is attributed from what the clients saw and
+// split in proportion where they saw nothing (see attribute). The server
+// counts a client's frames before its Hello under no population: those are
+// in no Decisions. Progress is called from the caller's goroutine. When ctx is cancelled, or the run
 // passes Duration + Timeout + 30s, it stops everything promptly and returns
 // what it measured with Complete false; errors are for a bad spec or
 // policy, or a server that would not start. Every goroutine it starts has
@@ -386,20 +390,96 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 }
 
 // finish takes the last snapshot, adds the measured window's decisions to
-// rec, and returns the snapshot.
+// rec (see attribute), and returns the snapshot.
 func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 	st := m.read(m.ser.index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
 	}
 	for pop := range m.labels {
-		for o := range NumOutcomes {
-			if d := m.prev[pop][o] - m.warm[pop][o]; d != 0 {
-				rec.AddDecision(pop, Outcome(o), d)
-			}
+		var total [NumOutcomes]int64
+		for o := range total {
+			total[o] = m.prev[pop][o] - m.warm[pop][o]
 		}
+		attribute(rec, pop, total)
 	}
 	return st
+}
+
+// attribute adds a population's server decisions, known only in total, to
+// rec by kind. What the clients saw attributes some exactly: hellos
+// accepted or refused, requests answered (a Reply's reason, or Accepted for
+// StatusOK and StatusFailed, which the gate passed) and pongs. The rest of
+// each outcome's total is split between the kinds whose frames no reply
+// accounts for (inputs and raw writes, counted as Sent; requests, pings and
+// hellos that timed out, were cut off or overflowed), in proportion to how
+// many each wrote, by largest remainder: exact when the population wrote
+// only one such kind, which holds for every behaviour but honest, laggy,
+// mass-reconnect (moves and abilities) and channel-hop. A rest with no
+// such kind goes to KindRaw.
+func attribute(rec *Recorder, pop int, total [NumOutcomes]int64) {
+	var seen [NumKinds][NumOutcomes]int64
+	var weight [NumKinds]int64
+	for k := range NumKinds {
+		o := rec.Outcomes(pop, k)
+		switch k {
+		case KindHello, KindChat, KindPurchase, KindPing:
+			for r := range ServerReasons {
+				seen[k][r] = o[r]
+			}
+			seen[k][Accepted] += o[Failed]
+			weight[k] = o[Timeout] + o[Disconnected] + o[Overflow]
+		case KindMove, KindAbility, KindRaw:
+			weight[k] = o[Sent]
+		}
+	}
+	var wsum int64
+	for _, w := range weight {
+		wsum += w
+	}
+	p := &rec.pops[pop]
+	for o := range ServerReasons {
+		if total[o] == 0 {
+			continue
+		}
+		p.decisions[o] += total[o]
+		rest := total[o]
+		for k := range NumKinds {
+			n := min(seen[k][o], rest) // never more than the server counted
+			p.kdec[k][o] += n
+			rest -= n
+		}
+		if rest == 0 {
+			continue
+		}
+		if wsum == 0 {
+			p.kdec[KindRaw][o] += rest
+			continue
+		}
+		var share [NumKinds]int64
+		var frac [NumKinds]int64
+		given := int64(0)
+		for k := range NumKinds {
+			// rest·weight/wsum without overflow for any realistic count.
+			q := float64(rest) * float64(weight[k]) / float64(wsum)
+			share[k] = int64(q)
+			frac[k] = int64((q - float64(share[k])) * 1e9)
+			given += share[k]
+		}
+		for ; given < rest; given++ {
+			best := -1
+			for k := range int(NumKinds) {
+				if weight[k] > 0 && (best < 0 || frac[k] > frac[best]) {
+					best = k
+				}
+			}
+			share[best]++
+			frac[best] = -1
+		}
+		for k := range NumKinds {
+			p.kdec[k][o] += share[k]
+		}
+	}
 }
 
 type cutOff struct {

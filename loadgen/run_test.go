@@ -293,6 +293,11 @@ func TestLoopbackRun(t *testing.T) {
 	f := pop(t, res, "tiny-flood")
 	assert.Equal(t, int64(1), res.Disconnected[f], "the server cut the flood off")
 	assert.Positive(t, sum(rec.Decisions(f))-rec.Decisions(f)[Accepted])
+	// The flood writes moves only: its decisions are all moves but its
+	// hellos.
+	fm := rec.KindDecisions(f, KindMove)
+	assert.Equal(t, sum(rec.Decisions(f))-sum(rec.KindDecisions(f, KindHello)), sum(fm))
+	assert.Positive(t, fm[core.ChannelLimit]+fm[core.FrameLimit])
 	var sent int64
 	for _, pt := range res.Series[h] {
 		sent += pt.Sent
@@ -530,4 +535,71 @@ func BenchmarkSimThroughput(b *testing.B) {
 		frames += res.Frames
 	}
 	b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+}
+
+func TestSimKindDecisions(t *testing.T) {
+	res := runSim(t, RunSpec{Plan: mixedPlan(9, 6*time.Second)}, DefaultPolicy())
+	rec := res.Recorder
+	for p, label := range res.Labels {
+		var byKind [NumOutcomes]int64
+		for k := range NumKinds {
+			for o, n := range rec.KindDecisions(p, k) {
+				byKind[o] += n
+			}
+		}
+		assert.Equal(t, rec.Decisions(p), byKind, "%s: the kinds add up", label)
+	}
+	// Honest frames are decided under the kind they were sent as: every
+	// move written was accepted, every pong is an accepted ping.
+	h := pop(t, res, "honest")
+	assert.Equal(t, rec.Count(h, KindMove, Sent), rec.KindDecisions(h, KindMove)[Accepted])
+	assert.Equal(t, rec.Count(h, KindPing, Accepted), rec.KindDecisions(h, KindPing)[Accepted])
+	assert.Equal(t, rec.Count(h, KindChat, Accepted), rec.KindDecisions(h, KindChat)[Accepted])
+	assert.Equal(t, rec.Count(h, KindHello, Accepted), rec.KindDecisions(h, KindHello)[Accepted])
+	// Frames that do not decode are raw.
+	m := pop(t, res, "malformed")
+	assert.Positive(t, rec.KindDecisions(m, KindRaw)[core.Malformed])
+	assert.Positive(t, rec.KindDecisions(pop(t, res, "bad-length"), KindRaw)[core.Oversize])
+	f := pop(t, res, "tiny-flood")
+	assert.Positive(t, rec.KindDecisions(f, KindMove)[core.ChannelLimit]+rec.KindDecisions(f, KindMove)[core.FrameLimit])
+}
+
+func TestAttributeSplitsTotals(t *testing.T) {
+	rec, err := NewRecorder([]string{"a", "b", "c"}, HistConfig{})
+	require.NoError(t, err)
+	// a: hellos and pings answered, moves only otherwise: exact.
+	rec.Add(0, KindHello, Accepted, 2)
+	rec.Add(0, KindPing, Accepted, 10)
+	rec.Add(0, KindMove, Sent, 100)
+	var total [NumOutcomes]int64
+	total[Accepted], total[core.FrameLimit] = 2+10+40, 60
+	attribute(rec, 0, total)
+	assert.Equal(t, total, rec.Decisions(0))
+	assert.Equal(t, int64(2), rec.KindDecisions(0, KindHello)[Accepted])
+	assert.Equal(t, int64(10), rec.KindDecisions(0, KindPing)[Accepted])
+	assert.Equal(t, int64(40), rec.KindDecisions(0, KindMove)[Accepted])
+	assert.Equal(t, int64(60), rec.KindDecisions(0, KindMove)[core.FrameLimit])
+
+	// b: moves and abilities 3:1, a rejected chat and a failed one: the
+	// rest is split in proportion.
+	rec.Add(1, KindMove, Sent, 30)
+	rec.Add(1, KindAbility, Sent, 10)
+	rec.Add(1, KindChat, Outcome(core.ChannelLimit), 1)
+	rec.Add(1, KindChat, Failed, 1)
+	total = [NumOutcomes]int64{}
+	total[Accepted], total[core.ChannelLimit], total[core.Lockout] = 1+39, 1, 3
+	attribute(rec, 1, total)
+	assert.Equal(t, total, rec.Decisions(1))
+	assert.Equal(t, int64(1), rec.KindDecisions(1, KindChat)[Accepted])
+	assert.Equal(t, int64(1), rec.KindDecisions(1, KindChat)[core.ChannelLimit])
+	mv, ab := rec.KindDecisions(1, KindMove), rec.KindDecisions(1, KindAbility)
+	assert.Equal(t, int64(39), mv[Accepted]+ab[Accepted])
+	assert.InDelta(t, 29, float64(mv[Accepted]), 1)
+	assert.Equal(t, int64(3), mv[core.Lockout]+ab[core.Lockout])
+
+	// c: nothing written that the rest could be: raw.
+	total = [NumOutcomes]int64{}
+	total[core.Malformed] = 4
+	attribute(rec, 2, total)
+	assert.Equal(t, int64(4), rec.KindDecisions(2, KindRaw)[core.Malformed])
 }

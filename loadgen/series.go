@@ -163,14 +163,15 @@ func (w *Worker) wrote(t int64, cs *clientState, k Kind, n, bytes int64) {
 	}
 }
 
-// decide counts n of the server's decisions on frames of population pop.
-func (w *Worker) decide(t int64, pop int, o Outcome, n int64) {
+// decide counts n of the server's decisions on frames of kind k of
+// population pop.
+func (w *Worker) decide(t int64, pop int, k Kind, o Outcome, n int64) {
 	if o >= ServerReasons {
 		return
 	}
 	t = w.at(t)
 	if t >= w.warmup {
-		w.rec.AddDecision(pop, o, n)
+		w.rec.AddDecision(pop, k, o, n)
 	}
 	if w.series != nil {
 		a := w.point(t, pop)

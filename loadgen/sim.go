@@ -42,11 +42,16 @@ type SimConfig struct {
 	// clients write is held and read at the end of the stall, ticks and
 	// replies due in it come at its end. They must not overlap.
 	Stalls []Stall
+	// Channels are the kinds' channels (see ChannelsOf), by which the sim
+	// labels what it decides; nil means ChannelsOf the policy.
+	Channels *Channels
 	// OnDecision, if set, is called with every decision the server makes
 	// on a frame (and Hello) of a client: the client's population, the
+	// kind the server decoded the frame as (KindRaw for a frame that does
+	// not decode, an oversize one, or one on a channel no kind uses), the
 	// outcome (Accepted or a server reason), and the time. RunSim routes
 	// it to the Recorder (see Recorder.AddDecision).
-	OnDecision func(pop int, o Outcome, at int64)
+	OnDecision func(pop int, k Kind, o Outcome, at int64)
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -84,6 +89,7 @@ type Sim struct {
 
 	nchan    int
 	chanReq  []bool
+	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
 	pingLim  *atomicbucket.Limit
 	maxFrame int
@@ -206,6 +212,22 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	}
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
+	}
+	chans := cfg.Channels
+	if chans == nil {
+		ch, err := ChannelsOf(&pol)
+		if err != nil {
+			return nil, err
+		}
+		chans = &ch
+	}
+	for i := range s.kinds {
+		s.kinds[i] = KindRaw
+	}
+	for k, ch := range chans {
+		if ch >= 0 && ch < len(s.kinds) {
+			s.kinds[ch] = Kind(k)
+		}
 	}
 	// The framer's geometry, as server.New computes it.
 	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
@@ -534,10 +556,26 @@ func (s *Sim) runTick(now int64) {
 	s.live = s.live[:n]
 }
 
-func (s *Sim) decide(c *simConn, r core.Reason, now int64) {
+func (s *Sim) decide(c *simConn, k Kind, r core.Reason, now int64) {
 	if s.cfg.OnDecision != nil {
-		s.cfg.OnDecision(c.pop, Outcome(r), now)
+		s.cfg.OnDecision(c.pop, k, Outcome(r), now)
 	}
+}
+
+// kindOf returns the kind the server decoded a frame as.
+func (s *Sim) kindOf(m *wire.Msg, err error) Kind {
+	if err != nil {
+		return KindRaw
+	}
+	switch m.Type {
+	case wire.TypeHello:
+		return KindHello
+	case wire.TypeInput, wire.TypeRequest:
+		return s.kinds[m.Kind]
+	case wire.TypePing:
+		return KindPing
+	}
+	return KindRaw
 }
 
 // disconnect ends the connection from the server's side with a Disconnect
@@ -601,7 +639,7 @@ func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
 			// The stream cannot be resynchronised: the gate sees it (and
 			// strikes), and the server disconnects whatever it said.
 			s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now)
-			s.decide(c, core.Oversize, now)
+			s.decide(c, KindRaw, core.Oversize, now)
 			s.disconnect(c, core.Oversize, now)
 			return completed
 		}
@@ -609,7 +647,7 @@ func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
 		if !charged {
 			// The byte budget refused the read: its frames are dropped
 			// unseen (decoded, to stay in sync).
-			s.decide(c, v.Reason, now)
+			s.decide(c, s.kindOf(m, err), v.Reason, now)
 			continue
 		}
 		s.frame(c, m, err, now)
@@ -625,7 +663,7 @@ func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
 // frame handles one whole frame (err is nil or a malformed error).
 func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 	if err != nil {
-		s.malformed(c, m.Size, now)
+		s.malformed(c, KindRaw, m.Size, now)
 		return
 	}
 	switch m.Type {
@@ -636,78 +674,78 @@ func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 		if int(m.Kind) < s.nchan && s.chanReq[m.Kind] {
 			fl = core.FlagMalformed // an input on a request channel
 		}
-		s.gated(c, uint16(m.Kind), 0, m.Size, fl, now, false, 0)
+		s.gated(c, s.kinds[m.Kind], uint16(m.Kind), 0, m.Size, fl, now, false, 0)
 	case wire.TypeRequest:
 		var fl core.MessageFlags
 		if int(m.Kind) < s.nchan && !s.chanReq[m.Kind] {
 			fl = core.FlagMalformed // a request on an input channel
 		}
-		s.gated(c, uint16(m.Kind), m.ID, m.Size, fl, now, false, 0)
+		s.gated(c, s.kinds[m.Kind], uint16(m.Kind), m.ID, m.Size, fl, now, false, 0)
 	case wire.TypePing:
 		if s.pingKind >= 0 {
-			s.gated(c, uint16(s.pingKind), 0, m.Size, 0, now, true, m.Timestamp)
+			s.gated(c, KindPing, uint16(s.pingKind), 0, m.Size, 0, now, true, m.Timestamp)
 			return
 		}
 		if s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
-			s.decide(c, core.None, now)
+			s.decide(c, KindPing, core.None, now)
 			s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
 		} else {
-			s.decide(c, core.FrameLimit, now)
+			s.decide(c, KindPing, core.FrameLimit, now)
 		}
 	default:
 		// Reply, Disconnect, Pong: a client may not send them.
-		s.malformed(c, m.Size, now)
+		s.malformed(c, KindRaw, m.Size, now)
 	}
 }
 
-func (s *Sim) malformed(c *simConn, size int, now int64) {
+func (s *Sim) malformed(c *simConn, k Kind, size int, now int64) {
 	v := s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(size), Flags: core.FlagMalformed | core.FlagCharged}, now)
-	s.verdict(c, v, 0, now)
+	s.verdict(c, k, v, 0, now)
 }
 
 func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 	if c.hello {
-		s.malformed(c, m.Size, now)
+		s.malformed(c, KindHello, m.Size, now)
 		return
 	}
 	c.hello = true
 	if m.Version != wire.Version {
-		s.malformed(c, m.Size, now)
+		s.malformed(c, KindHello, m.Size, now)
 		s.disconnect(c, core.Malformed, now)
 		return
 	}
 	v := s.gate.Authenticate(c.h, server.AccountID(m.Token), now)
 	if v.Action == core.Disconnect {
-		s.verdict(c, v, 0, now)
+		s.verdict(c, KindHello, v, 0, now)
 		return
 	}
 	c.authed = true
-	s.decide(c, core.None, now)
+	s.decide(c, KindHello, core.None, now)
 	s.reply(c, 0, wire.StatusOK, 0, 0, now)
 }
 
-// gated checks a frame on a channel and acts on the verdict; a ping's
-// timestamp is ts.
-func (s *Sim) gated(c *simConn, kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) {
+// gated checks a frame of kind k on a channel and acts on the verdict; a
+// ping's timestamp is ts.
+func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) {
 	v := s.gate.Check(core.Message{Session: c.h, Request: id, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
 	if v.Action != core.Accept {
-		s.verdict(c, v, id, now)
+		s.verdict(c, k, v, id, now)
 		return
 	}
 	switch {
 	case ping:
-		s.decide(c, core.None, now)
+		s.decide(c, k, core.None, now)
 		s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
 	case int(kind) >= s.nchan:
-		s.decide(c, core.None, now) // accepted only in shadow mode: nothing to run
+		s.decide(c, k, core.None, now) // accepted only in shadow mode: nothing to run
 	case s.queued >= s.cfg.QueueSize:
-		s.decide(c, core.QueueFull, now)
+		s.decide(c, k, core.QueueFull, now)
 		if id != 0 {
 			s.reply(c, id, wire.StatusRejected, core.QueueFull, 0, now)
 			s.gate.Done(c.h, id)
 		}
 	default:
-		s.decide(c, core.None, now)
+		s.decide(c, k, core.None, now)
 		s.queued++
 		if id == 0 {
 			s.inputs++
@@ -717,21 +755,21 @@ func (s *Sim) gated(c *simConn, kind uint16, id uint64, size int, fl core.Messag
 	}
 }
 
-// verdict acts on a refusal (or a shadow-mode acceptance of a frame with
-// nothing to run).
-func (s *Sim) verdict(c *simConn, v core.Verdict, id uint64, now int64) {
+// verdict acts on a refusal of a frame of kind k (or a shadow-mode
+// acceptance of a frame with nothing to run).
+func (s *Sim) verdict(c *simConn, k Kind, v core.Verdict, id uint64, now int64) {
 	switch v.Action {
 	case core.Accept:
-		s.decide(c, core.None, now)
+		s.decide(c, k, core.None, now)
 	case core.Drop:
-		s.decide(c, v.Reason, now)
+		s.decide(c, k, v.Reason, now)
 	case core.Reject:
-		s.decide(c, v.Reason, now)
+		s.decide(c, k, v.Reason, now)
 		if id != 0 {
 			s.reply(c, id, wire.StatusRejected, v.Reason, v.RetryAfter, now)
 		}
 	case core.Disconnect:
-		s.decide(c, v.Reason, now)
+		s.decide(c, k, v.Reason, now)
 		s.disconnect(c, v.Reason, now)
 	}
 }
