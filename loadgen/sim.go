@@ -98,23 +98,23 @@ type Sim struct {
 	idle     int64
 	frameTO  int64
 
-	period   int64
-	service  int64
-	tick     int64 // number of the next tick, at tick × period
-	conns    map[ConnID]*simConn
-	live     []*simConn // server-side open connections, in order of opening
-	nopen    int
-	done     []completion // requests awaiting their reply, by time (Service is constant)
-	dhead    int
-	inputs   int // inputs queued for the next tick
-	queued   int // inputs + requests awaiting their reply
-	backlog  []*simConn
-	polls    uint
-	msg      wire.Msg
-	frames   int64
-	busy     time.Duration
-	busyAt   int64
-	writes   uint
+	period  int64
+	service int64
+	tick    int64 // number of the next tick, at tick × period
+	conns   map[ConnID]*simConn
+	live    []*simConn // server-side open connections, in order of opening
+	nopen   int
+	done    []completion // requests awaiting their reply, by time (Service is constant)
+	dhead   int
+	inputs  int // inputs queued for the next tick
+	queued  int // inputs + requests awaiting their reply
+	backlog []*simConn
+	polls   uint
+	msg     wire.Msg
+	frames  int64
+	busy    time.Duration
+	busyAt  int64
+	writes  uint
 }
 
 type stall struct{ at, end int64 }
