@@ -24,8 +24,9 @@
 // A Recorder keeps, per population × kind, an HDR histogram of each metric
 // and the count of every Outcome the client saw (the server's reason from
 // a Reply or a Disconnect, or what only the client sees: Sent, NotSent,
-// Timeout, Disconnected, Refused, Failed, Overflow), and per population the
-// server's decisions on every frame it sent (Recorder.AddDecision).
+// Timeout, Disconnected, Refused, Failed, Overflow), and the server's
+// decisions on every frame the population sent, by kind
+// (Recorder.KindDecisions: exact in sim, attributed in loopback).
 // Workers record separately and are merged (Recorder.Merge), which checks
 // and keeps the count of any value a merge drops.
 //

@@ -253,7 +253,7 @@ func TestSimCancel(t *testing.T) {
 	res, err := RunSim(ctx, spec, DefaultPolicy())
 	require.NoError(t, err)
 	assert.False(t, res.Complete)
-	assert.Equal(t, 2, calls)
+	assert.GreaterOrEqual(t, calls, 2)
 	assert.Positive(t, res.Recorder.Stats.Actions)
 	assert.Positive(t, res.Recorder.Count(0, KindMove, Sent))
 
@@ -345,7 +345,7 @@ func TestLoopbackCancel(t *testing.T) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	spec := RunSpec{Plan: plan, Warmup: 30 * time.Second, Progress: func(done, total time.Duration) {
-		if done >= 300*time.Millisecond {
+		if done >= time.Second {
 			cancel()
 		}
 	}}
