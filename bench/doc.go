@@ -15,6 +15,7 @@
 //	Keyed/1k|1M/serial|parallel        core.Limiter.TakeAt on an existing key
 //	Gate/accept|deny     core.Gate.Check of an authenticated session
 //	Wire/decode          loadgen/wire.Decoder over a 4 kB buffer of typical frames
+//	Sim/run              one loadgen.RunSim of a mixed crowd of 59 clients, 10 s of virtual time
 //
 // With -short (the quick set that CI and `sluice bench ab` run by default)
 // the benchmarks whose fixtures take long to build (1M keys) skip.
