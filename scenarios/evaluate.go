@@ -7,6 +7,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -71,6 +72,19 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			return math.NaN()
 		}
 		return float64(dropped) / float64(sent)
+	case "limited_rate":
+		if sent == 0 {
+			return math.NaN()
+		}
+		var limited int64
+		for _, k := range kinds {
+			for reason, n := range k.Drops {
+				if r, err := core.ParseReason(reason); err == nil && r != core.None {
+					limited += n
+				}
+			}
+		}
+		return float64(limited) / float64(sent)
 	case "admitted_per_s":
 		return float64(accepted) / secs
 	case "admitted_bytes_per_s":

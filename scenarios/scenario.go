@@ -68,9 +68,13 @@ type Scenario struct {
 // replaced. Mappings merge key by key; a list of mappings whose items have a
 // name merges item by item; anything else replaces.
 type Variant struct {
-	Name        string    `yaml:"name"`
-	Description string    `yaml:"description"`
-	Set         yaml.Node `yaml:"set"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Expect is "pass" (the default) or "fail": a deliberately bad policy
+	// kept for comparison is expected to fail its thresholds, and the run
+	// passes when it does.
+	Expect string    `yaml:"expect"`
+	Set    yaml.Node `yaml:"set"`
 }
 
 // Population is a group of clients that behave alike.
@@ -236,6 +240,13 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		if seen[v.Name] {
 			return s.fail(root, p+".name", []any{"variants", i, "name"}, fmt.Sprintf("%q is used twice", v.Name))
+		}
+		switch v.Expect {
+		case "":
+			s.Variants[i].Expect = "pass"
+		case "pass", "fail":
+		default:
+			return s.fail(root, p+".expect", []any{"variants", i, "expect"}, fmt.Sprintf("%q is not pass or fail", v.Expect))
 		}
 		seen[v.Name] = true
 	}

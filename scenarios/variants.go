@@ -99,6 +99,7 @@ func cloneNode(n *yaml.Node) *yaml.Node {
 type VariantNode struct {
 	Name        string
 	Description string
+	ExpectFail  bool
 	Node        *yaml.Node
 }
 
@@ -110,7 +111,7 @@ func (s *Scenario) variantNodes() []VariantNode {
 	}
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
-		out = append(out, VariantNode{Name: v.Name, Description: v.Description, Node: mergeNode(&s.Policy, &v.Set)})
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, &v.Set)})
 	}
 	return out
 }
@@ -131,7 +132,9 @@ func (s *Scenario) variantByName(name string) (VariantNode, error) {
 type NamedPolicy struct {
 	Name        string
 	Description string
-	Policy      core.Policy
+	// ExpectFail marks a variant expected to fail its thresholds.
+	ExpectFail bool
+	Policy     core.Policy
 }
 
 // Policies decodes and validates every variant (or the base policy alone
@@ -148,7 +151,7 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 			}
 			return nil, fmt.Errorf("%s: policy variant %q: %w", file, v.Name, err)
 		}
-		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, Policy: p})
+		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Policy: p})
 	}
 	return out, nil
 }

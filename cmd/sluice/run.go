@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/sluicedev/sluice/reports"
+	"github.com/sluicedev/sluice/scenarios"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+type runFlags struct {
+	out      string
+	driver   string
+	seed     uint64
+	duration time.Duration
+	policy   string
+	progress string
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a scenario under every policy variant and check its thresholds",
+		Long: `run replays the scenario's populations under each policy variant with the
+same seed and traffic, then writes DIR/results.json, DIR/report.html and
+.hgrm/.hlog files under DIR/hdr, prints a summary per variant and the
+comparison, and checks the thresholds.
+
+The default driver is the scenario's (sim: virtual time, deterministic and
+fast; loopback: real sockets to the reference server on 127.0.0.1). Ctrl-C
+stops the run cleanly: what was measured is written, marked incomplete.
+
+Exit codes: 0 every threshold held, 3 a threshold failed, 4 interrupted,
+1 error, 2 usage.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
+	}
+	fl := c.Flags()
+	fl.StringVarP(&f.out, "output", "o", "", "directory for results (default results/<scenario name>)")
+	fl.StringVar(&f.driver, "driver", "", "sim or loopback (default: the scenario's)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed for every client generator (default: the scenario's)")
+	fl.DurationVar(&f.duration, "duration", 0, "run length; warmup and windows scale with it (default: the scenario's)")
+	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
+	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	return c
+}
+
+func runScenario(c *cobra.Command, file string, f runFlags) error {
+	s, err := scenarios.Load(file)
+	if err != nil {
+		return err
+	}
+	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion()}
+	if c.Flags().Changed("seed") {
+		opt.Seed = &f.seed
+	}
+	if f.out == "" {
+		f.out = filepath.Join("results", safeName(s.Name))
+	}
+	stderr := c.ErrOrStderr()
+	prog, err := newProgress(f.progress, stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	opt.Progress = prog.update
+
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, runErr := scenarios.Run(ctx, s, opt)
+	prog.finish()
+	if out == nil {
+		return runErr
+	}
+	if err := reports.RenderFiles(f.out, out.Results); err != nil {
+		return err
+	}
+	w := c.OutOrStdout()
+	printSummary(w, out.Results)
+	fmt.Fprintf(w, "\nwrote %s (open %s)\n", filepath.Join(f.out, reports.ResultsFile), filepath.Join(f.out, reports.ReportFile))
+	switch {
+	case !out.Results.Run.Complete:
+		fmt.Fprintln(w, "run interrupted: the results are partial and marked incomplete")
+		if runErr != nil && !errors.Is(runErr, context.Canceled) {
+			return withCode(exitError, runErr)
+		}
+		return withCode(exitInterrupted, nil)
+	case runErr != nil:
+		return runErr
+	case !out.Passed:
+		fmt.Fprintln(w, "thresholds failed")
+		return withCode(exitThresholds, nil)
+	}
+	return nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// progress shows how far the run is: a bar on a terminal, a plain line
+// every few seconds otherwise.
+type progress struct {
+	mu      sync.Mutex
+	mode    string
+	w       io.Writer
+	bar     *progressbar.ProgressBar
+	current string
+	last    time.Time
+}
+
+func newProgress(mode string, w io.Writer) (*progress, error) {
+	if mode == "auto" {
+		mode = "lines"
+		if fd, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+			mode = "bar"
+		}
+	}
+	switch mode {
+	case "bar", "lines", "none":
+	default:
+		return nil, fmt.Errorf("--progress %q: want auto, bar, lines or none", mode)
+	}
+	return &progress{mode: mode, w: w}, nil
+}
+
+func (p *progress) update(variant string, index, of int, done, total time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	label := fmt.Sprintf("variant %d/%d %s", index+1, of, variant)
+	switch p.mode {
+	case "bar":
+		if p.current != label {
+			if p.bar != nil {
+				_ = p.bar.Finish()
+				fmt.Fprintln(p.w)
+			}
+			p.bar = progressbar.NewOptions64(int64(total/time.Millisecond),
+				progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(label),
+				progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetWidth(30),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			p.current = label
+		}
+		_ = p.bar.Set64(int64(done / time.Millisecond))
+	case "lines":
+		if p.current != label || time.Since(p.last) >= 2*time.Second || done == total {
+			fmt.Fprintf(p.w, "%s: %v of %v simulated/run time\n", label, done.Round(time.Millisecond), total)
+			p.current, p.last = label, time.Now()
+		}
+	}
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

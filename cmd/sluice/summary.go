@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicedev/sluice/reports"
+)
+
+// printSummary writes, per variant, a table of the populations (honest
+// measures first), the thresholds with pass or fail, and then the variants
+// side by side.
+func printSummary(w io.Writer, r *reports.Results) {
+	status := "complete"
+	if !r.Run.Complete {
+		status = "INCOMPLETE"
+	}
+	fmt.Fprintf(w, "scenario %s  driver %s  seed %d  %v (warmup %v)  %s\n",
+		r.Run.Scenario, r.Run.Driver, r.Run.Seed, r.Run.Duration, r.Run.Warmup, status)
+	for _, v := range r.Variants {
+		fmt.Fprintf(w, "\n== policy %s\n", v.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
+		for _, p := range sortedPops(v.Populations) {
+			s := p.Summary
+			disc, lock := s.FalseDisconnects, s.FalseLockouts
+			discText, lockText := fmt.Sprint(disc), fmt.Sprint(lock)
+			if p.Role == reports.Hostile {
+				discText, lockText = "-", "-"
+				if c := s.CutOff; c != nil {
+					discText = fmt.Sprintf("%d/%d cut", c.Clients, c.Of)
+				}
+			}
+			p50, p99 := "-", "-"
+			if hasResponses(p) {
+				p50, p99 = latency(s.ResponseP50), latency(s.ResponseP99)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
+				p.Name, p.Role, p.Clients, s.Sent, s.Accepted, pct(s.DropRate),
+				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
+		}
+		tw.Flush()
+		for _, t := range v.Thresholds {
+			mark := "PASS"
+			if !t.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "  %s  %s  (measured %s)\n", mark, t.Expr, thresholdValue(t))
+		}
+		if len(v.Invalid) > 0 {
+			fmt.Fprintf(w, "  INVALID: %s\n", strings.Join(v.Invalid, "; "))
+		}
+	}
+	if len(r.Variants) > 1 {
+		printComparison(w, r)
+	}
+}
+
+// sortedPops lists honest populations before hostile ones, keeping order.
+func sortedPops(ps []*reports.Population) []*reports.Population {
+	out := append([]*reports.Population(nil), ps...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Role == reports.Honest && out[j].Role != reports.Honest })
+	return out
+}
+
+func printComparison(w io.Writer, r *reports.Results) {
+	fmt.Fprintf(w, "\n== comparison (delta against %s)\n", r.Variants[0].Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "measure\t")
+	for _, v := range r.Variants {
+		fmt.Fprintf(tw, "%s\t", v.Name)
+	}
+	fmt.Fprintln(tw)
+	type row struct {
+		name string
+		get  func(v *reports.Variant) float64
+		fmt  func(float64) string
+	}
+	honest := func(f func(s reports.Summary) float64) func(v *reports.Variant) float64 {
+		return func(v *reports.Variant) float64 {
+			var sum float64
+			for _, p := range v.Populations {
+				if p.Role == reports.Honest {
+					sum += f(p.Summary)
+				}
+			}
+			return sum
+		}
+	}
+	rows := []row{
+		{"honest dropped", honest(func(s reports.Summary) float64 { return float64(s.Dropped) }), count},
+		{"honest drop rate", func(v *reports.Variant) float64 {
+			var d, s float64
+			for _, p := range v.Populations {
+				if p.Role == reports.Honest {
+					d += float64(p.Summary.Dropped)
+					s += float64(p.Summary.Sent)
+				}
+			}
+			if s == 0 {
+				return math.NaN()
+			}
+			return d / s
+		}, pct},
+		{"honest p99 (worst population)", func(v *reports.Variant) float64 {
+			var m int64
+			for _, p := range v.Populations {
+				if p.Role == reports.Honest {
+					m = max(m, p.Summary.ResponseP99)
+				}
+			}
+			return float64(m)
+		}, func(f float64) string { return latency(int64(f)) }},
+		{"honest false disconnects", honest(func(s reports.Summary) float64 { return float64(s.FalseDisconnects) }), count},
+		{"hostile admitted/s", func(v *reports.Variant) float64 {
+			var sum float64
+			for _, p := range v.Populations {
+				if p.Role == reports.Hostile {
+					sum += p.Summary.AdmittedPerSec
+				}
+			}
+			return sum
+		}, func(f float64) string { return fmt.Sprintf("%.1f", f) }},
+		{"thresholds passed", func(v *reports.Variant) float64 {
+			n := 0
+			for _, t := range v.Thresholds {
+				if t.Pass {
+					n++
+				}
+			}
+			return float64(n)
+		}, count},
+	}
+	for _, rw := range rows {
+		fmt.Fprintf(tw, "%s\t", rw.name)
+		base := rw.get(r.Variants[0])
+		for i, v := range r.Variants {
+			val := rw.get(v)
+			cell := rw.fmt(val)
+			if i > 0 && !math.IsNaN(val) && !math.IsNaN(base) && val != base {
+				cell += " (" + delta(base, val) + ")"
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+func delta(base, v float64) string {
+	if base == 0 {
+		return fmt.Sprintf("%+g", v)
+	}
+	return fmt.Sprintf("%+.0f%%", (v-base)/math.Abs(base)*100)
+}
+
+func count(f float64) string { return fmt.Sprintf("%.0f", f) }
+
+func pct(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f%%", f*100)
+}
+
+func latency(ns int64) string {
+	if ns < 0 {
+		return "-"
+	}
+	return time.Duration(ns).Round(10 * time.Microsecond).String()
+}
+
+// hasResponses reports whether any kind of p measured a response time.
+func hasResponses(p *reports.Population) bool {
+	for _, k := range p.Kinds {
+		if k.ResponseTime != nil && k.ResponseTime.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func thresholdValue(t reports.Threshold) string {
+	switch {
+	case math.IsNaN(t.Value):
+		return "nothing measured"
+	case math.IsInf(t.Value, 1):
+		return "never"
+	case t.Unit == "ns":
+		return time.Duration(t.Value).String()
+	}
+	return fmt.Sprintf("%.6g", t.Value)
+}
+
+// topReasons names the population's commonest drop reasons with counts.
+func topReasons(p *reports.Population, n int) string {
+	totals := map[string]int64{}
+	for _, k := range p.Kinds {
+		for r, c := range k.Drops {
+			totals[r] += c
+		}
+	}
+	type rc struct {
+		r string
+		c int64
+	}
+	var list []rc
+	for r, c := range totals {
+		list = append(list, rc{r, c})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].c > list[j].c || list[i].c == list[j].c && list[i].r < list[j].r })
+	var parts []string
+	for i, x := range list {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", x.r, x.c))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,107 @@
+package scenarios
+
+import (
+	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/reports"
+)
+
+// fill copies one variant's run into its report: per population and kind
+// the sent, accepted and dropped counts (the server's decisions, and what
+// only the client saw), the latency histograms, the time series, and the
+// population's disconnects, lockouts and cut-off times.
+func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
+	rec := r.Recorder
+	v.SetServerCPU(r.ServerCPU, r.Frames)
+	for pi, label := range r.Labels {
+		sp := s.Population[pi]
+		role := reports.Honest
+		if *sp.Hostile {
+			role = reports.Hostile
+		}
+		p := v.AddPopulation(label, sp.Behaviour, role, r.Clients[pi])
+		for k := loadgen.Kind(0); k < loadgen.NumKinds; k++ {
+			server := rec.KindDecisions(pi, k)
+			client := rec.Outcomes(pi, k)
+			var total int64
+			for _, n := range server {
+				total += n
+			}
+			for _, n := range client {
+				total += n
+			}
+			if total == 0 && rec.Bytes(pi, k) == 0 {
+				continue
+			}
+			ks := p.Kind(k.String())
+			fillKind(ks, server, client)
+			ks.SentBytes = rec.Bytes(pi, k)
+			if ks.Sent > 0 {
+				ks.AcceptedBytes = ks.SentBytes * ks.Accepted / ks.Sent
+			}
+			for _, m := range []struct {
+				from loadgen.Metric
+				to   reports.Metric
+			}{{loadgen.Response, reports.ResponseTime}, {loadgen.Service, reports.ServiceTime}, {loadgen.SendLag, reports.SendLag}} {
+				if h := rec.Histogram(pi, k, m.from); h != nil && h.TotalCount() > 0 {
+					if err := ks.AddHistogram(m.to, h); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, iv := range r.Series[pi] {
+			drops := map[string]int64{}
+			for o, n := range iv.Outcomes {
+				out := loadgen.Outcome(o)
+				if n == 0 || out == loadgen.Accepted || out == loadgen.Sent {
+					continue
+				}
+				drops[out.String()] += n
+			}
+			length := s.Interval
+			if end := iv.Start + length; end > s.Duration {
+				length = s.Duration - iv.Start
+			}
+			if err := p.AddInterval(iv.Start, length, iv.Sent, iv.Accepted, drops, iv.Response); err != nil {
+				return err
+			}
+		}
+		if role == reports.Honest {
+			p.Summary.FalseDisconnects = r.Disconnected[pi]
+			p.Summary.FalseLockouts = r.LockedOut[pi]
+		} else {
+			p.Summary.CutOff = reports.CutOffTimes(r.CutOffs[pi], r.Clients[pi])
+		}
+	}
+	return nil
+}
+
+// fillKind sets a kind's counts. The server's decisions say what became of
+// every frame it saw; the client adds what the server never decided on
+// (never sent, refused connections, timeouts and disconnects while a reply
+// was awaited). Sent is at least the sum, so every message is accounted
+// for once.
+func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) {
+	ks.Accepted = server[loadgen.Accepted]
+	decided := ks.Accepted
+	for o, n := range server {
+		if out := loadgen.Outcome(o); n > 0 && out != loadgen.Accepted && out.IsServerReason() {
+			ks.Drop(out.String(), n)
+			decided += n
+		}
+	}
+	var written int64
+	for o, n := range client {
+		out := loadgen.Outcome(o)
+		if n == 0 {
+			continue
+		}
+		written += n
+		switch out {
+		case loadgen.NotSent, loadgen.Refused, loadgen.Timeout, loadgen.Disconnected, loadgen.Overflow:
+			ks.Drop(out.String(), n)
+			decided += n
+		}
+	}
+	ks.Sent = max(written, decided)
+}

@@ -1,0 +1,238 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/reports"
+)
+
+// MaxSendLagP99 is the largest 99th percentile of send lag (how late the
+// load generator carried out its actions) for which a run is valid.
+const MaxSendLagP99 = 20 * time.Millisecond
+
+// Options override a scenario's own settings for one run.
+type Options struct {
+	// Driver replaces the scenario's driver when not empty.
+	Driver string
+	// Seed replaces the scenario's seed when not nil.
+	Seed *uint64
+	// Duration replaces the scenario's duration when positive; the warmup
+	// and every population's window are scaled with it.
+	Duration time.Duration
+	// Policy runs only the variant with this name when not empty.
+	Policy string
+	// SluiceVersion is recorded in the results' environment.
+	SluiceVersion string
+	// Progress, if set, is called as each variant runs: its index, the
+	// number of variants, and the variant's time done and total.
+	Progress func(variant string, index, of int, done, total time.Duration)
+}
+
+// Outcome is what Run returns: the results, and whether every variant met
+// its expectation.
+type Outcome struct {
+	Results *reports.Results
+	// Passed is true when every variant expected to pass held all its
+	// thresholds and every variant expected to fail failed at least one.
+	Passed bool
+	// Expected maps each variant's name to whether it was expected to pass.
+	Expected map[string]bool
+	// Unexpected lists the variants whose outcome was not the expected one.
+	Unexpected []string
+}
+
+// Run runs every policy variant of the scenario on the same seed and
+// traffic, one after the other, and returns the results with thresholds
+// evaluated. When ctx is cancelled it stops the variant in progress and
+// returns what was measured so far, marked incomplete (Run.Complete false),
+// together with ctx's error.
+func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
+	eff, err := s.withOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	variants, err := eff.Policies()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Policy != "" {
+		var keep []NamedPolicy
+		for _, v := range variants {
+			if v.Name == opt.Policy {
+				keep = append(keep, v)
+			}
+		}
+		if len(keep) == 0 {
+			_, err := eff.variantByName(opt.Policy)
+			return nil, err
+		}
+		variants = keep
+	}
+	plan := eff.plan()
+	res := reports.New(reports.Run{
+		Scenario:       eff.Name,
+		Description:    eff.Description,
+		ScenarioSHA256: eff.SHA256,
+		Seed:           eff.Seed,
+		Driver:         eff.Driver,
+		Duration:       eff.Duration,
+		Warmup:         eff.Warmup,
+		Interval:       eff.Interval,
+		Started:        time.Now().UTC(),
+	}, reports.CaptureEnvironment(opt.SluiceVersion))
+	out := &Outcome{Results: res, Passed: true, Expected: map[string]bool{}}
+	for _, v := range variants {
+		out.Expected[v.Name] = !v.ExpectFail
+	}
+	complete := true
+	var runErr error
+	for i, v := range variants {
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
+		if opt.Progress != nil {
+			name, idx, of := v.Name, i, len(variants)
+			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }
+		}
+		var r *loadgen.Result
+		if eff.Driver == DriverLoopback {
+			r, runErr = loadgen.RunLoopback(ctx, spec, v.Policy)
+		} else {
+			r, runErr = loadgen.RunSim(ctx, spec, v.Policy)
+		}
+		if r == nil {
+			if runErr == nil {
+				runErr = fmt.Errorf("scenarios: variant %q: no result", v.Name)
+			}
+			complete = false
+			break
+		}
+		rv, err := res.AddVariant(v.Name, policySummary(v.Policy))
+		if err != nil {
+			return nil, err
+		}
+		if err := fill(rv, eff, r); err != nil {
+			return nil, fmt.Errorf("scenarios: variant %q: %w", v.Name, err)
+		}
+		// An open-model run is only valid if the load generator kept its
+		// schedule: a late send hides the server's latency.
+		if err := r.Recorder.CheckSendLag(0.99, MaxSendLagP99); err != nil {
+			rv.Invalid = append(rv.Invalid, err.Error())
+		}
+		if n := r.Recorder.TotalDropped(); n > 0 {
+			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values fell outside the histograms' range", n))
+		}
+		if !r.Complete {
+			complete = false
+			break
+		}
+		if runErr != nil {
+			break
+		}
+	}
+	res.Run.Finished = time.Now().UTC()
+	res.Run.Complete = complete && runErr == nil
+	if err := res.Finalize(); err != nil {
+		return nil, err
+	}
+	for _, v := range res.Variants {
+		if eff.Evaluate(res, v) != out.Expected[v.Name] {
+			out.Passed = false
+			out.Unexpected = append(out.Unexpected, v.Name)
+		}
+	}
+	if !res.Run.Complete {
+		out.Passed = false
+		if runErr == nil {
+			runErr = ctx.Err()
+		}
+	}
+	return out, runErr
+}
+
+// withOptions returns a copy of s with the options applied.
+func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
+	c := *s
+	c.Population = append([]Population(nil), s.Population...)
+	if opt.Driver != "" {
+		if opt.Driver != DriverSim && opt.Driver != DriverLoopback {
+			return nil, fmt.Errorf("scenarios: driver %q is not sim or loopback", opt.Driver)
+		}
+		c.Driver = opt.Driver
+	}
+	if opt.Seed != nil {
+		c.Seed = *opt.Seed
+	}
+	if opt.Duration > 0 && opt.Duration != s.Duration {
+		scale := func(d time.Duration) time.Duration {
+			return time.Duration(float64(d) * float64(opt.Duration) / float64(s.Duration))
+		}
+		c.Warmup = scale(s.Warmup)
+		for i := range c.Population {
+			p := &c.Population[i]
+			p.Start, p.Stop = scale(p.Start), scale(p.Stop)
+			p.Arrival.Over = scale(p.Arrival.Over)
+		}
+		c.Duration = opt.Duration
+		if c.Interval > c.Duration {
+			c.Interval = c.Duration
+		}
+	}
+	return &c, nil
+}
+
+// plan expands the populations into a loadgen plan.
+func (s *Scenario) plan() loadgen.Plan {
+	p := loadgen.Plan{Seed: s.Seed, Duration: s.Duration}
+	for _, pop := range s.Population {
+		p.Populations = append(p.Populations, loadgen.Population{
+			Name:       pop.Name,
+			Clients:    pop.Count,
+			Behaviour:  pop.behaviour,
+			PerAddress: pop.PerAddress,
+			PerAccount: pop.PerAccount,
+			Arrival:    loadgen.Arrival{Kind: pop.Arrival.Kind, Over: pop.Arrival.Over, Rate: pop.Arrival.Rate},
+			Start:      pop.Start,
+			Stop:       pop.Stop,
+			Hostile:    *pop.Hostile,
+		})
+	}
+	return p
+}
+
+// policySummary is the part of a policy a report shows: every channel's
+// rate and burst and the aggregate budgets, with defaults filled in.
+func policySummary(p core.Policy) json.RawMessage {
+	p.Normalize()
+	type limit struct {
+		Rate  float64 `json:"rate"`
+		Burst float64 `json:"burst"`
+	}
+	lim := func(rate, burst *float64) *limit {
+		if rate == nil || burst == nil {
+			return nil
+		}
+		return &limit{*rate, *burst}
+	}
+	sum := map[string]any{}
+	chans := map[string]any{}
+	for _, c := range p.Channels {
+		chans[c.Name] = map[string]any{"class": c.Class.String(), "limit": lim(c.Rate, c.Burst)}
+	}
+	sum["channels"] = chans
+	sum["bytes"] = lim(p.Transport.Bytes.Rate, p.Transport.Bytes.Burst)
+	sum["frames"] = lim(p.Transport.Frames.Rate, p.Transport.Frames.Burst)
+	for name, b := range map[string]core.Budget{"account": p.Account, "address": p.Address, "match": p.Match} {
+		if b.Disabled {
+			sum[name] = "off"
+		} else {
+			sum[name] = lim(b.Rate, b.Burst)
+		}
+	}
+	sum["shadow"] = p.Shadow
+	data, _ := json.Marshal(sum)
+	return data
+}

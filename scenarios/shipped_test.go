@@ -1,0 +1,117 @@
+package scenarios
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/reports"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// shipped are the scenario files that ship beside this package.
+func shipped(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	want := []string{"channel-hop", "flood-mix", "honest-only", "key-churn", "lag-storm", "nat-crowd", "policy-compare", "quickstart", "reconnect-reset"}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(f, ".yaml"))
+	}
+	require.Equal(t, want, names)
+	return files
+}
+
+// Every shipped scenario meets its expected outcome in sim mode: variants
+// expected to pass hold every threshold, those kept as bad examples fail.
+func TestShippedScenariosMeetTheirThresholdsInSim(t *testing.T) {
+	for _, f := range shipped(t) {
+		t.Run(f, func(t *testing.T) {
+			s, err := Load(f)
+			require.NoError(t, err)
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(string(data), "# "+s.Name+":"), "a header comment says what the scenario shows")
+			out, err := Run(context.Background(), s, Options{Driver: DriverSim})
+			require.NoError(t, err)
+			require.True(t, out.Results.Run.Complete)
+			for _, v := range out.Results.Variants {
+				for _, th := range v.Thresholds {
+					t.Logf("%s: %v %s (%v)", v.Name, th.Pass, th.Expr, th.Value)
+				}
+				assert.Empty(t, v.Invalid, "variant %s", v.Name)
+			}
+			assert.True(t, out.Passed, "unexpected outcome for %v", out.Unexpected)
+		})
+	}
+}
+
+func TestSimRunsAreByteIdenticalForTheSameSeed(t *testing.T) {
+	s, err := Load("quickstart.yaml")
+	require.NoError(t, err)
+	run := func(seed uint64) []byte {
+		out, err := Run(context.Background(), s, Options{Seed: &seed, Policy: "balanced"})
+		require.NoError(t, err)
+		r := out.Results
+		// Wall-clock facts differ between any two runs; the measurements
+		// must not.
+		r.Run.Started, r.Run.Finished = time.Unix(0, 0).UTC(), time.Unix(0, 0).UTC()
+		for _, v := range r.Variants {
+			v.ServerCPU = nil
+		}
+		data, err := marshal(r)
+		require.NoError(t, err)
+		return data
+	}
+	a, b := run(7), run(7)
+	assert.Equal(t, a, b, "same seed, same bytes")
+	assert.NotEqual(t, a, run(8), "another seed changes the results")
+}
+
+func TestQuickstartPassesOverLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 20 s run over real sockets")
+	}
+	s, err := Load("quickstart.yaml")
+	require.NoError(t, err)
+	out, err := Run(context.Background(), s, Options{Driver: DriverLoopback, Policy: "balanced"})
+	require.NoError(t, err)
+	v := out.Results.Variants[0]
+	for _, th := range v.Thresholds {
+		t.Logf("%v %s (%v)", th.Pass, th.Expr, th.Value)
+	}
+	if len(v.Invalid) > 0 {
+		t.Skipf("the machine could not keep the load generator's schedule: %v", v.Invalid)
+	}
+	assert.True(t, out.Passed)
+}
+
+// Removing the account layer (its bucket and its strike memory) from
+// reconnect-reset lets the attacker through: its thresholds fail.
+func TestBreakingAPolicyFailsItsThresholds(t *testing.T) {
+	s, err := Load("reconnect-reset.yaml")
+	require.NoError(t, err)
+	broken := *s
+	broken.Variants = append([]Variant(nil), s.Variants...)
+	doc := "account: {disabled: true}\nstrikes: {disabled: true}"
+	broken.Variants[0].Set = mustNode(t, doc)
+	out, err := Run(context.Background(), &broken, Options{})
+	require.NoError(t, err)
+	assert.False(t, out.Passed)
+	assert.Equal(t, []string{"with-account"}, out.Unexpected)
+}
+
+func marshal(r *reports.Results) ([]byte, error) { return reports.Marshal(r) }
+
+func mustNode(t *testing.T, doc string) yaml.Node {
+	t.Helper()
+	var n yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte(doc), &n))
+	return *n.Content[0]
+}
