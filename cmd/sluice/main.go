@@ -44,10 +44,15 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-// run executes the CLI with args and returns the exit code; tests call it.
+// run executes the CLI with args and returns the exit code.
 func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
+	return execute(root)
+}
+
+// execute runs a prepared root command and maps its error to an exit code.
+func execute(root *cobra.Command) int {
 	err := root.Execute()
 	if err == nil {
 		return exitOK

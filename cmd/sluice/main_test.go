@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/reports"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs the CLI in-process and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	root := newRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	code := execute(root)
+	return code, out.String(), errOut.String()
+}
+
+const scenarioDir = "../../scenarios/"
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("name: x\nduratoin: 1s\n"), 0o644))
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"version", []string{"version"}, exitOK, "sluice "},
+		{"help", []string{"--help"}, exitOK, "Exit codes"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
+		{"unknown flag", []string{"run", "--nope", "x.yaml"}, exitUsage, "unknown flag"},
+		{"missing argument", []string{"run"}, exitUsage, "accepts 1 arg"},
+		{"validate ok", []string{"validate", scenarioDir + "quickstart.yaml"}, exitOK, "ok (5 populations, 2 policy variants"},
+		{"validate bad key", []string{"validate", bad}, exitError, `bad.yaml:2:1: duratoin: unknown field (did you mean "duration"?)`},
+		{"validate missing file", []string{"validate", filepath.Join(dir, "none.yaml")}, exitError, "no such file"},
+		{"audit", []string{"audit", "--policy", scenarioDir + "policies/game.yaml"}, exitOK, "findings"},
+		{"audit without policy", []string{"audit"}, exitUsage, "--policy FILE is required"},
+		{"serve without policy", []string{"serve"}, exitUsage, "--policy FILE is required"},
+		{"report missing", []string{"report", filepath.Join(dir, "none.json")}, exitError, "no such file"},
+		{"bad progress", []string{"run", "--progress", "loud", scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
+		{"bad variant", []string{"run", "--policy", "nope", "-o", dir, scenarioDir + "quickstart.yaml"}, exitError, `no policy variant "nope"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, c.args...)
+			assert.Equal(t, c.code, code, "stdout: %s\nstderr: %s", out, errOut)
+			assert.Contains(t, out+errOut, c.want)
+		})
+	}
+}
+
+func TestRunWritesResultsAndReport(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "run", "--progress", "lines", "-o", dir, scenarioDir+"quickstart.yaml")
+	require.Equal(t, exitOK, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "== policy balanced")
+	assert.Contains(t, out, "== comparison (delta against balanced)")
+	assert.Contains(t, errOut, "variant 2/2 tight")
+	r, err := reports.ReadFile(filepath.Join(dir, reports.ResultsFile))
+	require.NoError(t, err)
+	assert.True(t, r.Run.Complete)
+	assert.Len(t, r.Variants, 2)
+	html, err := os.ReadFile(filepath.Join(dir, reports.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(html), "quickstart")
+	hgrm, _ := filepath.Glob(filepath.Join(dir, "hdr", "*", "*.hgrm"))
+	assert.NotEmpty(t, hgrm)
+
+	// report regenerates the page from the results alone.
+	page := filepath.Join(dir, "again.html")
+	code, _, errOut = runCLI(t, "report", filepath.Join(dir, reports.ResultsFile), "-o", page)
+	require.Equal(t, exitOK, code, errOut)
+	again, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Equal(t, html, again, "the page depends on the results alone")
+}
+
+func TestFailingThresholdsExitWithTheirOwnCode(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(scenarioDir + "quickstart.yaml")
+	require.NoError(t, err)
+	strict := strings.Replace(string(src), "  - honest.p99 < 100ms", "  - honest.p99 < 1ms", 1)
+	require.NotEqual(t, string(src), strict)
+	path := filepath.Join(dir, "strict.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(strict), 0o644))
+	code, out, _ := runCLI(t, "run", "--progress", "none", "-o", dir, path)
+	assert.Equal(t, exitThresholds, code)
+	assert.Contains(t, out, "FAIL  honest.p99 < 1ms")
+	assert.Contains(t, out, "thresholds failed")
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the CLI writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Ctrl-C stops a run cleanly: partial results are written, marked
+// incomplete, and the exit code says interrupted.
+func TestInterruptWritesPartialResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs over real sockets for a few seconds")
+	}
+	dir := t.TempDir()
+	root := newRoot()
+	var out bytes.Buffer
+	errOut := &syncBuffer{}
+	root.SetOut(&out)
+	root.SetErr(errOut)
+	root.SetArgs([]string{"run", "--driver", "loopback", "--progress", "lines", "--policy", "balanced", "-o", dir, scenarioDir + "quickstart.yaml"})
+	done := make(chan int, 1)
+	go func() { done <- execute(root) }()
+	// The signal handler is installed before the first progress line.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errOut.String(), "variant 1/1") {
+		require.True(t, time.Now().Before(deadline), "no progress: %s", errOut.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3500 * time.Millisecond) // past the 2 s warmup
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not stop after Ctrl-C")
+	}
+	assert.Equal(t, exitInterrupted, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Contains(t, out.String(), "marked incomplete")
+	r, err := reports.ReadFile(filepath.Join(dir, reports.ResultsFile))
+	require.NoError(t, err)
+	assert.False(t, r.Run.Complete)
+	require.Len(t, r.Variants, 1)
+	assert.Positive(t, r.Variants[0].Populations[0].Summary.Sent, "what was measured before the interrupt is kept")
+}
+
