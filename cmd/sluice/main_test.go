@@ -158,4 +158,3 @@ func TestInterruptWritesPartialResults(t *testing.T) {
 	require.Len(t, r.Variants, 1)
 	assert.Positive(t, r.Variants[0].Populations[0].Summary.Sent, "what was measured before the interrupt is kept")
 }
-
