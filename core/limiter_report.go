@@ -13,7 +13,7 @@ import (
 type LimiterReport struct {
 	At               int64   `json:"at"`                 // the caller's time of the snapshot
 	Capacity         int     `json:"capacity"`           // MaxKeys as configured
-	Bound            int     `json:"bound"`              // Shards·ceil(MaxKeys/Shards): the real bound
+	Bound            int     `json:"bound"`              // the most keys tracked at once: MaxKeys
 	Rate             float64 `json:"rate"`               // configured tokens per second
 	RefillFactor     float64 `json:"refill_factor"`      // current adaptive factor
 	EffectiveRate    float64 `json:"effective_rate"`     // Rate·RefillFactor as the fixed-point clock runs it
@@ -43,7 +43,7 @@ func (l *Limiter) ReportAt(now int64) LimiterReport {
 	r := LimiterReport{
 		At:            now,
 		Capacity:      l.cfg.MaxKeys,
-		Bound:         l.m.Shards() * l.m.PerShard(),
+		Bound:         l.m.MaxKeys(),
 		Rate:          l.cfg.Rate,
 		RefillFactor:  l.RefillFactor(),
 		EffectiveRate: l.lim.EffectiveRate(),

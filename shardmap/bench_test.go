@@ -45,7 +45,7 @@ func benchFixture(b *testing.B, n int) *fixture {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	want := m.Shards() * m.PerShard()
+	want := m.MaxKeys()
 	keys := make([]uint64, 0, want)
 	for len(keys) < want {
 		k := r.Uint64()

@@ -24,10 +24,11 @@
 // escalation check and the bucket's CompareAndSwap of one take touch one
 // cache line (two for the one slot in eight that straddles a line; the word
 // itself is 8-byte aligned and never straddles). A shard table has
-// ceil(4/3·perShard)+2 slots, where perShard = ceil(MaxKeys/Shards) is the
-// most keys the shard may track: the load factor never exceeds 3/4, and a
-// full table costs 24·4/3 = 32 bytes per tracked key, escalation state
-// included, plus 256 bytes per shard header. Nothing else is allocated per
+// ceil(4/3·perShard)+2 slots, where perShard (see Bounds) is the most keys
+// the shard may track: the load factor never exceeds 3/4, and a full table
+// costs 24·4/3 = 32 bytes per tracked key, escalation state included, plus
+// the spread allowance (2.4% at 1M keys in 16 shards) and 256 bytes per
+// shard header. Nothing else is allocated per
 // key.
 //
 // The shard header is padded to whole cache lines (two 128-byte blocks: the
@@ -70,10 +71,11 @@
 //
 // # Bounds and eviction
 //
-// A shard tracks at most perShard keys, so the Map tracks at most
-// Shards·ceil(MaxKeys/Shards) keys (less than MaxKeys+Shards). The bound is
-// per shard so that no insert touches a global counter; with the keyed hash
-// the shards fill evenly, but a shard can be full while others have room.
+// The Map tracks at most MaxKeys keys: inserts and removals keep a
+// map-wide count (on its own cache line; takes never touch it). A shard's
+// table holds perShard keys: its share of MaxKeys plus six standard
+// deviations of the hash's binomial spread (and 8), so MaxKeys keys fit
+// without one shard filling first except with negligible probability.
 //
 // An insert into a full shard first evicts: it scans from a rotating hand
 // and kills up to perShard/16 (at least one) slots whose bucket is full at

@@ -3,6 +3,7 @@ package shardmap
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"runtime"
@@ -16,8 +17,7 @@ import (
 
 // Config sizes a Map. The zero value of an optional field means its default.
 type Config struct {
-	// MaxKeys is the most keys the map tracks (rounded up to a multiple of
-	// Shards). Required: at least 1.
+	// MaxKeys is the most keys the map tracks. Required: at least 1.
 	MaxKeys int
 	// Shards is the number of shards, a power of two. 0 means
 	// DefaultShards(MaxKeys).
@@ -251,6 +251,14 @@ type Map struct {
 	backoff  int64  // EvictBackoff in ns; < 0: never
 	anchor   int64  // the caller's time at New: epoch of Mark deadlines
 	maxKeys  int
+
+	// total counts tracked keys over every shard, for the MaxKeys bound.
+	// Only inserts and removals write it (under their shard's lock), never
+	// a take; it sits on its own cache line so those writes do not
+	// invalidate the line of read-only fields above that every take reads.
+	_     [padBlock]byte
+	total atomic.Int64
+	_     [padBlock - 8]byte
 }
 
 // New returns an empty map whose buckets follow lim. now (the caller's
@@ -271,7 +279,13 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	case cfg.EvictBackoff < 0:
 		cfg.EvictBackoff = -1
 	}
-	per := (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards
+	// A shard's share of MaxKeys, plus room for the luck of the hash: the
+	// keys per shard are binomial, so six standard deviations (and a few
+	// keys) above the mean lets MaxKeys keys in without a shard filling
+	// first, except with negligible probability. The bound on the whole
+	// map is MaxKeys itself (total).
+	share := (cfg.MaxKeys + cfg.Shards - 1) / cfg.Shards
+	per := min(cfg.MaxKeys, share+int(math.Ceil(6*math.Sqrt(float64(share))))+8)
 	m := &Map{
 		lim:      lim,
 		shards:   make([]shard, cfg.Shards),
@@ -472,10 +486,16 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 	if s != nil && mk != markDead {
 		return s
 	}
-	if sh.live.Load() >= m.perShard {
+	if sh.live.Load() >= m.perShard || m.total.Load() >= int64(m.maxKeys) {
 		if !m.evict(sh, t, now) {
 			return nil
 		}
+	}
+	// Reserve the key's place in the map-wide bound; another shard may have
+	// taken the last one since the check above.
+	if m.total.Add(1) > int64(m.maxKeys) {
+		m.total.Add(-1)
+		return nil
 	}
 	if s == nil && sh.live.Load()+int64(sh.tombs)+1 > m.maxUsed {
 		m.compact(sh)
@@ -571,6 +591,7 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		return false
 	}
 	sh.live.Add(-killed)
+	m.total.Add(-killed)
 	sh.tombs += int(killed)
 	sh.evicted.Add(uint64(killed))
 	return true
@@ -705,6 +726,7 @@ func (m *Map) Delete(key uint64) bool {
 		return false
 	}
 	sh.live.Add(-1)
+	m.total.Add(-1)
 	sh.tombs++
 	sh.deleted.Add(1)
 	sh.backoff = false
@@ -742,6 +764,7 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 	}
 	if n > 0 {
 		sh.live.Add(int64(-n))
+		m.total.Add(int64(-n))
 		sh.tombs += n
 		sh.swept.Add(uint64(n))
 		sh.backoff = false

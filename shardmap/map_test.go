@@ -72,8 +72,8 @@ func TestConfigErrors(t *testing.T) {
 	if s := m.Shards(); s&(s-1) != 0 || s < 1 {
 		t.Errorf("default shards %d", s)
 	}
-	if m.Shards()*m.PerShard() < 1000 || m.Shards()*m.PerShard() >= 1000+m.Shards() {
-		t.Errorf("bound %d×%d for MaxKeys 1000", m.Shards(), m.PerShard())
+	if m.MaxKeys() != 1000 || m.Shards()*m.PerShard() < 1000 {
+		t.Errorf("bound %d, %d shards of %d for MaxKeys 1000", m.MaxKeys(), m.Shards(), m.PerShard())
 	}
 	if 4*m.PerShard() > 3*m.SlotsPerShard() {
 		t.Errorf("load factor above 3/4: %d keys in %d slots", m.PerShard(), m.SlotsPerShard())
@@ -177,7 +177,7 @@ func TestHeldKey(t *testing.T) {
 // keys inserted.
 func fillTable(t testing.TB, m *Map, now int64, n uint64, r *rand.Rand) []uint64 {
 	t.Helper()
-	want := m.Shards() * m.PerShard()
+	want := m.MaxKeys()
 	var keys []uint64
 	for tries := 0; m.Len() < want; tries++ {
 		if tries > 100*want {
@@ -211,7 +211,7 @@ func TestEvictionOnlyIdle(t *testing.T) {
 			t.Fatalf("churn %d: %+v", i, o)
 		}
 	}
-	if m.Len() > m.Shards()*m.PerShard() {
+	if m.Len() > m.MaxKeys() {
 		t.Fatalf("Len %d over the bound", m.Len())
 	}
 	if m.Counters().Evicted == 0 {
@@ -467,5 +467,27 @@ func TestAllocsExistingKey(t *testing.T) {
 		m.UpdateMark(k, func(old Mark) (Mark, bool) { return old, true })
 	}); a != 0 {
 		t.Fatalf("%v allocations per UpdateMark", a)
+	}
+}
+
+// MaxKeys random keys always fit, whatever the hash seed: no shard fills
+// before the map does. One more key, with every bucket throttled, is Full.
+func TestMaxKeysFitAndNoMore(t *testing.T) {
+	for _, n := range []int{1, 7, 1000, 20000} {
+		for seed := uint64(0); seed < 20; seed++ {
+			m := newMap(t, 1, 1, Config{MaxKeys: n, EvictBackoff: -1})
+			r := rand.New(rand.NewPCG(seed, uint64(n)))
+			for i := 0; i < n; i++ {
+				if o := m.TakeAt(r.Uint64(), 0, 1); o.Status != Taken {
+					t.Fatalf("MaxKeys %d seed %d: key %d of %d refused: %+v", n, seed, i, n, o)
+				}
+			}
+			if o := m.TakeAt(r.Uint64(), 0, 1); o.Status != Full {
+				t.Fatalf("MaxKeys %d: key %d admitted: %+v", n, n+1, o)
+			}
+			if m.Len() != n {
+				t.Fatalf("Len %d, want %d", m.Len(), n)
+			}
+		}
 	}
 }
