@@ -1,0 +1,42 @@
+package peers
+
+import (
+	"testing"
+
+	"github.com/sluicedev/sluice/core"
+)
+
+// ---- sluice: core.Limiter, a sharded open-addressing table of one-word
+// buckets with escalation state (soft violations, lockout) beside each.
+
+type sluiceKeyed struct {
+	ks     *keySet
+	lim    *core.Limiter
+	caller bool // TakeAt with the caller's now, or Take on the limiter's clock
+}
+
+func buildSluiceKeyed(caller bool) func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	return func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+		lim, err := core.NewLimiter(core.LimiterConfig{Rate: c.rate, Burst: c.burst, MaxKeys: len(ks.u)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return insertAll(tb, ks, &sluiceKeyed{ks: ks, lim: lim, caller: caller})
+	}
+}
+
+func (s *sluiceKeyed) Take(i int, now int64) bool {
+	if s.caller {
+		return s.lim.TakeAt(s.ks.u[i], now, 1).Allowed
+	}
+	return s.lim.Take(s.ks.u[i], 1).Allowed
+}
+
+func (s *sluiceKeyed) Close() { _ = s.lim.Close() }
+
+func init() {
+	keyedImpls = append([]keyedImpl{
+		{name: "sluice-at", build: buildSluiceKeyed(true)},
+		{name: "sluice", build: buildSluiceKeyed(false)},
+	}, keyedImpls...)
+}
