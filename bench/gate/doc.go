@@ -13,9 +13,8 @@
 //	cfg := gate.DefaultConfig()          // or gate.LoadConfig(path) for --config
 //	cfg.Alpha = 0.05                     // --alpha
 //	cfg.MinEffect, err = gate.ParseFraction("5%") // --min-effect
-//	base, err := gate.ReadFiles(baseFiles...)
-//	cand, err := gate.ReadFiles(candFiles...)
-//	rep, err := gate.Compare(base, cand, cfg)
+//	rep, err := gate.CompareFiles(baseFiles, candFiles, cfg)
+//	// (= gate.ReadFiles each side, then gate.Compare(base, cand, cfg))
 //	// err wrapping gate.ErrTooFewSamples: rep is still set; print it, exit 1
 //	rep.WriteText(os.Stdout)             // or rep.WriteJSON(os.Stdout) for --json
 //	if rep.Regressed() { exit 3 }

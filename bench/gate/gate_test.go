@@ -409,6 +409,11 @@ func TestReadErrors(t *testing.T) {
 	assert.Error(t, err)
 	_, err = gate.Compare(&gate.Set{}, &gate.Set{}, gate.Config{})
 	assert.ErrorIs(t, err, gate.ErrNoResults)
+	_, err = gate.CompareFiles([]string{"../baseline/quick.txt"}, []string{"testdata/does-not-exist.txt"}, gate.Config{})
+	assert.Error(t, err)
+	rep, err := gate.CompareFiles([]string{"../baseline/quick.txt"}, []string{"../baseline/quick.txt"}, gate.DefaultConfig())
+	require.NoError(t, err)
+	assert.False(t, rep.Regressed())
 
 	s := read(t, "BenchmarkX-2 100 5 ns/op\nBenchmarkBroken 12\n", "w")
 	assert.Len(t, s.Results, 1)

@@ -150,3 +150,18 @@ func (s *Set) Write(w io.Writer) error {
 	}
 	return nil
 }
+
+// CompareFiles reads each side's `go test -bench` output files with
+// ReadFiles and compares them with Compare: what `sluice gate BASE CAND`
+// does.
+func CompareFiles(base, cand []string, cfg Config) (*Report, error) {
+	b, err := ReadFiles(base...)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ReadFiles(cand...)
+	if err != nil {
+		return nil, err
+	}
+	return Compare(b, c, cfg)
+}
