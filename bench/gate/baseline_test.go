@@ -32,7 +32,7 @@ func TestCommittedBaseline(t *testing.T) {
 			assert.NotEmpty(t, c.FloorName, "%s has no floor", c.Benchmark)
 		}
 	}
-	for _, n := range []string{"Floor/cas", "Floor/clock", "Floor/map1k", "Bucket/pass/serial", "Keyed/1k/serial", "Gate/accept", "Gate/deny", "Wire/decode"} {
+	for _, n := range []string{"Floor/cas", "Floor/clock", "Floor/map1k", "Bucket/pass/serial", "Keyed/1k/serial", "Gate/accept", "Gate/deny", "Wire/decode", "Sim/run"} {
 		assert.True(t, names[n], "%s is in the baseline", n)
 	}
 }
