@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,4 +158,42 @@ func TestInterruptWritesPartialResults(t *testing.T) {
 	assert.False(t, r.Run.Complete)
 	require.Len(t, r.Variants, 1)
 	assert.Positive(t, r.Variants[0].Populations[0].Summary.Sent, "what was measured before the interrupt is kept")
+}
+
+// benchFile writes a go test -bench output with n samples of a benchmark
+// at ns per op (with a small spread) beside a floor at 2 ns.
+func benchFile(t *testing.T, dir, name string, n int, ns float64) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/sluicedev/sluice/bench\n")
+	for i := 0; i < n; i++ {
+		spread := 1 + float64(i%5)/500
+		fmt.Fprintf(&b, "BenchmarkFloor/cas-2 \t1000000\t%.3f ns/op\n", 2.0*spread)
+		fmt.Fprintf(&b, "BenchmarkBucket/pass-2 \t1000000\t%.3f ns/op\n", ns*spread)
+	}
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
+
+func TestGateExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	base := benchFile(t, dir, "base.txt", 10, 100)
+	same := benchFile(t, dir, "same.txt", 10, 101)
+	slow := benchFile(t, dir, "slow.txt", 10, 120)
+	few := benchFile(t, dir, "few.txt", 3, 120)
+	code, out, errOut := runCLI(t, "gate", base, same)
+	assert.Equal(t, exitOK, code, "%s%s", out, errOut)
+	code, out, errOut = runCLI(t, "gate", base, slow)
+	assert.Equal(t, exitThresholds, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "Bucket/pass")
+	code, out, errOut = runCLI(t, "gate", "--json", base, slow)
+	assert.Equal(t, exitThresholds, code)
+	assert.Contains(t, out, `"regressed"`)
+	code, out, errOut = runCLI(t, "gate", base, few)
+	assert.Equal(t, exitError, code, "too few samples is an error, not a pass: %s%s", out, errOut)
+	code, _, _ = runCLI(t, "gate", base)
+	assert.Equal(t, exitUsage, code)
+	code, _, _ = runCLI(t, "bench", "ab")
+	assert.Equal(t, exitUsage, code)
 }
