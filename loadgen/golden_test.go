@@ -1,0 +1,148 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/sim_golden.txt from the current sim")
+
+// goldenFile holds, per case, the SHA-256 of a sim run's Canonical
+// encoding followed by its per-kind decisions (which Canonical leaves
+// out): any change to what the sim computes for a fixed seed shows here.
+const goldenFile = "testdata/sim_golden.txt"
+
+// goldenDigest hashes r.Canonical() and every population's KindDecisions.
+func goldenDigest(t testing.TB, r *Result) string {
+	t.Helper()
+	b := canonical(t, r)
+	for p := range r.Labels {
+		for k := range NumKinds {
+			for _, v := range r.Recorder.KindDecisions(p, k) {
+				b = binary.AppendVarint(b, v)
+			}
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// goldenCases are fixed sim runs covering every behaviour, the warm-up,
+// the series, stalls and the worker's caps.
+func goldenCases(t testing.TB) []struct {
+	name string
+	run  func(t testing.TB) *Result
+} {
+	type gc = struct {
+		name string
+		run  func(t testing.TB) *Result
+	}
+	spec := func(s RunSpec) func(t testing.TB) *Result {
+		return func(t testing.TB) *Result { return runSim(t, s, DefaultPolicy()) }
+	}
+	cases := []gc{
+		{"mixed-7-warmup", spec(RunSpec{Plan: mixedPlan(7, 8*time.Second), Warmup: time.Second})},
+		{"mixed-3", spec(RunSpec{Plan: mixedPlan(3, 10*time.Second)})},
+		{"mixed-5-interval", spec(RunSpec{Plan: mixedPlan(5, 6*time.Second), Interval: 250 * time.Millisecond, TickRate: 60})},
+		{"mixed-9-caps", spec(RunSpec{Plan: mixedPlan(9, 6*time.Second), Config: RunConfig{MaxPending: 2, MaxHeld: 200, Timeout: 300 * time.Millisecond}})},
+		{"mixed-4-maxactions", spec(RunSpec{Plan: mixedPlan(4, 6*time.Second), Config: RunConfig{MaxActions: 5000}})},
+		{"throughput", spec(RunSpec{Plan: throughputPlan()})},
+		// bench/sim_test.go's simPlan.
+		{"bench-sim", spec(RunSpec{Plan: Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
+			{Name: "honest", Clients: 50, Behaviour: &Honest{}},
+			{Name: "laggy", Clients: 5, Behaviour: &Laggy{}},
+			{Name: "tiny", Clients: 2, Behaviour: &TinyFlood{}, Hostile: true},
+			{Name: "bad", Clients: 2, Behaviour: &BadLength{}, Hostile: true},
+		}}})},
+		{"stalls", func(t testing.TB) *Result {
+			plan := mixedPlan(13, 8*time.Second)
+			clients := plan.Clients()
+			labels := plan.Labels()
+			rec, err := NewRecorder(labels, HistConfig{})
+			require.NoError(t, err)
+			ser := newSeries(len(labels), int64(time.Second), int64(plan.Duration))
+			var w *Worker
+			sim, err := NewSim(DefaultPolicy(), SimConfig{
+				Stalls:     []Stall{{At: 2 * time.Second, For: 700 * time.Millisecond}, {At: 2700 * time.Millisecond, For: 300 * time.Millisecond}, {At: 5 * time.Second, For: 40 * time.Second}},
+				OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+			}, clients)
+			require.NoError(t, err)
+			w, err = NewWorker(sim, rec, clients, RunConfig{})
+			require.NoError(t, err)
+			w.series, w.acc = ser, make([]Interval, len(labels))
+			require.NoError(t, w.Run(context.Background()))
+			res := newResult(labels, rec, ser, []*Worker{w}, true)
+			res.Frames = sim.Frames()
+			return res
+		}},
+	}
+	for _, name := range BehaviourNames() {
+		b, err := NewBehaviour(name)
+		require.NoError(t, err)
+		plan := Plan{Seed: 11, Duration: 4 * time.Second, Populations: []Population{
+			{Name: "bystander", Clients: 2, Behaviour: &Honest{}},
+			{Name: name, Clients: 3, Behaviour: b, PerAccount: 3},
+		}}
+		cases = append(cases, gc{"behaviour-" + name, spec(RunSpec{Plan: plan, Config: RunConfig{Timeout: 500 * time.Millisecond}})})
+	}
+	return cases
+}
+
+// throughputPlan is BenchmarkSimThroughput's plan.
+func throughputPlan() Plan {
+	return Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 200, Behaviour: &Honest{}},
+		{Name: "laggy", Clients: 20, Behaviour: &Laggy{}},
+		{Name: "tiny-flood", Clients: 4, Behaviour: &TinyFlood{}},
+		{Name: "byte-flood", Clients: 4, Behaviour: &ByteFlood{}},
+	}}
+}
+
+// TestSimGolden checks that fixed sim runs give the results committed in
+// testdata/sim_golden.txt, byte for byte (through a SHA-256): the sim's
+// results for a seed never change by accident, for instance in an
+// optimisation. Run with -update-golden after an intended change.
+func TestSimGolden(t *testing.T) {
+	got := map[string]string{}
+	var order []string
+	for _, c := range goldenCases(t) {
+		got[c.name] = goldenDigest(t, c.run(t))
+		order = append(order, c.name)
+	}
+	if *updateGolden {
+		var sb strings.Builder
+		for _, n := range order {
+			fmt.Fprintf(&sb, "%s %s\n", n, got[n])
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(goldenFile), 0o755))
+		require.NoError(t, os.WriteFile(goldenFile, []byte(sb.String()), 0o644))
+		return
+	}
+	f, err := os.Open(goldenFile)
+	require.NoError(t, err)
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, sum, ok := strings.Cut(sc.Text(), " ")
+		require.True(t, ok, "bad line %q", sc.Text())
+		want[name] = sum
+	}
+	require.NoError(t, sc.Err())
+	require.Len(t, want, len(order), "cases")
+	for _, n := range order {
+		require.Equal(t, want[n], got[n], "case %s: the sim's results changed", n)
+	}
+}
