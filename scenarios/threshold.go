@@ -63,6 +63,11 @@ func ParseThreshold(text string) (Threshold, error) {
 		return t, fmt.Errorf("%q has no comparison (<, <=, >, >=, ==)", text)
 	}
 	parts := strings.Split(lhs, ".")
+	for _, p := range parts {
+		if p == "" {
+			return t, fmt.Errorf("%q: want population[.kind].metric, with no empty part", lhs)
+		}
+	}
 	metricIdx := len(parts) - 1
 	// drops.<Reason> is a metric of two segments.
 	if len(parts) >= 3 && parts[len(parts)-2] == "drops" {
