@@ -54,18 +54,19 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 // for the rebase after a backwards clock jump described in the package doc.
 func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	// This is the loop of Decide and CompareAndSwap with Decide written out,
-	// so the clock is read and converted once however often the CAS is
-	// retried, and no call sits on the pass path.
+	// so the clock is converted once however often the CAS is retried, and
+	// no call sits on the pass path. The fraction of a unit that a retry
+	// time needs is recomputed on the deny path, off the pass path's chain.
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
 		return Result{Status: Invalid}
 	}
-	var v, frac uint64
+	var v uint64
 	if now >= p.t0 {
 		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho)
-		v, frac = p.v0+(hi<<(64-rhoFracBits)|lo>>rhoFracBits), lo&(1<<rhoFracBits-1)
+		v = p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
 	} else {
-		v, frac = p.virtualBefore(now)
+		v, _ = p.virtualBefore(now)
 	}
 	k := n << p.shift
 	capUnits := int64(p.capUnits)
@@ -85,12 +86,20 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 				}
 				level = 0
 			}
-			return p.deny(level, k, frac)
+			return p.denyAt(now, level, k)
 		}
 		if w.CompareAndSwap(old, base+k) {
 			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
 		}
 	}
+}
+
+// denyAt is deny with the fraction of a unit earned at now recomputed.
+//
+//go:noinline
+func (p *params) denyAt(now, level int64, k uint64) Result {
+	_, frac := p.virtual(now)
+	return p.deny(level, k, frac)
 }
 
 // Refund gives back n tokens taken from a bucket whose word is old, at now:
