@@ -101,7 +101,7 @@ type Sim struct {
 	period  int64
 	service int64
 	tick    int64 // number of the next tick, at tick × period
-	conns   map[ConnID]*simConn
+	conns   conns
 	live    []*simConn // server-side open connections, in order of opening
 	nopen   int
 	done    []completion // requests awaiting their reply, by time (Service is constant)
@@ -134,6 +134,53 @@ type simConn struct {
 	lastFrame    int64
 	partialSince int64
 	pingWord     atomic.Uint64
+}
+
+// conns are the server's connections by ConnID (those it closed included,
+// until the client closes them too): a map, with the latest connection of
+// each client in a slot of its own, where a lookup finds it without
+// hashing. Older connections of a client, and those of client indexes out
+// of range, are in the map.
+type conns struct {
+	byClient []*simConn // by ConnID.Client: the latest connection put
+	others   map[ConnID]*simConn
+}
+
+func (cs *conns) get(id ConnID) *simConn {
+	if uint64(id.Client) < uint64(len(cs.byClient)) {
+		if c := cs.byClient[id.Client]; c != nil && c.id == id {
+			return c
+		}
+	}
+	return cs.others[id]
+}
+
+// put adds c, whose id is not in cs.
+func (cs *conns) put(c *simConn) {
+	if i := c.id.Client; uint64(i) < uint64(len(cs.byClient)) {
+		if old := cs.byClient[i]; old != nil {
+			cs.putOther(old)
+		}
+		cs.byClient[i] = c
+		return
+	}
+	cs.putOther(c)
+}
+
+func (cs *conns) putOther(c *simConn) {
+	if cs.others == nil {
+		cs.others = make(map[ConnID]*simConn)
+	}
+	cs.others[c.id] = c
+}
+
+// remove removes c, which is in cs.
+func (cs *conns) remove(c *simConn) {
+	if i := c.id.Client; uint64(i) < uint64(len(cs.byClient)) && cs.byClient[i] == c {
+		cs.byClient[i] = nil
+		return
+	}
+	delete(cs.others, c.id)
 }
 
 type completion struct {
@@ -201,7 +248,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		frameTO:  int64(cfg.FrameTimeout),
 		period:   max(1, int64(float64(time.Second)/cfg.TickRate)),
 		tick:     1,
-		conns:    make(map[ConnID]*simConn),
+		conns:    conns{byClient: make([]*simConn, len(clients))},
 	}
 	s.service = int64(cfg.Service)
 	if s.service == 0 {
@@ -316,7 +363,7 @@ func simAddr(g uint32, port uint16) netip.AddrPort {
 // EvClosed, as over a socket; Dial itself never fails.
 func (s *Sim) Dial(id ConnID, addr uint32) error {
 	now := s.vt.Now()
-	if old := s.conns[id]; old != nil {
+	if old := s.conns.get(id); old != nil {
 		s.closeConn(old, now)
 	}
 	pop := 0
@@ -324,7 +371,7 @@ func (s *Sim) Dial(id ConnID, addr uint32) error {
 		pop = s.pops[id.Client]
 	}
 	c := &simConn{id: id, pop: pop, addr: simAddr(addr, uint16(1024+id.Gen%60000)), open: true}
-	s.conns[id] = c
+	s.conns.put(c)
 	if s.nopen >= s.cfg.MaxConns {
 		c.open = false
 		s.vt.Push(Event{Conn: id, Kind: EvClosed, At: now})
@@ -395,7 +442,7 @@ func (s *Sim) hold(c *simConn, p []byte) {
 // stall). A write on a connection the server has closed is lost without an
 // error, as a socket accepts it before the peer's close arrives.
 func (s *Sim) Write(id ConnID, p []byte) error {
-	c := s.conns[id]
+	c := s.conns.get(id)
 	if c == nil {
 		return errConnClosed
 	}
@@ -416,7 +463,7 @@ func (s *Sim) Write(id ConnID, p []byte) error {
 // Close closes conn from the client's side: the server sees the end of the
 // stream and closes its session.
 func (s *Sim) Close(id ConnID) error {
-	c := s.conns[id]
+	c := s.conns.get(id)
 	if c == nil {
 		return nil
 	}
@@ -425,7 +472,7 @@ func (s *Sim) Close(id ConnID) error {
 }
 
 func (s *Sim) closeConn(c *simConn, now int64) {
-	delete(s.conns, c.id)
+	s.conns.remove(c)
 	if c.open {
 		c.open = false
 		s.nopen--

@@ -123,44 +123,69 @@ func poissonGap(mean int64) func(*Rand) int64 {
 // merge interleaves streams by intended time; on a tie the stream listed
 // first goes first. A stream's next action is pulled only when the action
 // it last yielded has been handed on and the caller asks again, so that
-// yielded Data is not overwritten while the caller still uses it.
+// yielded Data is not overwritten while the caller still uses it. An
+// exhausted stream is removed (the others keep their order), so that
+// picking the next one scans only the head times of live streams.
 type merge struct {
 	subs  []Stream
 	heads []Action
-	live  []bool
-	stale int // index whose head must be refilled, or -1
+	at    []int64 // heads[i].At
+	stale int     // index whose head must be refilled, or -1
 	init  bool
 }
 
 func newMerge(subs ...Stream) *merge {
-	var ss []Stream
+	n := 0
 	for _, s := range subs {
 		if s != nil {
-			ss = append(ss, s)
+			n++
 		}
 	}
-	return &merge{subs: ss, heads: make([]Action, len(ss)), live: make([]bool, len(ss)), stale: -1}
+	m := &merge{subs: make([]Stream, 0, n), heads: make([]Action, n), at: make([]int64, n), stale: -1}
+	for _, s := range subs {
+		if s != nil {
+			m.subs = append(m.subs, s)
+		}
+	}
+	return m
+}
+
+// remove drops stream i, keeping the others' order.
+func (m *merge) remove(i int) {
+	m.subs = append(m.subs[:i], m.subs[i+1:]...)
+	m.heads = append(m.heads[:i], m.heads[i+1:]...)
+	m.at = append(m.at[:i], m.at[i+1:]...)
 }
 
 func (m *merge) Next(a *Action) bool {
 	if !m.init {
-		for i, s := range m.subs {
-			m.live[i] = s.Next(&m.heads[i])
-		}
 		m.init = true
-	} else if m.stale >= 0 {
-		m.live[m.stale] = m.subs[m.stale].Next(&m.heads[m.stale])
+		for i := 0; i < len(m.subs); {
+			if m.subs[i].Next(&m.heads[i]) {
+				m.at[i] = m.heads[i].At
+				i++
+			} else {
+				m.remove(i)
+			}
+		}
+	} else if i := m.stale; i >= 0 {
+		if m.subs[i].Next(&m.heads[i]) {
+			m.at[i] = m.heads[i].At
+		} else {
+			m.remove(i)
+		}
 	}
-	best := -1
-	for i := range m.subs {
-		if m.live[i] && (best < 0 || m.heads[i].At < m.heads[best].At) {
-			best = i
+	if len(m.at) == 0 {
+		m.stale = -1
+		return false
+	}
+	best, bat := 0, m.at[0]
+	for i := 1; i < len(m.at); i++ {
+		if m.at[i] < bat {
+			best, bat = i, m.at[i]
 		}
 	}
 	m.stale = best
-	if best < 0 {
-		return false
-	}
 	*a = m.heads[best]
 	return true
 }

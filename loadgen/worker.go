@@ -136,7 +136,7 @@ type Worker struct {
 	cfg      RunConfig
 	channels Channels
 	clients  []clientState
-	heap     []int32 // client indexes, by (next.At, index)
+	heap     []heapEntry // clients with a next action, by (next.At, index)
 	timeouts []timeout
 	thead    int
 	inflight int
@@ -230,7 +230,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		until := w.end
 		if len(w.heap) > 0 {
-			until = min(until, w.clients[w.heap[0]].next.At)
+			until = min(until, w.heap[0].at)
 		}
 		if w.thead < len(w.timeouts) {
 			until = min(until, w.timeouts[w.thead].deadline)
@@ -278,11 +278,11 @@ const batch = 256
 // fireDue carries out due actions; false when MaxActions is reached.
 func (w *Worker) fireDue(now int64) bool {
 	for n := 0; n < batch && len(w.heap) > 0; n++ {
-		i := w.heap[0]
-		cs := &w.clients[i]
-		if cs.next.At > now {
+		if w.heap[0].at > now {
 			return true
 		}
+		i := w.heap[0].i
+		cs := &w.clients[i]
 		if w.actions >= w.cfg.MaxActions {
 			return false
 		}
@@ -292,7 +292,7 @@ func (w *Worker) fireDue(now int64) bool {
 		w.exec(i, cs, &cs.next, now)
 		// The action is done with: only now may its stream overwrite it.
 		if w.advance(cs) {
-			w.down(0)
+			w.fix()
 		} else {
 			w.pop()
 		}
@@ -653,48 +653,71 @@ func (w *Worker) closeAll(now int64) {
 }
 
 // The heap of clients by next action: (At, index), so equal times go in
-// client order and a run is deterministic.
+// client order and a run is deterministic. Each entry carries its client's
+// next.At, so that ordering it never touches the client states; the keys
+// are distinct (the index breaks ties), so the order in which clients come
+// off the heap depends on the keys only, not on the heap's shape.
 
-func (w *Worker) less(a, b int32) bool {
-	x, y := w.clients[a].next.At, w.clients[b].next.At
-	return x < y || x == y && a < b
+type heapEntry struct {
+	at int64 // w.clients[i].next.At
+	i  int32
+}
+
+func (a heapEntry) less(b heapEntry) bool {
+	return a.at < b.at || a.at == b.at && a.i < b.i
 }
 
 func (w *Worker) push(i int32) {
-	w.heap = append(w.heap, i)
-	for j := len(w.heap) - 1; j > 0; {
+	e := heapEntry{w.clients[i].next.At, i}
+	w.heap = append(w.heap, e)
+	h := w.heap
+	j := len(h) - 1
+	for j > 0 {
 		p := (j - 1) / 2
-		if !w.less(w.heap[j], w.heap[p]) {
+		if !e.less(h[p]) {
 			break
 		}
-		w.heap[j], w.heap[p] = w.heap[p], w.heap[j]
+		h[j] = h[p]
 		j = p
 	}
+	h[j] = e
 }
 
 func (w *Worker) pop() {
 	last := len(w.heap) - 1
-	w.heap[0] = w.heap[last]
+	e := w.heap[last]
 	w.heap = w.heap[:last]
 	if last > 0 {
-		w.down(0)
+		w.siftDown(e)
 	}
 }
 
-func (w *Worker) down(j int) {
-	n := len(w.heap)
+// fix moves the root, whose client's next action changed, to its place.
+func (w *Worker) fix() {
+	e := w.heap[0]
+	e.at = w.clients[e.i].next.At
+	w.siftDown(e)
+}
+
+// siftDown places e, which replaces the root, in the heap.
+func (w *Worker) siftDown(e heapEntry) {
+	h := w.heap
+	n := len(h)
+	j := 0
 	for {
-		l, r, m := 2*j+1, 2*j+2, j
-		if l < n && w.less(w.heap[l], w.heap[m]) {
-			m = l
+		l := 2*j + 1
+		if l >= n {
+			break
 		}
-		if r < n && w.less(w.heap[r], w.heap[m]) {
+		m := l
+		if r := l + 1; r < n && h[r].less(h[l]) {
 			m = r
 		}
-		if m == j {
-			return
+		if !h[m].less(e) {
+			break
 		}
-		w.heap[j], w.heap[m] = w.heap[m], w.heap[j]
+		h[j] = h[m]
 		j = m
 	}
+	h[j] = e
 }
