@@ -127,6 +127,19 @@ type Config struct {
 	// PingRate is that bucket's rate; default 10.
 	PingRate float64
 
+	// NoLimits bypasses limiting entirely, to measure what the gate costs:
+	// no gate call is made (no session is opened, no read or frame is
+	// checked, no request is marked done, the gate never steps), and
+	// pings are not limited by the server's own bucket either. Frames are
+	// still decoded and handled: every well-formed input, request and
+	// ping is accepted (and queued, answered, counted), the first Hello
+	// authenticates; frames that do not decode, frames of the wrong class
+	// for their channel, frames naming no channel and stray Hellos are
+	// dropped as Malformed (without strikes), an oversize frame still
+	// disconnects, and a full tick queue still refuses (QueueFull). Never
+	// for production: it is a benchmark baseline.
+	NoLimits bool
+
 	// MaxPopulations bounds the distinct Hello labels counted separately;
 	// later labels are counted under "(other)". Default 64.
 	MaxPopulations int

@@ -66,13 +66,15 @@ func (c *conn) readLoop() {
 	defer c.finish()
 
 	now := atomicbucket.Nanotime()
-	src, _ := addrPortOf(c.nc.RemoteAddr())
-	h, v := s.gate.Open(src, now)
-	if v.Action == core.Disconnect {
-		c.disconnect(cause(v.Reason), true)
-		return
+	if !s.noLimits {
+		src, _ := addrPortOf(c.nc.RemoteAddr())
+		h, v := s.gate.Open(src, now)
+		if v.Action == core.Disconnect {
+			c.disconnect(cause(v.Reason), true)
+			return
+		}
+		c.h = h
 	}
-	c.h = h
 	fr, err := wire.NewFramer(c, s.maxFrame, s.readBuf)
 	if err != nil { // New checked the sizes
 		panic(err)
@@ -163,15 +165,19 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		c.pop.Load().bytes.Add(uint64(n))
 		return false, true
 	}
-	v := s.gate.Read(c.h, uint32(n), now)
-	c.noteStage(v.Stage)
-	if v.Action == core.Disconnect {
-		c.pop.Load().bytes.Add(uint64(n))
-		c.disconnect(cause(v.Reason), true)
-		return false, true
+	var v core.Verdict // Accept when there are no limits
+	if !s.noLimits {
+		v = s.gate.Read(c.h, uint32(n), now)
+		c.noteStage(v.Stage)
+		if v.Action == core.Disconnect {
+			c.pop.Load().bytes.Add(uint64(n))
+			c.disconnect(cause(v.Reason), true)
+			return false, true
+		}
 	}
 	charged := v.Action == core.Accept
 	t, m := &c.t, &c.m
+	t.pop = c.pop.Load()
 	for {
 		err := c.framer.Next(m)
 		if err == wire.ErrIncomplete {
@@ -183,10 +189,13 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		}
 		completed = true
 		t.frames++
+		t.row = s.rowOf(m, err)
 		if err == wire.ErrOversize {
 			// The stream cannot be resynchronised: let the gate see it
 			// (and strike), then disconnect whatever it said.
-			c.noteStage(s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now).Stage)
+			if !s.noLimits {
+				c.noteStage(s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now).Stage)
+			}
 			t.drop(core.Oversize)
 			c.disconnect(cause(core.Oversize), true)
 			stop = true
@@ -239,8 +248,8 @@ func (c *conn) frame(m *wire.Msg, err error, now int64) (stop bool) {
 		if c.s.pingKind >= 0 {
 			return c.gated(uint16(c.s.pingKind), 0, m.Size, 0, now, true, m.Timestamp)
 		}
-		if c.s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
-			c.t.accepted++
+		if c.s.noLimits || c.s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
+			c.t.accept()
 			c.pong(m.Timestamp)
 		} else {
 			c.t.drop(core.FrameLimit)
@@ -254,6 +263,10 @@ func (c *conn) frame(m *wire.Msg, err error, now int64) (stop bool) {
 // malformed checks a frame that names no channel as malformed (the gate
 // says Oversize if it is larger than the policy's maximum frame).
 func (c *conn) malformed(size int, now int64) (stop bool) {
+	if c.s.noLimits {
+		c.t.drop(core.Malformed)
+		return false
+	}
 	v := c.s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(size), Flags: core.FlagMalformed | core.FlagCharged}, now)
 	return c.verdict(v, 0)
 }
@@ -261,19 +274,26 @@ func (c *conn) malformed(size int, now int64) (stop bool) {
 // gated checks a frame on a channel and acts on the verdict. For a ping
 // (kind is then the ping channel), ts is its timestamp.
 func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) (stop bool) {
-	v := c.s.gate.Check(core.Message{Session: c.h, Request: id, Match: c.match, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
-	if v.Action != core.Accept {
-		return c.verdict(v, id)
+	if c.s.noLimits {
+		if fl&core.FlagMalformed != 0 || kind >= uint16(c.s.nchan) {
+			c.t.drop(core.Malformed)
+			return false
+		}
+	} else {
+		v := c.s.gate.Check(core.Message{Session: c.h, Request: id, Match: c.match, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
+		if v.Action != core.Accept {
+			return c.verdict(v, id)
+		}
+		c.noteStage(v.Stage)
 	}
-	c.noteStage(v.Stage)
 	if ping {
-		c.t.accepted++
+		c.t.accept()
 		c.pong(ts)
 		return false
 	}
 	if kind >= uint16(c.s.nchan) {
 		// Accepted only in shadow mode: there is nothing to run.
-		c.t.accepted++
+		c.t.accept()
 		return false
 	}
 	if !c.s.enqueue(command{c: c, id: id, kind: uint8(kind)}) {
@@ -283,10 +303,12 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 		}
 		c.t.reject(core.QueueFull)
 		c.sendReply(id, wire.StatusRejected, uint8(core.QueueFull), 0)
-		c.s.gate.Done(c.h, id)
+		if !c.s.noLimits {
+			c.s.gate.Done(c.h, id)
+		}
 		return false
 	}
-	c.t.accepted++
+	c.t.accept()
 	return false
 }
 
@@ -296,7 +318,7 @@ func (c *conn) verdict(v core.Verdict, id uint64) (stop bool) {
 	c.noteStage(v.Stage)
 	switch v.Action {
 	case core.Accept:
-		c.t.accepted++
+		c.t.accept()
 	case core.Drop:
 		c.t.drop(v.Reason)
 	case core.Reject:
@@ -334,17 +356,20 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 		old.conns.Add(^uint64(0))
 		c.pop.Store(pop)
 	}
+	c.t.pop = pop
 	c.t.frames++
 	acct := AccountID(m.Token)
-	v := c.s.gate.Authenticate(c.h, acct, now)
-	if v.Action == core.Disconnect {
-		return c.verdict(v, 0)
+	if !c.s.noLimits {
+		v := c.s.gate.Authenticate(c.h, acct, now)
+		if v.Action == core.Disconnect {
+			return c.verdict(v, 0)
+		}
 	}
 	if c.s.cfg.MatchOf != nil {
 		c.match = c.s.cfg.MatchOf(pop.name, acct)
 	}
 	c.authed.Store(true)
-	c.t.accepted++
+	c.t.accept()
 	c.sendReply(0, wire.StatusOK, 0, 0)
 	return false
 }

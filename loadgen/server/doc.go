@@ -120,8 +120,19 @@
 // requests, pongs, drops and rejections by reason name, disconnects by
 // cause (a reason name, or Timeout, PeerClosed, WriteError) and lockouts
 // (connections whose strike stage rose to lockout). Every frame counts as
-// exactly one of accepted, dropped or rejected. The gate's own snapshot is
-// included.
+// exactly one of accepted, dropped or rejected. The same decisions are
+// split per channel (PopulationStats.Channels): inputs and requests under
+// the policy channel their channel byte names, and three more rows, hello
+// frames ("(hello)"), ping frames ("(ping)", on the ping channel or not)
+// and frames that name no channel ("(unknown)": undecodable, oversize,
+// server-to-client types, channel bytes past the policy). Like the totals,
+// they are batched per read (one atomic add per counter per read, no
+// allocation) and bounded: a population holds (channels + 3) × (1 + 2 ×
+// core.NumReasons) counters. The gate's own snapshot is included.
+//
+// Config.NoLimits bypasses the gate entirely (no gate call at all; frames
+// are still decoded, handled and counted): the baseline for what the gate
+// costs per frame.
 //
 // The server's CPU per frame is measured two ways: ReadService and
 // TickService are the monotonic time spent handling reads (decode, gate,

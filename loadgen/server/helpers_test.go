@@ -251,8 +251,9 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // checkAccounting asserts, for every population, that each frame was
-// accepted, dropped or rejected exactly once (valid once every connection
-// is closed).
+// accepted, dropped or rejected exactly once, and that the channel rows
+// add up to the population's counts (valid once every connection is
+// closed).
 func checkAccounting(t testing.TB, st Stats) {
 	t.Helper()
 	for name, p := range st.Populations {
@@ -266,5 +267,6 @@ func checkAccounting(t testing.TB, st Stats) {
 		if p.Accepted+n != p.Frames {
 			t.Errorf("population %q: %d frames, but %d accepted + %d dropped or rejected: %+v", name, p.Frames, p.Accepted, n, p)
 		}
+		checkChannels(t, name, p)
 	}
 }

@@ -33,6 +33,13 @@ type Server struct {
 	pingKind int    // channel index of pings, or -1
 	pingLim  *atomicbucket.Limit
 	pops     *populations
+	noLimits bool // Config.NoLimits: no gate call is made
+
+	// Channel rows of the per-channel counters: the policy's channels a
+	// frame's channel byte can name (at most 256), then hello, ping and
+	// unknown. rowNames are their keys in PopulationStats.Channels.
+	rowHello, rowPing, rowUnknown int
+	rowNames                      []string
 
 	// Deadlines are set from the monotonic clock: base is the time.Time
 	// (with its monotonic reading) at which Nanotime read baseNano.
@@ -86,18 +93,34 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	pol := g.Policy()
+	for _, name := range []string{ChannelHello, ChannelPing, ChannelUnknown} {
+		if i := pol.ChannelIndex(name); i >= 0 {
+			return nil, &ConfigError{Field: "Policy", Msg: fmt.Sprintf("channels[%d]: the name %q is reserved for the server's stats", i, name)}
+		}
+	}
+	named := min(len(pol.Channels), 256) // a channel byte names at most 256
+	rows := make([]string, 0, named+extraRows)
+	for _, c := range pol.Channels[:named] {
+		rows = append(rows, c.Name)
+	}
+	rows = append(rows, ChannelHello, ChannelPing, ChannelUnknown)
 	s := &Server{
-		cfg:      cfg,
-		gate:     g,
-		nchan:    len(pol.Channels),
-		pingKind: pol.ChannelIndex(cfg.PingChannel),
-		pops:     newPopulations(cfg.MaxPopulations),
-		base:     time.Now(),
-		baseNano: atomicbucket.Nanotime(),
-		queue:    make(chan command, cfg.QueueSize),
-		conns:    make(map[*conn]struct{}),
-		tickStop: make(chan struct{}),
-		tickDone: make(chan struct{}),
+		cfg:        cfg,
+		gate:       g,
+		nchan:      len(pol.Channels),
+		pingKind:   pol.ChannelIndex(cfg.PingChannel),
+		pops:       newPopulations(cfg.MaxPopulations, len(rows)),
+		noLimits:   cfg.NoLimits,
+		rowHello:   named,
+		rowPing:    named + 1,
+		rowUnknown: named + 2,
+		rowNames:   rows,
+		base:       time.Now(),
+		baseNano:   atomicbucket.Nanotime(),
+		queue:      make(chan command, cfg.QueueSize),
+		conns:      make(map[*conn]struct{}),
+		tickStop:   make(chan struct{}),
+		tickDone:   make(chan struct{}),
 	}
 	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
 	s.readBuf = cfg.ReadBuffer
@@ -373,12 +396,35 @@ func (s *Server) tick() {
 			pop.failed.Add(1)
 			c.sendReply(cmd.id, wire.StatusFailed, 0, 0)
 		}
-		s.gate.Done(c.h, cmd.id)
+		if !s.noLimits {
+			s.gate.Done(c.h, cmd.id)
+		}
 	}
 	s.commands.Add(uint64(n))
-	s.gate.Step(now)
+	if !s.noLimits {
+		s.gate.Step(now)
+	}
 	s.ticks.Add(1)
 	s.tickNanos.Add(atomicbucket.Nanotime() - now)
+}
+
+// rowOf returns the channel row a frame (decoded with error err) is
+// counted under.
+func (s *Server) rowOf(m *wire.Msg, err error) int {
+	if err != nil {
+		return s.rowUnknown
+	}
+	switch m.Type {
+	case wire.TypeHello:
+		return s.rowHello
+	case wire.TypeInput, wire.TypeRequest:
+		if int(m.Kind) < s.rowHello {
+			return int(m.Kind)
+		}
+	case wire.TypePing:
+		return s.rowPing
+	}
+	return s.rowUnknown
 }
 
 // enqueue queues a command for the next tick, or reports that the queue is
@@ -426,7 +472,7 @@ func (s *Server) Stats() Stats {
 	pops := append([]*popCounters(nil), s.pops.order...)
 	s.pops.mu.RUnlock()
 	for _, p := range pops {
-		ps := p.snapshot()
+		ps := p.snapshot(s.rowNames)
 		st.Frames += ps.Frames
 		st.Bytes += ps.Bytes
 		if !ps.empty() || (p.name != PopulationNone && p.name != PopulationOther) {

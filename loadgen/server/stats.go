@@ -74,11 +74,46 @@ type popCounters struct {
 	dropped     [core.NumReasons]atomic.Uint64
 	rejected    [core.NumReasons]atomic.Uint64
 	disconnects [numCauses]atomic.Uint64
+	// chans are the decisions per channel row (see Server.rowOf): row ×
+	// rowStride counters, indexed by rowKey. Fixed at creation.
+	chans []atomic.Uint64
 }
+
+// Rows of the per-channel counters beyond the policy's channels: their
+// keys in PopulationStats.Channels. A policy channel may not take one of
+// these names (New refuses it).
+const (
+	// ChannelHello counts Hello frames that decode (the first, which opens
+	// the account, and any later or wrong-version one, malformed).
+	ChannelHello = "(hello)"
+	// ChannelPing counts Ping frames that decode, whether they are checked
+	// on the policy's ping channel or by the server's own bucket.
+	ChannelPing = "(ping)"
+	// ChannelUnknown counts frames that name no channel: frames that do not
+	// decode, oversize ones, server-to-client types, and inputs and
+	// requests whose channel byte is past the policy's channels.
+	ChannelUnknown = "(unknown)"
+)
+
+// extraRows is the number of rows after the policy's channels: hello, ping
+// and unknown, in that order.
+const extraRows = 3
+
+// rowStride is the number of counters of one channel row: accepted, then
+// dropped by reason, then rejected by reason.
+const rowStride = 1 + 2*core.NumReasons
+
+// Outcome codes within a row.
+func codeDropped(r core.Reason) uint32  { return 1 + uint32(r) }
+func codeRejected(r core.Reason) uint32 { return 1 + uint32(core.NumReasons) + uint32(r) }
+
+// rowKey is the index in popCounters.chans of outcome code of row.
+func rowKey(row int, code uint32) uint32 { return uint32(row*rowStride) + code }
 
 // populations interns labels into a bounded set of counters.
 type populations struct {
 	max   int
+	rows  int // channel rows per population
 	mu    sync.RWMutex
 	byKey map[string]*popCounters
 	order []*popCounters
@@ -86,15 +121,15 @@ type populations struct {
 	other *popCounters
 }
 
-func newPopulations(max int) *populations {
-	p := &populations{max: max, byKey: make(map[string]*popCounters)}
+func newPopulations(max, rows int) *populations {
+	p := &populations{max: max, rows: rows, byKey: make(map[string]*popCounters)}
 	p.none = p.add(PopulationNone)
 	p.other = p.add(PopulationOther)
 	return p
 }
 
 func (p *populations) add(name string) *popCounters {
-	c := &popCounters{name: name}
+	c := &popCounters{name: name, chans: make([]atomic.Uint64, p.rows*rowStride)}
 	p.byKey[name] = c
 	p.order = append(p.order, c)
 	return c
@@ -136,24 +171,70 @@ func printable(b []byte) bool {
 }
 
 // tally batches a connection's counts over one read, so a flood of tiny
-// frames costs one atomic add per counter per read, not per frame.
+// frames costs one atomic add per counter per read, not per frame. Beside
+// the population's totals it keeps the read's counts per channel row and
+// outcome as a short list of (key, count) pairs; a read that needs more
+// than tallyKeys distinct pairs (a rare mix) adds the rest to the
+// population's counters directly. It never allocates.
 type tally struct {
 	frames, accepted uint64
 	dropped          [core.NumReasons]uint32
 	rejected         [core.NumReasons]uint32
 	any              bool // some dropped or rejected count is set
+
+	row    int          // the channel row of the frame being counted
+	pop    *popCounters // the population counted into (for keys past the list)
+	n      int          // pairs in keys and counts
+	last   int          // the pair the last count went to
+	keys   [tallyKeys]uint32
+	counts [tallyKeys]uint32
+}
+
+// tallyKeys is how many distinct (row, outcome) pairs one read batches.
+const tallyKeys = 16
+
+func (t *tally) accept() {
+	t.accepted++
+	t.note(0)
 }
 
 func (t *tally) drop(r core.Reason) {
 	t.dropped[r]++
 	t.any = true
+	t.note(codeDropped(r))
 }
 
 func (t *tally) reject(r core.Reason) {
 	t.rejected[r]++
 	t.any = true
+	t.note(codeRejected(r))
 }
 
+// note counts one frame of the current row with outcome code.
+func (t *tally) note(code uint32) {
+	key := rowKey(t.row, code)
+	if t.n > 0 && t.keys[t.last] == key {
+		t.counts[t.last]++
+		return
+	}
+	for i := range t.n {
+		if t.keys[i] == key {
+			t.counts[i]++
+			t.last = i
+			return
+		}
+	}
+	if t.n == tallyKeys {
+		t.pop.chans[key].Add(1)
+		return
+	}
+	t.keys[t.n], t.counts[t.n] = key, 1
+	t.last = t.n
+	t.n++
+}
+
+// flush adds the read's counts to p and clears them (the row and the
+// population are kept).
 func (t *tally) flush(p *popCounters) {
 	if t.frames != 0 {
 		p.frames.Add(t.frames)
@@ -170,8 +251,13 @@ func (t *tally) flush(p *popCounters) {
 				p.rejected[r].Add(uint64(n))
 			}
 		}
+		t.dropped, t.rejected = [core.NumReasons]uint32{}, [core.NumReasons]uint32{}
+		t.any = false
 	}
-	*t = tally{}
+	for i := range t.n {
+		p.chans[t.keys[i]].Add(uint64(t.counts[i]))
+	}
+	t.frames, t.accepted, t.n, t.last = 0, 0, 0, 0
 }
 
 // Stats is a snapshot of the server's counters, a plain value that the
@@ -244,9 +330,27 @@ type PopulationStats struct {
 	Disconnects map[string]uint64
 	// Lockouts counts connections whose strike stage rose to lockout.
 	Lockouts uint64
+	// Channels splits Accepted, Dropped and Rejected by what each frame
+	// named: inputs and requests under the name of the policy channel
+	// their channel byte names, and ChannelHello, ChannelPing and
+	// ChannelUnknown (see those). Only rows that counted a frame are
+	// present. Summed over the rows, each count equals the population's
+	// (once every connection is closed; a snapshot under load is not an
+	// atomic cut).
+	Channels map[string]ChannelStats
 }
 
-func (c *popCounters) snapshot() PopulationStats {
+// ChannelStats are one channel row's decisions within a population. The
+// reason-keyed maps hold only non-zero counts.
+type ChannelStats struct {
+	// Frames is Accepted plus every Dropped and Rejected count.
+	Frames, Accepted uint64
+	// Dropped and Rejected count frames by reason, as in PopulationStats.
+	Dropped, Rejected map[string]uint64
+}
+
+// snapshot reads the counters; rows names the channel rows.
+func (c *popCounters) snapshot(rows []string) PopulationStats {
 	s := PopulationStats{
 		Connections: c.conns.Load(),
 		Frames:      c.frames.Load(),
@@ -260,6 +364,36 @@ func (c *popCounters) snapshot() PopulationStats {
 		Dropped:     map[string]uint64{},
 		Rejected:    map[string]uint64{},
 		Disconnects: map[string]uint64{},
+		Channels:    map[string]ChannelStats{},
+	}
+	for row, name := range rows {
+		cs := ChannelStats{Accepted: c.chans[rowKey(row, 0)].Load()}
+		cs.Frames = cs.Accepted
+		for r := range core.NumReasons {
+			if n := c.chans[rowKey(row, codeDropped(core.Reason(r)))].Load(); n != 0 {
+				if cs.Dropped == nil {
+					cs.Dropped = map[string]uint64{}
+				}
+				cs.Dropped[core.Reason(r).String()] = n
+				cs.Frames += n
+			}
+			if n := c.chans[rowKey(row, codeRejected(core.Reason(r)))].Load(); n != 0 {
+				if cs.Rejected == nil {
+					cs.Rejected = map[string]uint64{}
+				}
+				cs.Rejected[core.Reason(r).String()] = n
+				cs.Frames += n
+			}
+		}
+		if cs.Frames != 0 {
+			if cs.Dropped == nil {
+				cs.Dropped = map[string]uint64{}
+			}
+			if cs.Rejected == nil {
+				cs.Rejected = map[string]uint64{}
+			}
+			s.Channels[name] = cs
+		}
 	}
 	for r := range c.dropped {
 		if n := c.dropped[r].Load(); n != 0 {

@@ -1,0 +1,335 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// checkChannels asserts that a population's channel rows add up to its
+// totals (valid once every connection is closed).
+func checkChannels(t testing.TB, name string, p PopulationStats) {
+	t.Helper()
+	var frames, accepted uint64
+	dropped, rejected := map[string]uint64{}, map[string]uint64{}
+	for ch, cs := range p.Channels {
+		n := cs.Accepted
+		for r, v := range cs.Dropped {
+			dropped[r] += v
+			n += v
+		}
+		for r, v := range cs.Rejected {
+			rejected[r] += v
+			n += v
+		}
+		if n != cs.Frames || n == 0 {
+			t.Errorf("population %q channel %q: %d frames, but the counts add up to %d: %+v", name, ch, cs.Frames, n, cs)
+		}
+		frames += cs.Frames
+		accepted += cs.Accepted
+	}
+	if frames != p.Frames || accepted != p.Accepted {
+		t.Errorf("population %q: channels count %d frames, %d accepted; the population %d, %d", name, frames, accepted, p.Frames, p.Accepted)
+	}
+	for _, m := range []struct {
+		what       string
+		rows, want map[string]uint64
+	}{{"dropped", dropped, p.Dropped}, {"rejected", rejected, p.Rejected}} {
+		if len(m.rows) != len(m.want) {
+			t.Errorf("population %q %s: channels %v, population %v", name, m.what, m.rows, m.want)
+			continue
+		}
+		for r, v := range m.want {
+			if m.rows[r] != v {
+				t.Errorf("population %q %s: channels %v, population %v", name, m.what, m.rows, m.want)
+				break
+			}
+		}
+	}
+}
+
+func TestChannelStats(t *testing.T) {
+	s := startServer(t, testConfig())
+	c := mustDial(t, s.Addr())
+	if err := c.hello("11", "chan"); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for range 3 {
+		b, _ = wire.AppendInput(b, kMove, []byte{1})
+	}
+	b, _ = wire.AppendRequest(b, kReq, 1, nil)
+	b, _ = wire.AppendRequest(b, kReq, 2, nil)
+	for id := uint64(3); id <= 5; id++ {
+		b, _ = wire.AppendRequest(b, kSlow, id, nil) // burst 1: two ChannelLimit
+	}
+	b = wire.AppendPing(b, 1)
+	b = wire.AppendPing(b, 2)
+	b, _ = wire.AppendRequest(b, kReq, 6, nil)
+	// Malformed frames last (three earn a lockout), in the same write:
+	// they are decided before the tick answers request 6.
+	b, _ = wire.AppendInput(b, 9, nil)                    // no channel 9: malformed
+	b = wire.AppendHeader(b, 1, wire.Type(77))            // unknown type: malformed
+	b, _ = wire.AppendHello(b, []byte("11"), []byte("x")) // a second hello: malformed
+	if err := c.write(b); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := c.next(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == wire.TypeReply && m.ID == 6 {
+			break
+		}
+	}
+	c.nc.Close()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	p := st.Populations["chan"]
+	want := map[string]ChannelStats{
+		"move":         {Frames: 3, Accepted: 3},
+		"req":          {Frames: 3, Accepted: 3},
+		"slow":         {Frames: 3, Accepted: 1, Rejected: map[string]uint64{"ChannelLimit": 2}},
+		ChannelPing:    {Frames: 2, Accepted: 2},
+		ChannelHello:   {Frames: 2, Accepted: 1, Dropped: map[string]uint64{"Malformed": 1}},
+		ChannelUnknown: {Frames: 2, Dropped: map[string]uint64{"Malformed": 2}},
+	}
+	if len(p.Channels) != len(want) {
+		t.Errorf("channels %+v, want %+v", p.Channels, want)
+	}
+	for name, w := range want {
+		got := p.Channels[name]
+		if got.Frames != w.Frames || got.Accepted != w.Accepted || !sameCounts(got.Dropped, w.Dropped) || !sameCounts(got.Rejected, w.Rejected) {
+			t.Errorf("channel %q: %+v, want %+v", name, got, w)
+		}
+	}
+	if _, ok := p.Channels["ping"]; ok {
+		t.Error("pings are counted under (ping), not the ping channel")
+	}
+}
+
+func sameCounts(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestChannelStatsPingWithoutChannel(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Channels = cfg.Policy.Channels[:2] // no "ping" channel
+	cfg.PingRate = 2
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	if err := c.hello("12", "pinger"); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for i := range 5 {
+		b = wire.AppendPing(b, uint64(i+1))
+	}
+	b, _ = wire.AppendInput(b, 2, nil) // channel 2 is gone: unknown
+	b, _ = wire.AppendRequest(b, kReq, 1, nil)
+	if err := c.write(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.waitReply(1); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.Close()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	p := st.Populations["pinger"].Channels
+	if cs := p[ChannelPing]; cs.Accepted != 2 || cs.Dropped["FrameLimit"] != 3 {
+		t.Errorf("(ping): %+v", cs)
+	}
+	if cs := p[ChannelUnknown]; cs.Dropped["Malformed"] != 1 {
+		t.Errorf("(unknown): %+v", cs)
+	}
+}
+
+// TestChannelStatsByteLimit: frames of a read the byte budget refused are
+// counted under the channel they name.
+func TestChannelStatsByteLimit(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Transport.Bytes = core.Budget{Rate: new(100.0), Burst: new(100.0)}
+	cfg.Policy.Transport.MinCharge = new(uint32(1))
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	if err := c.hello("13", "bytes"); err != nil {
+		t.Fatal(err)
+	}
+	// Enough moves that some read is refused whole.
+	var b []byte
+	for range 100 {
+		b, _ = wire.AppendInput(b, kMove, make([]byte, 10))
+	}
+	if err := c.write(b); err != nil {
+		t.Fatal(err)
+	}
+	c.waitClosed(2 * time.Second)
+	c.nc.Close()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	p := st.Populations["bytes"]
+	if p.Dropped["ByteLimit"] == 0 || p.Channels["move"].Dropped["ByteLimit"] != p.Dropped["ByteLimit"] {
+		t.Errorf("bytes: %+v", p)
+	}
+}
+
+func TestReservedChannelName(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Channels = append(cfg.Policy.Channels, core.Channel{Name: ChannelUnknown, Class: core.ClassInput})
+	_, err := New(cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Policy" || !errors.Is(err, ErrConfig) {
+		t.Fatalf("New with a channel named %q: %v", ChannelUnknown, err)
+	}
+}
+
+func TestNoLimits(t *testing.T) {
+	cfg := testConfig()
+	cfg.NoLimits = true
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	if err := c.hello("14", "free"); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for range 500 { // far past move's burst of 90
+		b, _ = wire.AppendInput(b, kMove, []byte{1})
+	}
+	for id := uint64(1); id <= 5; id++ {
+		b, _ = wire.AppendRequest(b, kSlow, id, nil) // far past slow's burst of 1
+	}
+	b = wire.AppendPing(b, 1)
+	b, _ = wire.AppendInput(b, kReq, nil) // wrong class: malformed
+	b, _ = wire.AppendInput(b, 9, nil)    // no channel: malformed
+	b, _ = wire.AppendRequest(b, kReq, 6, nil)
+	if err := c.write(b); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 6; id++ {
+		if m, err := c.waitReply(id); err != nil || m.Status != wire.StatusOK {
+			t.Fatalf("request %d: %+v %v", id, m, err)
+		}
+	}
+	c.nc.Close()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	p := st.Populations["free"]
+	if p.Accepted != 1+500+5+1+1 || p.Dropped["Malformed"] != 2 || len(p.Dropped) != 1 || len(p.Rejected) != 0 || p.Pongs != 1 {
+		t.Errorf("free: %+v", p)
+	}
+	var decided uint64
+	for _, n := range st.Gate.Actions {
+		decided += n
+	}
+	if decided != 0 {
+		t.Errorf("the gate was called: %+v", st.Gate)
+	}
+}
+
+// fakeConn reads the same bytes over and over; nothing else is called.
+type fakeConn struct {
+	net.Conn
+	data []byte
+	off  int
+}
+
+func (f *fakeConn) Read(p []byte) (int, error) {
+	n := copy(p, f.data[f.off:])
+	f.off = (f.off + n) % len(f.data)
+	return n, nil
+}
+
+func (f *fakeConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1} }
+
+// TestReadPathDoesNotAllocate runs the reader's per-read work (decode,
+// gate calls, per-channel tally, flush) on reads of mixed frames.
+func TestReadPathDoesNotAllocate(t *testing.T) {
+	cfg := testConfig()
+	cfg.QueueSize = 64 // fills at once: the rest are refused QueueFull
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for i := range 40 {
+		data, _ = wire.AppendInput(data, uint8([]int{kMove, kPing}[i%2]), make([]byte, i%7))
+	}
+	fc := &fakeConn{data: data}
+	c := s.newConn(fc)
+	now := atomicbucket.Nanotime()
+	h, v := s.gate.Open(netip.MustParseAddrPort("127.0.0.9:1"), now)
+	if v.Action != core.Accept {
+		t.Fatalf("Open: %v", v)
+	}
+	c.h = h
+	c.framer, err = wire.NewFramer(c, s.maxFrame, s.readBuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		n, err := c.framer.Fill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		now += int64(time.Second) // every bucket refills
+		if _, stop := c.handleRead(n, now); stop {
+			t.Fatal("the connection ended")
+		}
+	}
+	read()
+	if allocs := testing.AllocsPerRun(200, read); allocs != 0 {
+		t.Errorf("%v allocations per read", allocs)
+	}
+	st := s.Stats()
+	p := st.Populations[PopulationNone]
+	checkChannels(t, PopulationNone, p)
+	if p.Channels["move"].Frames == 0 || p.Channels["ping"].Frames == 0 || p.Dropped["QueueFull"] == 0 {
+		t.Errorf("counts: %+v", p)
+	}
+	s.gate.Close(h, now)
+}
+
+// TestTallySpills: a read with more distinct (channel, outcome) pairs than
+// the tally batches still counts every frame.
+func TestTallySpills(t *testing.T) {
+	p := newPopulations(4, 300)
+	pc := p.none
+	var tl tally
+	tl.pop = pc
+	for row := range 40 {
+		tl.row = row
+		tl.frames += 2
+		tl.accept()
+		tl.drop(core.ChannelLimit)
+	}
+	tl.flush(pc)
+	rows := make([]string, 300)
+	for i := range rows {
+		rows[i] = string(rune('A' + i))
+	}
+	ps := pc.snapshot(rows)
+	if ps.Frames != 80 || ps.Accepted != 40 || ps.Dropped["ChannelLimit"] != 40 || len(ps.Channels) != 40 {
+		t.Errorf("totals: %+v", ps)
+	}
+	checkChannels(t, "none", ps)
+}
