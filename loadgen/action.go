@@ -211,13 +211,15 @@ type Action struct {
 	// carried out late keeps its At: latency is measured from it.
 	At int64
 	Op Op
-	// OpSend: what to send, the payload bytes per frame (inputs and
-	// requests), the frames packed into the one write (≤ 0 means 1) and
-	// the request-id choice.
+	// OpSend: what to send, the request-id choice, the payload bytes per
+	// frame (inputs and requests) and the frames packed into the one
+	// write (≤ 0 means 1). (The one-byte fields come together, so that an
+	// Action, which streams and the worker copy for every action, fills
+	// one 64-byte cache line.)
 	Kind  Kind
+	Reuse Reuse
 	Size  int
 	Count int
-	Reuse Reuse
 	// OpConnect, OpRetry: the account the hello carries (0 means the
 	// client's own).
 	Account uint64

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -102,11 +103,24 @@ func (w *Worker) at(t int64) int64 {
 // point returns the worker's accumulation for population pop at time t,
 // first handing the previous interval's to the series if t is past it.
 func (w *Worker) point(t int64, pop int) *Interval {
-	if k := w.series.index(t); k != w.cur {
+	if t >= w.curEnd {
+		w.nextPoint(t)
+	}
+	return &w.acc[pop]
+}
+
+// nextPoint moves the worker's accumulation to the interval of t, which is
+// past w.cur's end (record times never decrease: see at).
+func (w *Worker) nextPoint(t int64) {
+	k := w.series.index(t)
+	if k != w.cur {
 		w.flushSeries()
 		w.cur = k
 	}
-	return &w.acc[pop]
+	w.curEnd = math.MaxInt64 // the last interval takes every later time
+	if k < len(w.series.pts[0])-1 {
+		w.curEnd = int64(k+1) * w.series.width
+	}
 }
 
 // flushSeries hands the worker's accumulation to the series.

@@ -154,6 +154,7 @@ type Worker struct {
 	clock  int64 // the latest record time: records are placed at max(t, clock)
 	series *series
 	cur    int        // the series interval acc holds
+	curEnd int64      // the end of interval cur (0 before the first record)
 	acc    []Interval // per population, not yet merged into series
 	// onLoop, if set, is called with the driver's time every loopEvery
 	// iterations of Run's loop.
