@@ -845,7 +845,7 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			sb, sa := g.ladder.stageOf(before), g.ladder.stageOf(after)
 			stage = sa
 			if sa >= StageLockout && !lk.locked(now) {
-				lk.lockUntil(now + g.ladder.lockout)
+				lk.lockUntil(addSat(now, g.ladder.lockout))
 				g.stats.stripe(stripe).lockouts.Add(1)
 			}
 			if sa > sb {

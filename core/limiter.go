@@ -159,13 +159,13 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 			heldFor = rest // another denial started a lockout meanwhile
 			return old, false
 		}
-		count, until := 0, now+l.window
+		count, until := 0, addSat(now, l.window)
 		if l.m.Active(old, now) { // a window is running
 			count, until = old.Count(), l.m.Deadline(old)
 		}
 		if count++; count >= l.maxSoft {
 			started = true
-			return l.m.MakeMark(0, true, now+l.lockout), true
+			return l.m.MakeMark(0, true, addSat(now, l.lockout)), true
 		}
 		return l.m.MakeMark(count, false, until), true
 	})

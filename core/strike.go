@@ -118,6 +118,16 @@ func (r *strikeRecord) add(w, ceiling, now int64) (before, after int64) {
 	}
 }
 
+// addSat returns now+d for d ≥ 0, saturating at math.MaxInt64, so that a
+// very long window or lockout is "until the end of time" rather than a
+// deadline that wrapped into the past.
+func addSat(now, d int64) int64 {
+	if now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
+}
+
 // lockState is a lockout deadline: locked while now < until.
 type lockState struct {
 	until atomic.Int64
