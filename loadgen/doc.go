@@ -26,7 +26,7 @@
 // a Reply or a Disconnect, or what only the client sees: Sent, NotSent,
 // Timeout, Disconnected, Refused, Failed, Overflow), and the server's
 // decisions on every frame the population sent, by kind
-// (Recorder.KindDecisions: exact in sim, attributed in loopback).
+// (Recorder.KindDecisions: exact in both drivers).
 // Workers record separately and are merged (Recorder.Merge), which checks
 // and keeps the count of any value a merge drops.
 //

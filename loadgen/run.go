@@ -186,17 +186,20 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 // with policy p on 127.0.0.1 (a free port), runs the plan's clients on
 // Workers workers (each client dialling from its address group's
 // 127.x.y.z, see Loopback), and stops the server when they are done. The
-// server's decisions (Recorder.Decisions, the series' server outcomes) come
-// from its per-population counters, read at each interval's end, at the
-// end of the warm-up and at the end; those counters are not split by kind,
-// so Recorder.KindDecisions is attributed from what the clients saw and
-// split in proportion where they saw nothing (see attribute). The server
-// counts a client's frames before its Hello under no population: those are
-// in no Decisions. Progress is called from the caller's goroutine. When ctx is cancelled, or the run
-// passes Duration + Timeout + 30s, it stops everything promptly and returns
-// what it measured with Complete false; errors are for a bad spec or
-// policy, or a server that would not start. Every goroutine it starts has
-// ended when it returns.
+// server's decisions (Recorder.Decisions and KindDecisions, the series'
+// server outcomes) come from its per-population × channel counters
+// (server.PopulationStats.Channels), read at each interval's end, at the
+// end of the warm-up and at the end, after the server has closed every
+// connection (so it has decided every frame it received): they are exact,
+// with the sim's kinds (a channel of ChannelsOf's kind names is that kind,
+// hellos KindHello, pings KindPing, frames on any other channel or on none
+// KindRaw). The server counts a client's frames before its Hello under no
+// population: those are in no Decisions. Progress is called from the
+// caller's goroutine. When ctx is cancelled, or the run passes Duration +
+// Timeout + 30s, it stops everything promptly and returns what it measured
+// with Complete false; errors are for a bad spec or policy, or a server
+// that would not start. Every goroutine it starts has ended when it
+// returns.
 func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	sp, err := spec.normalize()
 	if err != nil {
@@ -255,7 +258,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	for _, d := range drivers {
 		d.rt.start = rt.start
 	}
-	mon := newMonitor(srv, labels, ser, int64(sp.Warmup))
+	mon := newMonitor(srv, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -288,6 +291,12 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	if err != nil {
 		return nil, err
 	}
+	if complete {
+		// Every client has closed its connections; the server reads what
+		// is left in them before it sees the close. Its last decisions
+		// count once it has.
+		waitClosed(rctx, srv, sp.Config.Timeout+time.Second)
+	}
 	st := mon.finish(rt.Now(), rec)
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
@@ -299,32 +308,56 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	return res, nil
 }
 
-// monitor reads the server's per-population counters into the series at
-// each interval's end, keeps the counts at the end of the warm-up, and
-// calls Progress.
+// monitor reads the server's per-population × channel counters into the
+// series at each interval's end, keeps the counts at the end of the
+// warm-up, and calls Progress.
 type monitor struct {
 	srv    *server.Server
 	labels []string
+	kinds  map[string]Kind // channel row name -> kind (absent: KindRaw)
 	ser    *series
 	warmup int64
-	prev   [][NumOutcomes]int64 // per population, at the last read
-	warm   [][NumOutcomes]int64 // at the end of the warm-up
-	next   int                  // the interval whose end is the next read
+	prev   []kindCounts // per population, at the last read
+	warm   []kindCounts // at the end of the warm-up
+	next   int          // the interval whose end is the next read
 	warmed bool
 }
 
-func newMonitor(srv *server.Server, labels []string, ser *series, warmup int64) *monitor {
-	return &monitor{srv: srv, labels: labels, ser: ser, warmup: warmup,
-		prev: make([][NumOutcomes]int64, len(labels)), warm: make([][NumOutcomes]int64, len(labels)), warmed: warmup == 0}
+// kindCounts are one population's server decisions by kind and outcome.
+type kindCounts [NumKinds][NumOutcomes]int64
+
+func newMonitor(srv *server.Server, labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+	return &monitor{srv: srv, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
+		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
 
-// decisionsOf converts one population's server counters into outcomes.
-func decisionsOf(ps server.PopulationStats) (out [NumOutcomes]int64) {
-	out[Accepted] = int64(ps.Accepted)
-	for _, m := range []map[string]uint64{ps.Dropped, ps.Rejected} {
-		for name, n := range m {
-			if r, err := core.ParseReason(name); err == nil && r != core.None && int(r) < ServerReasons {
-				out[r] += int64(n)
+// channelKinds maps the server's channel rows to kinds: the channels
+// ChannelsOf names (chans), hellos and pings; every other row (another
+// policy channel, unknown) is KindRaw, as in the sim.
+func channelKinds(p *core.Policy, chans Channels) map[string]Kind {
+	m := map[string]Kind{server.ChannelHello: KindHello, server.ChannelPing: KindPing}
+	for k, i := range chans {
+		if i >= 0 && i < len(p.Channels) {
+			m[p.Channels[i].Name] = Kind(k)
+		}
+	}
+	return m
+}
+
+// kindDecisionsOf converts one population's server counters into outcomes
+// by kind.
+func kindDecisionsOf(ps server.PopulationStats, kinds map[string]Kind) (out kindCounts) {
+	for name, cs := range ps.Channels {
+		k, ok := kinds[name]
+		if !ok {
+			k = KindRaw
+		}
+		out[k][Accepted] += int64(cs.Accepted)
+		for _, m := range []map[string]uint64{cs.Dropped, cs.Rejected} {
+			for name, n := range m {
+				if r, err := core.ParseReason(name); err == nil && r != core.None && int(r) < ServerReasons {
+					out[k][r] += int64(n)
+				}
 			}
 		}
 	}
@@ -336,10 +369,12 @@ func decisionsOf(ps server.PopulationStats) (out [NumOutcomes]int64) {
 func (m *monitor) read(k int) server.Stats {
 	st := m.srv.Stats()
 	for pop, label := range m.labels {
-		cur := decisionsOf(st.Populations[label])
+		cur := kindDecisionsOf(st.Populations[label], m.kinds)
 		var d Interval
-		for o := range cur {
-			d.Outcomes[o] = cur[o] - m.prev[pop][o]
+		for kind := range cur {
+			for o := range cur[kind] {
+				d.Outcomes[o] += cur[kind][o] - m.prev[pop][kind][o]
+			}
 		}
 		d.Accepted = d.Outcomes[Accepted]
 		m.ser.add(pop, k, &d)
@@ -390,95 +425,30 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 }
 
 // finish takes the last snapshot, adds the measured window's decisions to
-// rec (see attribute), and returns the snapshot.
+// rec by kind, and returns the snapshot.
 func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 	st := m.read(m.ser.index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
 	}
 	for pop := range m.labels {
-		var total [NumOutcomes]int64
-		for o := range total {
-			total[o] = m.prev[pop][o] - m.warm[pop][o]
+		for k := range NumKinds {
+			for o := range ServerReasons {
+				if n := m.prev[pop][k][o] - m.warm[pop][k][o]; n != 0 {
+					rec.AddDecision(pop, k, Outcome(o), n)
+				}
+			}
 		}
-		attribute(rec, pop, total)
 	}
 	return st
 }
 
-// attribute adds a population's server decisions, known only in total, to
-// rec by kind. What the clients saw attributes some exactly: hellos
-// accepted or refused, requests answered (a Reply's reason, or Accepted for
-// StatusOK and StatusFailed, which the gate passed) and pongs. The rest of
-// each outcome's total is split between the kinds whose frames no reply
-// accounts for (inputs and raw writes, counted as Sent; requests, pings and
-// hellos that timed out, were cut off or overflowed), in proportion to how
-// many each wrote, by largest remainder: exact when the population wrote
-// only one such kind, which holds for every behaviour but honest, laggy,
-// mass-reconnect (moves and abilities) and channel-hop. A rest with no
-// such kind goes to KindRaw.
-func attribute(rec *Recorder, pop int, total [NumOutcomes]int64) {
-	var seen [NumKinds][NumOutcomes]int64
-	var weight [NumKinds]int64
-	for k := range NumKinds {
-		o := rec.Outcomes(pop, k)
-		switch k {
-		case KindHello, KindChat, KindPurchase, KindPing:
-			for r := range ServerReasons {
-				seen[k][r] = o[r]
-			}
-			seen[k][Accepted] += o[Failed]
-			weight[k] = o[Timeout] + o[Disconnected] + o[Overflow]
-		case KindMove, KindAbility, KindRaw:
-			weight[k] = o[Sent]
-		}
-	}
-	var wsum int64
-	for _, w := range weight {
-		wsum += w
-	}
-	p := &rec.pops[pop]
-	for o := range ServerReasons {
-		if total[o] == 0 {
-			continue
-		}
-		p.decisions[o] += total[o]
-		rest := total[o]
-		for k := range NumKinds {
-			n := min(seen[k][o], rest) // never more than the server counted
-			p.kdec[k][o] += n
-			rest -= n
-		}
-		if rest == 0 {
-			continue
-		}
-		if wsum == 0 {
-			p.kdec[KindRaw][o] += rest
-			continue
-		}
-		var share [NumKinds]int64
-		var frac [NumKinds]int64
-		given := int64(0)
-		for k := range NumKinds {
-			// rest·weight/wsum without overflow for any realistic count.
-			q := float64(rest) * float64(weight[k]) / float64(wsum)
-			share[k] = int64(q)
-			frac[k] = int64((q - float64(share[k])) * 1e9)
-			given += share[k]
-		}
-		for ; given < rest; given++ {
-			best := -1
-			for k := range int(NumKinds) {
-				if weight[k] > 0 && (best < 0 || frac[k] > frac[best]) {
-					best = k
-				}
-			}
-			share[best]++
-			frac[best] = -1
-		}
-		for k := range NumKinds {
-			p.kdec[k][o] += share[k]
-		}
+// waitClosed waits until the server has no connection open, at most d or
+// until ctx ends.
+func waitClosed(ctx context.Context, srv *server.Server, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for srv.Stats().Conns.Open != 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
