@@ -81,3 +81,25 @@ func TestChannelKinds(t *testing.T) {
 		assert.False(t, ok, "%s is raw", name)
 	}
 }
+
+// TestLoopbackNoLimits: a loopback run without the gate accepts what the
+// gate would refuse; the sim refuses the option.
+func TestLoopbackNoLimits(t *testing.T) {
+	plan := Plan{Seed: 5, Duration: time.Second, Populations: []Population{
+		{Name: "tiny-flood", Clients: 1, Behaviour: &TinyFlood{Persist: Persist{ConnectSpread: 50 * time.Millisecond}}},
+	}}
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, NoLimits: true, Config: RunConfig{Timeout: 500 * time.Millisecond}}, DefaultPolicy())
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	require.True(t, res.Complete)
+	d := res.Recorder.Decisions(0)
+	assert.Positive(t, d[Accepted])
+	assert.Equal(t, d[Accepted], sum(d), "nothing refused: %v", d)
+	assert.Zero(t, res.Disconnected[0])
+	assert.Equal(t, written(res.Recorder, 0, KindMove), res.Recorder.KindDecisions(0, KindMove)[Accepted])
+
+	_, err = RunSim(context.Background(), RunSpec{Plan: plan, NoLimits: true}, DefaultPolicy())
+	var pe *ParamError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "NoLimits", pe.Field)
+}

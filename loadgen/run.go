@@ -41,6 +41,11 @@ type RunSpec struct {
 	// length, from the caller's goroutine, at most about 10 times a
 	// second, and once with done = total when a run completes.
 	Progress func(done, total time.Duration)
+	// NoLimits runs the loopback server with server.Config.NoLimits: no
+	// gate call at all, every well-formed frame accepted. It is the
+	// baseline for what the gate costs (Result.ServerCPU per frame);
+	// RunSim refuses it (the sim is the gate).
+	NoLimits bool
 }
 
 // Result is what a run measured.
@@ -131,6 +136,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sp.NoLimits {
+		return nil, &ParamError{"run", "NoLimits", true, "is for loopback runs only"}
+	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
 		return nil, err
@@ -216,6 +224,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		TickRate:       sp.TickRate,
 		MaxConns:       serverMaxConns(len(clients)),
 		MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
+		NoLimits:       sp.NoLimits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
