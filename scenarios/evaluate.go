@@ -52,6 +52,11 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			}
 		}
 	}
+	if kind != "" && len(kinds) == 0 {
+		// A kind nobody sent (or a misspelt one) has no counts: 0 would
+		// let "hostile.chta.admitted_per_s <= 5" pass vacuously.
+		return math.NaN()
+	}
 	var sent, accepted, dropped, acceptedBytes int64
 	for _, k := range kinds {
 		sent += k.Sent

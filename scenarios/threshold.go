@@ -2,9 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicedev/sluice/reports"
 )
 
 // Threshold is one success criterion, written as
@@ -89,6 +92,13 @@ func ParseThreshold(text string) (Threshold, error) {
 		}
 		msg := fmt.Sprintf("unknown metric %q", t.Metric)
 		if s := suggest(t.Metric, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return t, fmt.Errorf("%s", msg)
+	}
+	if reason, ok := strings.CutPrefix(t.Metric, "drops."); ok && !slices.Contains(reports.KnownReasons(), reason) {
+		msg := fmt.Sprintf("unknown drop reason %q", reason)
+		if s := suggest(reason, reports.KnownReasons()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return t, fmt.Errorf("%s", msg)

@@ -1,0 +1,45 @@
+package scenarios
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/reports"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A threshold on a kind the population never sent (or a misspelt one) fails
+// with NaN instead of reading zeros and passing vacuously; the same
+// threshold on a kind that was sent is computed.
+func TestThresholdOnUnknownKindFails(t *testing.T) {
+	s, err := Parse([]byte(minimal), "t.yaml")
+	require.NoError(t, err)
+	res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
+	v, err := res.AddVariant("base", nil)
+	require.NoError(t, err)
+	k := v.AddPopulation("honest", "honest", reports.Honest, 3).Kind("move")
+	k.Sent, k.Accepted = 100, 90
+	k.Drops = map[string]int64{"ChannelLimit": 10}
+
+	assert.Equal(t, 90.0, MetricValue(res, v, "honest", "move", "accepted"))
+	for _, m := range []string{"sent", "accepted", "dropped", "admitted_per_s", "admitted_bytes_per_s", "drops.ChannelLimit"} {
+		assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "mvoe", m)), "metric %s of an unknown kind", m)
+	}
+	th, err := ParseThreshold("honest.mvoe.accepted <= 5")
+	require.NoError(t, err)
+	s.thresholds = []Threshold{th}
+	assert.False(t, s.Evaluate(res, v), "a threshold on a kind nobody sent does not pass")
+}
+
+// drops.<Reason> must name a known reason: a typo would always read 0.
+func TestThresholdDropReasonIsChecked(t *testing.T) {
+	_, err := ParseThreshold("crowd.drops.AdressLimit == 0")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"AddressLimit"`, "with a suggestion")
+	for _, ok := range []string{"crowd.drops.AddressLimit == 0", "crowd.drops.Refused == 0", "all.chat.drops.Timeout < 3"} {
+		_, err := ParseThreshold(ok)
+		assert.NoError(t, err, ok)
+	}
+}
