@@ -657,7 +657,10 @@ func (w *Worker) closeAll(now int64) {
 // client order and a run is deterministic. Each entry carries its client's
 // next.At, so that ordering it never touches the client states; the keys
 // are distinct (the index breaks ties), so the order in which clients come
-// off the heap depends on the keys only, not on the heap's shape.
+// off the heap depends on the keys only, not on the heap's shape. It is a
+// 4-ary heap (children of j at 4j+1 to 4j+4): half the depth of a binary
+// one, and the smallest of four children is picked without branches, since
+// which one it is cannot be predicted.
 
 type heapEntry struct {
 	at int64 // w.clients[i].next.At
@@ -668,13 +671,26 @@ func (a heapEntry) less(b heapEntry) bool {
 	return a.at < b.at || a.at == b.at && a.i < b.i
 }
 
+// b2i is 1 for true, 0 for false (a SETcc, not a branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// lessI is a.less(b) as 0 or 1, without branches.
+func lessI(a, b *heapEntry) int {
+	return b2i(a.at < b.at) | b2i(a.at == b.at)&b2i(a.i < b.i)
+}
+
 func (w *Worker) push(i int32) {
 	e := heapEntry{w.clients[i].next.At, i}
 	w.heap = append(w.heap, e)
 	h := w.heap
 	j := len(h) - 1
 	for j > 0 {
-		p := (j - 1) / 2
+		p := (j - 1) / 4
 		if !e.less(h[p]) {
 			break
 		}
@@ -706,13 +722,24 @@ func (w *Worker) siftDown(e heapEntry) {
 	n := len(h)
 	j := 0
 	for {
-		l := 2*j + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].less(h[l]) {
-			m = r
+		c := 4*j + 1
+		var m int
+		if c+3 < n {
+			// All four children: the smallest, without branches.
+			h4 := h[c : c+4 : c+4]
+			a := lessI(&h4[1], &h4[0])
+			b := 2 + lessI(&h4[3], &h4[2])
+			m = c + a + (b-a)*lessI(&h4[b], &h4[a])
+		} else {
+			if c >= n {
+				break
+			}
+			m = c
+			for k := c + 1; k < n; k++ {
+				if h[k].less(h[m]) {
+					m = k
+				}
+			}
 		}
 		if !h[m].less(e) {
 			break
