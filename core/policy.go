@@ -333,8 +333,11 @@ const (
 )
 
 // DefaultStrikeWeights returns the weight of each reason when the policy
-// does not override it: one channel, account, address or match over its
-// rate is light (lag after a freeze trips these too); transport floods,
+// does not override it: one channel, account or address over its rate is
+// light (lag after a freeze trips these too); a match over its rate weighs
+// nothing, because the match bucket is shared by everyone in the match and
+// the player it refuses is not necessarily the one who spent it; transport
+// floods,
 // malformed, oversize and replayed traffic are rarely honest and weigh 4; a
 // message refused at the drop stage (Lockout) weighs 1 so a flood that goes
 // on keeps climbing. Reasons that say nothing about the client (NoSession,
@@ -343,7 +346,7 @@ func DefaultStrikeWeights() map[Reason]float64 {
 	return map[Reason]float64{
 		ChannelLimit:  1,
 		AccountLimit:  1,
-		MatchLimit:    1,
+		MatchLimit:    0,
 		AddressLimit:  1,
 		InFlightLimit: 1,
 		Duplicate:     1,
