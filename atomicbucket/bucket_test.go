@@ -275,3 +275,19 @@ func TestRefundRestoresAndNeverExceedsBurst(t *testing.T) {
 	assert.NotEqual(t, b.Word(), next)
 	assert.Equal(t, 5.0, b.TokensAt(sec/5))
 }
+
+// A stale reading (a backlog processed late, a goroutine holding an old
+// timestamp) never refills a bucket: below StepBack it only waits.
+func TestStaleReadingDoesNotRefill(t *testing.T) {
+	b, err := NewAt(10, 5, 0)
+	require.NoError(t, err)
+	T := int64(100 * time.Hour)
+	require.True(t, b.TakeAt(T, 5).OK())
+	w := b.Word()
+	for _, stale := range []time.Duration{time.Second, 62 * time.Second, time.Hour, StepBack} {
+		r := b.TakeAt(T-int64(stale), 1)
+		assert.Equal(t, Denied, r.Status, "stale by %v", stale)
+		assert.Equal(t, w, b.Word(), "a stale reading by %v writes nothing", stale)
+	}
+	assert.False(t, b.TakeAt(T, 1).OK(), "back at T, the bucket is still empty")
+}

@@ -51,11 +51,17 @@
 // update (a caller-passed clock that steps back, or two goroutines racing
 // with slightly different readings) credits nothing and changes nothing: the
 // take is judged on the level the bucket had at that earlier time, and once
-// the clock is back the bucket is exactly where it would have been. A reading
-// more than one fill time (b/r) before the bucket's empty point can only
-// come from a clock that jumped backwards; the bucket then rebases itself to
-// empty at the new time (it credits nothing and forfeits at most what it
-// held), which is the one case in which a denial writes.
+// the clock is back the bucket is exactly where it would have been; until
+// then, takes wait for it (RetryAfter counts the way back).
+//
+// A reading more than one fill time (b/r) plus StepBack (a day) before the
+// bucket's empty point is taken for a clock that was reset backwards: the
+// bucket rebases itself to empty at the new time, so it keeps working on
+// the new timeline instead of refusing until the old one comes back. That is
+// the one case in which a denial writes. Its price: should the clock then
+// return to the old timeline, the bucket credits the time in between (at
+// most one burst). A stale reading more than a day old is what it takes to
+// trigger it; a monotonic clock never does.
 //
 // All methods are safe for concurrent use.
 package atomicbucket
@@ -84,9 +90,11 @@ const (
 	// burst 1 the slowest rate is one token per 30 days.
 	MaxFillTime = 30 * 24 * time.Hour
 	// StepBack is how far behind a bucket's empty point, beyond one fill
-	// time, a reading must be to count as a clock that jumped backwards
-	// rather than a stale reading racing newer ones.
-	StepBack = time.Minute
+	// time, a reading must be to count as a clock reset backwards rather
+	// than a stale reading (a goroutine holding an old timestamp, a backlog
+	// processed late). A day is far beyond any backlog a server survives;
+	// below it, a stepped-back clock only waits.
+	StepBack = 24 * time.Hour
 	// maxRho bounds live rate increases: ρ stays below 16 units/ns, the most
 	// a 4.60 fixed-point number holds.
 	maxRho = 16
