@@ -44,6 +44,9 @@ type Outcome struct {
 	Expected map[string]bool
 	// Unexpected lists the variants whose outcome was not the expected one.
 	Unexpected []string
+	// Invalid lists the variants whose measurements cannot be trusted (see
+	// reports.Variant.Invalid); a run with any is not Passed.
+	Invalid []string
 }
 
 // Run runs every policy variant of the scenario on the same seed and
@@ -142,6 +145,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		if eff.Evaluate(res, v) != out.Expected[v.Name] {
 			out.Passed = false
 			out.Unexpected = append(out.Unexpected, v.Name)
+		}
+		if len(v.Invalid) > 0 {
+			out.Passed = false
+			out.Invalid = append(out.Invalid, v.Name)
 		}
 	}
 	if !res.Run.Complete {
