@@ -291,3 +291,18 @@ func TestStaleReadingDoesNotRefill(t *testing.T) {
 	}
 	assert.False(t, b.TakeAt(T, 1).OK(), "back at T, the bucket is still empty")
 }
+
+// A burst that is not a whole number of refill quanta is rounded down, and
+// Burst and TokensAt report what the bucket really holds.
+func TestFractionalBurstIsRoundedToQuanta(t *testing.T) {
+	b, err := NewAt(1e9, 1.5, 0) // a quantum is a whole token at 1e9/s
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, b.Burst())
+	assert.Equal(t, 1.0, b.TokensAt(0))
+	b, err = NewAt(10, 2.5, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2.5, b.Burst())
+	assert.Equal(t, 2.5, b.TokensAt(0))
+	assert.True(t, b.TakeAt(0, 2).OK())
+	assert.Equal(t, Invalid, b.TakeAt(0, 3).Status)
+}

@@ -293,17 +293,24 @@ func (p *params) setRate(rate float64) error {
 	return nil
 }
 
+// setBurst sets the capacity: the burst rounded down to a whole number of
+// units. Only a fractional burst can lose anything, and only what is below
+// one unit (2^-F token: nothing at 1e6/s and below for bursts with a few
+// decimals' worth of bits, up to a fraction of a token near 1e9/s).
+// Burst reports the capacity actually held.
 func (p *params) setBurst(burst float64) {
 	p.capUnits = uint64(math.Ldexp(burst, int(p.shift)))
 	p.maxTake = p.capUnits >> p.shift
-	p.burst = burst
+	p.burst = math.Ldexp(float64(p.capUnits), -int(p.shift))
 	p.stepUnits = p.capUnits + mulRho(uint64(StepBack), p.rho)
 }
 
 // Rate returns the configured rate in tokens per second.
 func (l *Limit) Rate() float64 { return l.p.Load().rate }
 
-// Burst returns the configured burst in tokens.
+// Burst returns the burst in tokens: the configured one rounded down to a
+// whole number of refill quanta (see Quantum), which is what the bucket
+// holds when full.
 func (l *Limit) Burst() float64 { return l.p.Load().burst }
 
 // EffectiveRate returns the rate the fixed-point clock actually runs at, in

@@ -231,13 +231,15 @@ func (m *ratModel) level(now int64) *big.Int {
 	return l
 }
 
-// tokens is what TokensAt must return: burst when full, 0 when empty or
-// behind, otherwise level/2^F rounded to the nearest float64.
+// tokens is what TokensAt must return: the capacity (burst rounded down to
+// whole units) when full, 0 when empty or behind, otherwise level/2^F
+// rounded to the nearest float64.
 func (m *ratModel) tokens(now int64) float64 {
 	l := m.level(now)
 	switch {
 	case l.Cmp(m.cap) >= 0:
-		return m.burst
+		f, _ := new(big.Rat).SetFrac(m.cap, m.unit).Float64()
+		return f
 	case l.Sign() <= 0:
 		return 0
 	}
