@@ -35,7 +35,8 @@ import (
 // message of a new account or match inserts its key, locking one shard of
 // that layer's table once). A denial writes only the session's own state,
 // its account's strike record, the tokens it gives back and striped
-// counters. Open, Authenticate, Close and Step take a mutex. Time is only
+// counters (and, with keyed escalation on, the refused key's escalation
+// mark). Open, Authenticate, Close and Step take a mutex. Time is only
 // ever the now passed in (nanoseconds on the server's monotonic clock, one
 // clock for all calls).
 //
@@ -174,8 +175,8 @@ type Verdict struct {
 // OK reports whether the message is accepted.
 func (v Verdict) OK() bool { return v.Action == Accept }
 
-// String returns e.g. "Accept", "Reject ChannelLimit, retry after 1s" or
-// "Accept (shadow: Drop ByteLimit)".
+// String returns e.g. "Accept", "Reject ChannelLimit, retry after 1s" or,
+// in shadow mode, "Accept (shadow: ByteLimit)".
 func (v Verdict) String() string {
 	if v.Reason == None {
 		return v.Action.String()

@@ -47,7 +47,8 @@ func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 func (k *limiterKeyed) refundAt(key uint64, now int64, n uint64) { k.l.RefundAt(key, now, n) }
 
 func (k *limiterKeyed) levelAt(key uint64, now int64) (float64, bool) {
-	return k.l.LevelAt(key, now), true
+	lv, ok := k.l.m.LevelAt(key, now)
+	return lv, ok
 }
 
 func (k *limiterKeyed) sweep(now int64) { k.l.SweepAt(now) }

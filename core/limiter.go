@@ -34,17 +34,16 @@ import (
 // one shard of the table. After Close every take fails closed (Reason
 // Closed).
 type Limiter struct {
-	m        *shardmap.Map
-	lim      *atomicbucket.Limit
-	closed   atomic.Bool
-	clock    func() int64
-	seed     maphash.Seed
-	cfg      LimiterConfig // with defaults
-	window   int64
-	lockout  int64
-	maxSoft  int
-	fillTime time.Duration
-	stripes  []limiterStripe // counters, one per shard
+	m       *shardmap.Map
+	lim     *atomicbucket.Limit
+	closed  atomic.Bool
+	clock   func() int64
+	seed    maphash.Seed
+	cfg     LimiterConfig // with defaults
+	window  int64
+	lockout int64
+	maxSoft int
+	stripes []limiterStripe // counters, one per shard
 
 	mu       sync.Mutex    // serialises SetRefillFactor, janitors and Close
 	factor   atomic.Uint64 // float64 bits of the refill factor
@@ -83,16 +82,15 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 		return nil, cfgErr("MaxKeys", cfg.MaxKeys, err.Error(), err)
 	}
 	l := &Limiter{
-		m:        m,
-		lim:      lim,
-		clock:    cfg.Clock,
-		seed:     maphash.MakeSeed(),
-		cfg:      cfg,
-		window:   int64(cfg.SoftViolationWindow),
-		lockout:  int64(cfg.LockoutDuration),
-		maxSoft:  cfg.MaxSoftViolations,
-		fillTime: time.Duration(math.Ceil(cfg.Burst / cfg.Rate * 1e9)),
-		stripes:  make([]limiterStripe, m.Shards()),
+		m:       m,
+		lim:     lim,
+		clock:   cfg.Clock,
+		seed:    maphash.MakeSeed(),
+		cfg:     cfg,
+		window:  int64(cfg.SoftViolationWindow),
+		lockout: int64(cfg.LockoutDuration),
+		maxSoft: cfg.MaxSoftViolations,
+		stripes: make([]limiterStripe, m.Shards()),
 	}
 	l.factor.Store(math.Float64bits(1))
 	return l, nil
@@ -130,7 +128,10 @@ func (l *Limiter) refused(key uint64, now int64, o shardmap.Outcome) Decision {
 			return Decision{Allowed: true, Reason: TableFull}
 		}
 		st.fullDeny.Add(1)
-		return Decision{Reason: TableFull, RetryAfter: l.fillTime}
+		// A tracked bucket becomes evictable once it is full again: at the
+		// latest one fill time at the current (possibly scaled) rate.
+		fill := time.Duration(math.Ceil(l.lim.Burst() / l.lim.EffectiveRate() * 1e9))
+		return Decision{Reason: TableFull, RetryAfter: fill}
 	}
 	r := o.Result
 	if r.Status == atomicbucket.Invalid {

@@ -30,9 +30,8 @@ type LimiterConfig struct {
 	// Burst is every bucket's capacity in tokens. 0 means
 	// atomicbucket.DefaultBurst(Rate) = max(1, ceil(Rate)).
 	Burst float64
-	// MaxKeys bounds the keys tracked at once. 0 means DefaultMaxKeys.
-	// The bound is kept per shard (see package shardmap): at most
-	// Shards·ceil(MaxKeys/Shards) keys.
+	// MaxKeys bounds the keys tracked at once, over the whole table. 0
+	// means DefaultMaxKeys.
 	MaxKeys int
 	// Shards is the shard count, a power of two. 0 means
 	// shardmap.DefaultShards(MaxKeys).
