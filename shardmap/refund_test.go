@@ -10,9 +10,13 @@ func TestRefundRestoresExactlyAndIgnoresUnknownKeys(t *testing.T) {
 	if lv, _ := m.LevelAt(7, 0); lv != 2 {
 		t.Fatalf("level after take = %v, want 2", lv)
 	}
-	if !m.RefundAt(7, 0, 3) {
+	if !m.RefundAt(7, 0, 1) {
 		t.Fatal("refund of a tracked key reported false")
 	}
+	if lv, _ := m.LevelAt(7, 0); lv != 3 {
+		t.Fatalf("level after refunding 1 of 3 = %v, want 3", lv)
+	}
+	m.RefundAt(7, 0, 2)
 	if lv, _ := m.LevelAt(7, 0); lv != 5 {
 		t.Fatalf("level after refund = %v, want 5", lv)
 	}
