@@ -93,6 +93,7 @@ func (s *Stats) add(o Stats) {
 
 type popRecord struct {
 	hist     [NumKinds][NumMetrics]*hdrhistogram.Histogram
+	run      [NumKinds][NumMetrics]valueRun
 	clamped  [NumKinds][NumMetrics]int64
 	dropped  [NumKinds][NumMetrics]int64
 	outcomes [NumKinds][NumOutcomes]int64
@@ -102,6 +103,14 @@ type popRecord struct {
 	// ServerReasons only; kdec splits them by kind.
 	decisions [NumOutcomes]int64
 	kdec      [NumKinds][NumOutcomes]int64
+}
+
+// valueRun is a run of records of one value not yet added to a histogram:
+// a sim records the same value again and again (a send lag of zero, the
+// service time of every request), and adding n of them at once
+// (RecordValues) leaves the histogram as n records would.
+type valueRun struct {
+	v, n int64
 }
 
 // Recorder holds a run's (or one worker's) measurements: per population ×
@@ -142,21 +151,56 @@ func (r *Recorder) newHist() *hdrhistogram.Histogram {
 // Record records a value of metric m, in ns. Values below 0 are recorded
 // as 0 and values above the highest trackable as the highest, and both are
 // counted as clamped.
+//
+// A record of the value recorded just before it, for the same population,
+// kind and metric, is only counted: the histogram gets the run of them at
+// once (RecordValues, which leaves it as that many records would) when
+// another value comes, or before the recorder is read (flush). The
+// histogram itself is made at the first record, as it is what says that
+// something was recorded.
 func (r *Recorder) Record(pop int, k Kind, m Metric, ns int64) {
 	p := &r.pops[pop]
-	h := p.hist[k][m]
-	if h == nil {
-		h = r.newHist()
-		p.hist[k][m] = h
-	}
 	if ns < 0 || ns > r.cfg.Highest {
 		p.clamped[k][m]++
 		ns = min(max(ns, 0), r.cfg.Highest)
 	}
-	if h.RecordValue(ns) != nil {
+	run := &p.run[k][m]
+	if run.n > 0 && run.v == ns {
+		run.n++
+		return
+	}
+	if p.hist[k][m] == nil {
+		p.hist[k][m] = r.newHist()
+	} else if run.n > 0 {
+		p.flushRun(k, m)
+	}
+	run.v, run.n = ns, 1
+}
+
+// flushRun adds the run of (k, m) to its histogram.
+func (p *popRecord) flushRun(k Kind, m Metric) {
+	run := &p.run[k][m]
+	if p.hist[k][m].RecordValues(run.v, run.n) != nil {
 		// Unreachable after the clamp (the total count cannot overflow in
 		// practice); counted rather than lost silently.
-		p.dropped[k][m]++
+		p.dropped[k][m] += run.n
+	}
+	run.n = 0
+}
+
+// flush adds every pending run to its histogram. Everything that reads
+// the histograms or the dropped counts calls it first; a Worker calls it
+// when its Run returns.
+func (r *Recorder) flush() {
+	for i := range r.pops {
+		p := &r.pops[i]
+		for k := range NumKinds {
+			for m := range NumMetrics {
+				if p.run[k][m].n > 0 {
+					p.flushRun(k, m)
+				}
+			}
+		}
 	}
 }
 
@@ -197,6 +241,7 @@ func (r *Recorder) AddBytes(pop int, k Kind, n int64) {
 // Histogram returns the histogram of metric m, or nil when nothing was
 // recorded. It is the recorder's own: do not change it.
 func (r *Recorder) Histogram(pop int, k Kind, m Metric) *hdrhistogram.Histogram {
+	r.flush()
 	return r.pops[pop].hist[k][m]
 }
 
@@ -215,10 +260,14 @@ func (r *Recorder) Clamped(pop int, k Kind, m Metric) int64 { return r.pops[pop]
 
 // Dropped returns how many values of metric m were lost: refused by a
 // merge, or by a record.
-func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 { return r.pops[pop].dropped[k][m] }
+func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 {
+	r.flush()
+	return r.pops[pop].dropped[k][m]
+}
 
 // TotalDropped returns the values lost over every histogram.
 func (r *Recorder) TotalDropped() int64 {
+	r.flush()
 	var n int64
 	for i := range r.pops {
 		for k := range NumKinds {
@@ -241,6 +290,8 @@ func (r *Recorder) Merge(from *Recorder) error {
 	if !slices.Equal(r.labels, from.labels) || r.cfg != from.cfg {
 		return fmt.Errorf("%w: labels %v / %v, geometry %+v / %+v", ErrMismatch, r.labels, from.labels, r.cfg, from.cfg)
 	}
+	r.flush()
+	from.flush()
 	for i := range r.pops {
 		p, q := &r.pops[i], &from.pops[i]
 		for k := range NumKinds {
@@ -294,6 +345,7 @@ var ErrSendLag = errors.New("loadgen: send lag too large: the harness fell behin
 // and kind, if the q-quantile (0 < q ≤ 1) of any send-lag histogram
 // exceeds limit.
 func (r *Recorder) CheckSendLag(q float64, limit time.Duration) error {
+	r.flush()
 	for i := range r.pops {
 		for k := range NumKinds {
 			h := r.pops[i].hist[k][SendLag]

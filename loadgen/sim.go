@@ -319,7 +319,7 @@ func (s *Sim) Frames() int64 { return s.frames }
 
 // Busy returns the wall-clock time spent simulating the server (reads,
 // decoding, gate calls, ticks): the sim's stand-in for server CPU,
-// estimated from one write in eight and every tick and reply. It is
+// estimated from one write in 32 and every tick and reply. It is
 // measured, so it differs from run to run.
 func (s *Sim) Busy() time.Duration { return s.busy }
 
@@ -391,7 +391,7 @@ func (s *Sim) Dial(id ConnID, addr uint32) error {
 // busySample: one write in busySample is timed (and counted busySample
 // times), since reading the clock around every write would cost more than
 // many of them.
-const busySample = 8
+const busySample = 32
 
 // begin and end time the server's work: every batch of jobs, and one
 // write in busySample.

@@ -223,6 +223,7 @@ func (w *Worker) advance(cs *clientState) bool {
 // as Timeout, and closes every connection. It returns ctx's error if ctx
 // ends first, or the driver's.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.rec.flush()
 	defer w.flushSeries()
 	var ev Event
 	for loops := 1; ; loops++ {
