@@ -293,6 +293,10 @@ type Escalation struct {
 	TableFull string `yaml:"tableFull,omitempty" json:"tableFull,omitempty"`
 }
 
+// maxStrikePoints bounds strike weights and ladder rungs, so that scores
+// converted to the ladder's fixed-point time never overflow.
+const maxStrikePoints = 1e6
+
 // Defaults (documented on the fields).
 const (
 	dfltRate             = 30.0
@@ -604,6 +608,8 @@ func (p *Policy) validate() error {
 			v.add(path, "is not a reason that can earn a strike")
 		case math.IsNaN(w) || math.IsInf(w, 0) || w < 0:
 			v.add(path, "must be finite and at least 0")
+		case w > maxStrikePoints:
+			v.add(path, fmt.Sprintf("must be at most %g", float64(maxStrikePoints)))
 		}
 	}
 	rungs := []struct {
@@ -616,6 +622,8 @@ func (p *Policy) validate() error {
 		switch {
 		case math.IsNaN(r.v) || math.IsInf(r.v, 0) || r.v <= 0:
 			v.add(path, "must be finite and greater than 0")
+		case r.v > maxStrikePoints:
+			v.add(path, fmt.Sprintf("must be at most %g", float64(maxStrikePoints)))
 		case i > 0 && r.v <= prev:
 			v.add(path, fmt.Sprintf("must be greater than %s (%g)", rungs[i-1].name, prev))
 		}

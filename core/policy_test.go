@@ -179,6 +179,8 @@ func TestPolicyValidation(t *testing.T) {
 		{"account rate", Policy{Account: Budget{Rate: new(-3.0)}}, "account.rate", "greater than 0", atomicbucket.ErrRate},
 		{"ladder order", Policy{Strikes: Strikes{Ladder: Ladder{Shed: new(2.0)}}}, "strikes.ladder.shed", "greater than warn", nil},
 		{"negative weight", Policy{Strikes: Strikes{Weights: map[Reason]float64{ByteLimit: -1}}}, "strikes.weights.ByteLimit", "at least 0", nil},
+		{"huge weight", Policy{Strikes: Strikes{Weights: map[Reason]float64{ByteLimit: 1e300}}}, "strikes.weights.ByteLimit", "at most", nil},
+		{"huge rung", Policy{Strikes: Strikes{Ladder: Ladder{Lockout: new(1e300)}}}, "strikes.ladder.lockout", "at most", nil},
 		{"table full mode", Policy{Escalation: Escalation{TableFull: "maybe"}}, "escalation.tableFull", "deny or allow", nil},
 		{"sessions", Policy{Tables: Tables{Sessions: new(uint32(0))}}, "tables.sessions", "between", nil},
 	}
