@@ -13,7 +13,6 @@ import (
 // gateFootprint is everything a message could create.
 type gateFootprint struct {
 	accounts, addresses, accountKeys, addressKeys, matchKeys int
-	stats                                                    GateStats
 }
 
 func footprint(g *Gate) gateFootprint {

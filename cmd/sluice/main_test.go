@@ -187,7 +187,7 @@ func TestGateExitCodes(t *testing.T) {
 	code, out, errOut = runCLI(t, "gate", base, slow)
 	assert.Equal(t, exitThresholds, code, "%s%s", out, errOut)
 	assert.Contains(t, out, "Bucket/pass")
-	code, out, errOut = runCLI(t, "gate", "--json", base, slow)
+	code, out, _ = runCLI(t, "gate", "--json", base, slow)
 	assert.Equal(t, exitThresholds, code)
 	assert.Contains(t, out, `"regressed"`)
 	code, out, errOut = runCLI(t, "gate", base, few)
