@@ -1,0 +1,182 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/server"
+)
+
+// serverEnv, when set in the environment ("gate" or "nolimits"), makes
+// this test binary a standalone server instead (see serveChild).
+const serverEnv = "SLUICE_HARNESS_SERVER"
+
+// childLimit bounds a child server's life even if its parent never closes
+// its stdin.
+const childLimit = 2 * time.Minute
+
+// childStats is what a child server reports when it stops.
+type childStats struct {
+	Frames     uint64
+	Refused    uint64        // frames dropped or rejected, every population
+	ProcessCPU time.Duration // user + system CPU time since Start
+	Service    time.Duration // ReadService + TickService
+}
+
+// serveChild runs a server on 127.0.0.1 (a free port) with policy(), the
+// gate on or (mode "nolimits") off, prints its address on a line of
+// stdout, serves until stdin ends (or childLimit passes), waits up to 5s
+// for its connections to close, prints its childStats as JSON and returns
+// the exit status.
+func serveChild(mode string) int {
+	srv, err := server.New(server.Config{Policy: policy(), MaxConns: 8192, NoLimits: mode == "nolimits"})
+	if err == nil {
+		err = srv.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness child:", err)
+		return 2
+	}
+	defer srv.Close()
+	fmt.Println(srv.Addr())
+	done := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(childLimit):
+	}
+	for deadline := time.Now().Add(5 * time.Second); srv.Stats().Conns.Open != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := srv.Stats()
+	cs := childStats{Frames: st.Frames, ProcessCPU: st.ProcessCPU, Service: st.ReadService + st.TickService}
+	for _, p := range st.Populations {
+		for _, n := range p.Dropped {
+			cs.Refused += n
+		}
+		for _, n := range p.Rejected {
+			cs.Refused += n
+		}
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(cs); err != nil {
+		return 2
+	}
+	return 0
+}
+
+// runStandalone starts a child server, runs plan's clients against it
+// through loadgen's loopback driver (GOMAXPROCS workers), stops the child
+// and returns what it counted.
+func runStandalone(b *testing.B, plan loadgen.Plan, noLimits bool) childStats {
+	b.Helper()
+	mode := "gate"
+	if noLimits {
+		mode = "nolimits"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"="+mode)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	waited := false
+	defer func() {
+		if !waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		b.Fatalf("child server: %v", err)
+	}
+	addr, err := netip.ParseAddrPort(strings.TrimSpace(line))
+	if err != nil || !addr.Addr().IsLoopback() {
+		b.Fatalf("child server address %q: %v", line, err)
+	}
+	if err := drive(addr, plan); err != nil {
+		b.Fatal(err)
+	}
+	stdin.Close()
+	var st childStats
+	if err := json.NewDecoder(out).Decode(&st); err != nil {
+		b.Fatalf("child server stats: %v", err)
+	}
+	waited = true
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("child server: %v", err)
+	}
+	return st
+}
+
+// drive runs plan's clients against the server at addr, as RunLoopback
+// does with its own server, bounded by the plan's duration plus 30s.
+func drive(addr netip.AddrPort, plan loadgen.Plan) error {
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	p := policy()
+	chans, err := loadgen.ChannelsOf(&p)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), plan.Duration+30*time.Second)
+	defer cancel()
+	clients, labels := plan.Clients(), plan.Labels()
+	parts := loadgen.Split(clients, min(runtime.GOMAXPROCS(0), len(clients)))
+	rt := loadgen.NewRealTime()
+	workers := make([]*loadgen.Worker, len(parts))
+	drivers := make([]*loadgen.Loopback, len(parts))
+	for i, part := range parts {
+		rec, err := loadgen.NewRecorder(labels, loadgen.HistConfig{})
+		if err != nil {
+			return err
+		}
+		if drivers[i], err = loadgen.NewLoopback(ctx, addr, rt.Clone(), 2*time.Second); err != nil {
+			return err
+		}
+		if workers[i], err = loadgen.NewWorker(drivers[i], rec, part, loadgen.RunConfig{}); err != nil {
+			return err
+		}
+		workers[i].SetChannels(chans)
+	}
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			errs[i] = workers[i].Run(ctx)
+			drivers[i].Stop()
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
