@@ -170,10 +170,10 @@ func (w *Worker) wrote(t int64, cs *clientState, k Kind, n, bytes int64) {
 		cs.firstSend = t
 	}
 	if t >= w.warmup {
-		w.rec.AddBytes(cs.c.Population, k, bytes)
+		w.rec.AddBytes(cs.pop, k, bytes)
 	}
 	if w.series != nil {
-		w.point(t, cs.c.Population).Sent += n
+		w.point(t, cs.pop).Sent += n
 	}
 }
 

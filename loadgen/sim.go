@@ -119,20 +119,22 @@ type Sim struct {
 
 type stall struct{ at, end int64 }
 
+// simConn is a connection the simulated server has. What every write
+// reads comes first, in one cache line.
 type simConn struct {
 	id           ConnID
-	pop          int
-	addr         netip.AddrPort
 	h            core.Session
-	opened       bool // the gate session was opened (Dial in a stall defers it)
 	open         bool // the server has not closed it
+	backlogged   bool
+	opened       bool // the gate session was opened (Dial in a stall defers it)
 	hello        bool
 	authed       bool
-	buf          []byte // the framer's undecoded bytes
-	held         []byte // written during a stall
-	backlogged   bool
+	pop          int
 	lastFrame    int64
 	partialSince int64
+	buf          []byte // the framer's undecoded bytes
+	held         []byte // written during a stall
+	addr         netip.AddrPort
 	pingWord     atomic.Uint64
 }
 
@@ -645,13 +647,28 @@ func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, r
 }
 
 // receive reads p as the server reads its socket: in reads of at most
-// maxRead bytes and the framer's free room.
+// maxRead bytes and the framer's free room. When the framer holds nothing,
+// a read's frames are decoded from p itself and only a partial frame left
+// at its end is copied into the framer's buffer: the same bytes, decoded
+// the same way, as if the whole read had gone through the buffer.
 func (s *Sim) receive(c *simConn, p []byte, now int64) {
 	for len(p) > 0 && c.open {
 		n := min(len(p), s.maxRead, s.readBuf-len(c.buf))
-		c.buf = append(c.buf, p[:n]...)
+		var rest []byte
+		var completed bool
+		if len(c.buf) == 0 {
+			rest, completed = s.handleRead(c, p[:n], n, now)
+			if c.open && len(rest) > 0 {
+				c.buf = append(c.buf, rest...)
+			}
+		} else {
+			c.buf = append(c.buf, p[:n]...)
+			rest, completed = s.handleRead(c, c.buf, n, now)
+			if c.open {
+				c.buf = c.buf[:copy(c.buf, rest)]
+			}
+		}
 		p = p[n:]
-		completed := s.handleRead(c, n, now)
 		if !c.open {
 			return
 		}
@@ -664,19 +681,21 @@ func (s *Sim) receive(c *simConn, p []byte, now int64) {
 	}
 }
 
-// handleRead charges one read of n bytes and handles every whole frame
-// now buffered, as the server's handleRead does.
-func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
+// handleRead charges one read of n bytes, the end of buf (the bytes the
+// framer holds, then those read), and handles every whole frame in buf, as
+// the server's handleRead does. It returns what is left of buf (a partial
+// frame).
+func (s *Sim) handleRead(c *simConn, buf []byte, n int, now int64) (rest []byte, completed bool) {
 	v := s.gate.Read(c.h, uint32(n), now)
 	if v.Action == core.Disconnect {
 		s.disconnect(c, v.Reason, now)
-		return false
+		return nil, false
 	}
 	charged := v.Action == core.Accept
 	off := 0
 	m := &s.msg
 	for c.open {
-		k, err := wire.Decode(c.buf[off:], s.maxFrame, m)
+		k, err := wire.Decode(buf[off:], s.maxFrame, m)
 		if err == wire.ErrIncomplete {
 			break
 		}
@@ -688,7 +707,7 @@ func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
 			s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now)
 			s.decide(c, KindRaw, core.Oversize, now)
 			s.disconnect(c, core.Oversize, now)
-			return completed
+			return nil, completed
 		}
 		off += k
 		if !charged {
@@ -699,10 +718,7 @@ func (s *Sim) handleRead(c *simConn, n int, now int64) (completed bool) {
 		}
 		s.frame(c, m, err, now)
 	}
-	if c.open {
-		c.buf = c.buf[:copy(c.buf, c.buf[off:])]
-	}
-	return completed
+	return buf[off:], completed
 }
 
 func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }

@@ -43,16 +43,20 @@ func (l *list) Next(a *Action) bool {
 // jitter in ±jitter (kept below half a period, so ticks never reorder), and
 // never before the previous tick.
 type ticker struct {
-	rng                        *Rand
-	tmpl                       Action
-	start, period, jitter, end int64
 	k, prev                    int64
+	start, period, jitter, end int64
+	rng                        Rand
+	tmpl                       Action
 }
 
+// newTicker returns a ticker drawing its jitter from rng, which it takes
+// over: it keeps its own copy of rng's state (next to its other fields, as
+// it is drawn from at every tick), so the caller must not draw from rng
+// again.
 func newTicker(rng *Rand, tmpl Action, start, period, jitter, end int64) *ticker {
 	period = max(period, 1)
 	jitter = min(max(jitter, 0), (period-1)/2)
-	return &ticker{rng: rng, tmpl: tmpl, start: start, period: period, jitter: jitter, end: end, prev: start}
+	return &ticker{rng: *rng, tmpl: tmpl, start: start, period: period, jitter: jitter, end: end, prev: start}
 }
 
 func (t *ticker) Next(a *Action) bool {
@@ -78,17 +82,20 @@ func (t *ticker) Next(a *Action) bool {
 // the next. Episodes never overlap, and actions at or after end are
 // dropped.
 type episodes struct {
-	rng    *Rand
+	qi     int
+	queue  []Action
 	next   int64
 	end    int64
+	rng    Rand
 	gap    func(r *Rand) int64
 	expand func(r *Rand, at int64, out []Action) []Action
-	queue  []Action
-	qi     int
 }
 
+// newEpisodes returns episodes drawing from rng, which it takes over (it
+// keeps its own copy of rng's state): the caller must not draw from rng
+// again.
 func newEpisodes(rng *Rand, first, end int64, gap func(*Rand) int64, expand func(*Rand, int64, []Action) []Action) *episodes {
-	return &episodes{rng: rng, next: first, end: end, gap: gap, expand: expand}
+	return &episodes{rng: *rng, next: first, end: end, gap: gap, expand: expand}
 }
 
 func (e *episodes) Next(a *Action) bool {
@@ -96,14 +103,14 @@ func (e *episodes) Next(a *Action) bool {
 		if e.next >= e.end {
 			return false
 		}
-		e.queue = e.expand(e.rng, e.next, e.queue[:0])
+		e.queue = e.expand(&e.rng, e.next, e.queue[:0])
 		e.qi = 0
 		last := e.next
 		for i := range e.queue {
 			e.queue[i].At = max(e.queue[i].At, last)
 			last = e.queue[i].At
 		}
-		e.next = last + max(e.gap(e.rng), 1)
+		e.next = last + max(e.gap(&e.rng), 1)
 	}
 	if e.queue[e.qi].At >= e.end {
 		e.qi, e.queue, e.next = 0, e.queue[:0], e.end
@@ -127,12 +134,20 @@ func poissonGap(mean int64) func(*Rand) int64 {
 // exhausted stream is removed (the others keep their order), so that
 // picking the next one scans only the head times of live streams.
 type merge struct {
+	at    []int64 // heads[i].At
 	subs  []Stream
 	heads []Action
-	at    []int64 // heads[i].At
-	stale int     // index whose head must be refilled, or -1
+	stale int // index whose head must be refilled, or -1
 	init  bool
+	// Room for a few streams in the merge's own allocation, so that what
+	// every Next reads is close together in memory.
+	atBuf    [mergeInline]int64
+	subsBuf  [mergeInline]Stream
+	headsBuf [mergeInline]Action
 }
+
+// mergeInline is how many streams a merge holds without allocating more.
+const mergeInline = 8
 
 func newMerge(subs ...Stream) *merge {
 	n := 0
@@ -141,7 +156,12 @@ func newMerge(subs ...Stream) *merge {
 			n++
 		}
 	}
-	m := &merge{subs: make([]Stream, 0, n), heads: make([]Action, n), at: make([]int64, n), stale: -1}
+	m := &merge{stale: -1}
+	if n <= mergeInline {
+		m.subs, m.heads, m.at = m.subsBuf[:0], m.headsBuf[:n], m.atBuf[:n]
+	} else {
+		m.subs, m.heads, m.at = make([]Stream, 0, n), make([]Action, n), make([]int64, n)
+	}
 	for _, s := range subs {
 		if s != nil {
 			m.subs = append(m.subs, s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
@@ -85,15 +86,26 @@ type frameMeta struct {
 	tracked  bool // a reply is awaited
 }
 
+// clientState is a worker's client, padded to whole cache lines. What
+// every action reads comes first (its next action, its stream, its
+// population, window end and connection state), so that it takes two of
+// them: a worker goes from client to client in time order, and each one's
+// state is likely cold.
 type clientState struct {
-	c        Client
-	stream   Stream
+	clientFields
+	_ [(64 - unsafe.Sizeof(clientFields{})%64) % 64]byte
+}
+
+type clientFields struct {
 	next     Action
-	left     bool // the stream is exhausted; next is the leave, if any
+	stream   Stream
+	end      int64 // c.End
+	pop      int   // c.Population
 	gen      uint32
 	state    connState
-	lastDial bool // the last connection was opened with OpDial
+	left     bool // the stream is exhausted; next is the leave, if any
 	frozen   bool
+	lastDial bool // the last connection was opened with OpDial
 	held     []byte
 	heldMeta []frameMeta
 	pending  []pending
@@ -106,6 +118,8 @@ type clientState struct {
 	firstDial, firstSend int64 // -1 until the first dial, the first write
 	cut                  int64 // when the server first disconnected or locked it out; -1 if never
 	disconnected, locked bool
+
+	c Client
 }
 
 type timeout struct {
@@ -187,6 +201,7 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 		}
 		cs := &w.clients[i]
 		cs.c = c
+		cs.end, cs.pop = c.End, c.Population
 		cs.stream = c.Stream()
 		cs.firstDial, cs.firstSend, cs.cut = -1, -1, -1
 		if w.advance(cs) {
@@ -207,11 +222,11 @@ func (w *Worker) advance(cs *clientState) bool {
 	if cs.left {
 		return false
 	}
-	if cs.stream.Next(&cs.next) && cs.next.At < cs.c.End {
+	if cs.stream.Next(&cs.next) && cs.next.At < cs.end {
 		return true
 	}
 	cs.left = true
-	if leave := cs.c.End + int64(w.cfg.Timeout); leave < w.end {
+	if leave := cs.end + int64(w.cfg.Timeout); leave < w.end {
 		cs.next = Action{At: leave, Op: OpDisconnect}
 		return true
 	}
@@ -303,7 +318,7 @@ func (w *Worker) fireDue(now int64) bool {
 }
 
 func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
-	pop := cs.c.Population
+	pop := cs.pop
 	switch a.Op {
 	case OpConnect, OpRetry, OpDial:
 		w.connect(i, cs, a, now)
@@ -331,7 +346,7 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 }
 
 func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
-	pop := cs.c.Population
+	pop := cs.pop
 	dial := a.Op == OpDial
 	if a.Op == OpRetry {
 		if cs.state != down {
@@ -396,7 +411,7 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 }
 
 func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
-	pop, kind := cs.c.Population, a.Kind
+	pop, kind := cs.pop, a.Kind
 	count := int64(max(a.Count, 1))
 	t, _, ok := kind.Wire()
 	if kind >= NumKinds {
@@ -458,7 +473,7 @@ func (w *Worker) transmit(i int32, cs *clientState, now int64) {
 
 func (w *Worker) countAll(t int64, cs *clientState, meta []frameMeta, o Outcome) {
 	for _, m := range meta {
-		w.add(t, cs.c.Population, m.kind, o, m.n)
+		w.add(t, cs.pop, m.kind, o, m.n)
 	}
 }
 
@@ -468,7 +483,7 @@ func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, n
 		w.lost(i, cs, true, now)
 		return
 	}
-	pop := cs.c.Population
+	pop := cs.pop
 	for _, m := range meta {
 		w.wrote(now, cs, m.kind, m.n, m.bytes)
 		if m.tracked {
@@ -496,7 +511,7 @@ func (w *Worker) flush(i int32, cs *clientState, now int64) {
 
 func (w *Worker) track(i int32, cs *clientState, kind Kind, id uint64, intended, sent int64) {
 	if len(cs.pending) >= w.cfg.MaxPending {
-		w.add(sent, cs.c.Population, kind, Overflow, 1)
+		w.add(sent, cs.pop, kind, Overflow, 1)
 		return
 	}
 	cs.seq++
@@ -521,7 +536,7 @@ func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
 // lost ends the client's connection: what was awaited is Disconnected,
 // what was held is NotSent. close also closes it through the driver.
 func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
-	pop := cs.c.Population
+	pop := cs.pop
 	for _, p := range cs.pending {
 		w.add(now, pop, p.kind, Disconnected, 1)
 	}
@@ -553,7 +568,7 @@ func (w *Worker) handle(ev *Event) {
 		return
 	}
 	cs := &w.clients[i]
-	pop := cs.c.Population
+	pop := cs.pop
 	if ev.Conn.Gen != cs.gen || cs.state == down {
 		// A stale connection's event: its awaited replies were settled
 		// when it ended.
@@ -634,7 +649,7 @@ func (w *Worker) expire(now int64) {
 		if !ok {
 			continue
 		}
-		w.add(now, cs.c.Population, p.kind, Timeout, 1)
+		w.add(now, cs.pop, p.kind, Timeout, 1)
 		if p.kind == KindHello {
 			w.lost(t.client, cs, true, now)
 		}
