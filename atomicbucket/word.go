@@ -55,18 +55,19 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	// This is the loop of Decide and CompareAndSwap with Decide written out,
 	// so the clock is converted once however often the CAS is retried, and
-	// no call sits on the pass path. The fraction of a unit that a retry
-	// time needs is recomputed on the deny path, off the pass path's chain.
+	// no call sits on the pass path. lo keeps the product's low word: the
+	// fraction of a unit that a denial's retry time needs is one AND away.
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
 		return Result{Status: Invalid}
 	}
-	var v uint64
+	var v, lo uint64
 	if now >= p.t0 {
-		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho)
+		var hi uint64
+		hi, lo = bits.Mul64(uint64(now-p.t0), p.rho)
 		v = p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
 	} else {
-		v, _ = p.virtualBefore(now)
+		v, lo = p.virtualBefore(now) // lo: the fraction, below 2^60
 	}
 	k := n << p.shift
 	capUnits := int64(p.capUnits)
@@ -86,20 +87,12 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 				}
 				level = 0
 			}
-			return p.denyAt(now, level, k)
+			return p.deny(level, k, lo&(1<<rhoFracBits-1))
 		}
 		if w.CompareAndSwap(old, base+k) {
 			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
 		}
 	}
-}
-
-// denyAt is deny with the fraction of a unit earned at now recomputed.
-//
-//go:noinline
-func (p *params) denyAt(now, level int64, k uint64) Result {
-	_, frac := p.virtual(now)
-	return p.deny(level, k, frac)
 }
 
 // Refund gives back n tokens taken from a bucket whose word is old, at now:
