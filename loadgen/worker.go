@@ -673,10 +673,7 @@ func (w *Worker) closeAll(now int64) {
 // client order and a run is deterministic. Each entry carries its client's
 // next.At, so that ordering it never touches the client states; the keys
 // are distinct (the index breaks ties), so the order in which clients come
-// off the heap depends on the keys only, not on the heap's shape. It is a
-// 4-ary heap (children of j at 4j+1 to 4j+4): half the depth of a binary
-// one, and the smallest of four children is picked without branches, since
-// which one it is cannot be predicted.
+// off the heap depends on the keys only, not on the heap's shape.
 
 type heapEntry struct {
 	at int64 // w.clients[i].next.At
@@ -695,25 +692,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// lessI is a.less(b) as 0 or 1, without branches.
-func lessI(a, b *heapEntry) int {
-	return b2i(a.at < b.at) | b2i(a.at == b.at)&b2i(a.i < b.i)
-}
-
 func (w *Worker) push(i int32) {
-	e := heapEntry{w.clients[i].next.At, i}
-	w.heap = append(w.heap, e)
-	h := w.heap
-	j := len(h) - 1
-	for j > 0 {
-		p := (j - 1) / 4
-		if !e.less(h[p]) {
-			break
-		}
-		h[j] = h[p]
-		j = p
-	}
-	h[j] = e
+	w.heap = append(w.heap, heapEntry{w.clients[i].next.At, i})
+	w.siftUp(len(w.heap)-1, w.heap[len(w.heap)-1])
 }
 
 func (w *Worker) pop() {
@@ -732,36 +713,44 @@ func (w *Worker) fix() {
 	w.siftDown(e)
 }
 
-// siftDown places e, which replaces the root, in the heap.
+// siftUp places e, which is to go at j or above it.
+func (w *Worker) siftUp(j int, e heapEntry) {
+	h := w.heap
+	for j > 0 {
+		p := (j - 1) / 2
+		if !e.less(h[p]) {
+			break
+		}
+		h[j] = h[p]
+		j = p
+	}
+	h[j] = e
+}
+
+// siftDown places e, which replaces the root, in the heap. It is bottom-up:
+// it moves the lesser child up at each level to a leaf, picking it without
+// a branch (which one it is cannot be predicted), then climbs back to e's
+// place. The entry that replaces the root is the client's next action, as
+// late as most in the heap, so its place is near the leaves and the climb
+// is short.
 func (w *Worker) siftDown(e heapEntry) {
 	h := w.heap
 	n := len(h)
 	j := 0
 	for {
-		c := 4*j + 1
-		var m int
-		if c+3 < n {
-			// All four children: the smallest, without branches.
-			h4 := h[c : c+4 : c+4]
-			a := lessI(&h4[1], &h4[0])
-			b := 2 + lessI(&h4[3], &h4[2])
-			m = c + a + (b-a)*lessI(&h4[b], &h4[a])
-		} else {
-			if c >= n {
-				break
-			}
-			m = c
-			for k := c + 1; k < n; k++ {
-				if h[k].less(h[m]) {
-					m = k
-				}
-			}
+		l := 2*j + 1
+		if l+1 < n {
+			a, b := &h[l], &h[l+1]
+			m := l + (b2i(b.at < a.at) | b2i(b.at == a.at)&b2i(b.i < a.i))
+			h[j] = h[m]
+			j = m
+			continue
 		}
-		if !h[m].less(e) {
-			break
+		if l < n {
+			h[j] = h[l]
+			j = l
 		}
-		h[j] = h[m]
-		j = m
+		break
 	}
-	h[j] = e
+	w.siftUp(j, e)
 }
