@@ -1,8 +1,10 @@
 package loadgen
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -496,4 +498,36 @@ func TestMergeAndTickerKeepOrder(t *testing.T) {
 		ops[i] = a.Op
 	}
 	assert.Equal(t, []Op{OpFreeze, OpConnect, OpDisconnect, OpFlush}, ops, "ties go to the first stream; the end cuts")
+}
+
+// TestMergeManyStreams merges more streams than a merge holds inline, some
+// empty and some ending early, and checks the result against a stable sort
+// of all their actions (ties in the order the streams are listed).
+func TestMergeManyStreams(t *testing.T) {
+	r := NewRand(9)
+	for _, n := range []int{1, 7, 8, 9, 20} {
+		var subs []Stream
+		var all []Action
+		for s := range n {
+			var acts []Action
+			at := int64(0)
+			for range r.Intn(30) {
+				at += r.Between(0, 3) // ties within and across streams
+				acts = append(acts, Action{At: at, Op: OpSend, Size: s})
+			}
+			subs = append(subs, &list{acts: acts, end: 40})
+			for _, a := range acts {
+				if a.At < 40 {
+					all = append(all, a)
+				}
+			}
+		}
+		slices.SortStableFunc(all, func(a, b Action) int { return cmp.Compare(a.At, b.At) })
+		got := Collect(newMerge(subs...), 10_000)
+		if len(all) == 0 {
+			assert.Empty(t, got)
+			continue
+		}
+		assert.Equal(t, all, got, "%d streams", n)
+	}
 }
