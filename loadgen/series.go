@@ -73,7 +73,8 @@ func newSeriesHist() *hdrhistogram.Histogram {
 
 // add merges from into point k of population pop. Both histograms have
 // SeriesHist's geometry and their values are clamped into it, so the merge
-// drops nothing.
+// drops nothing. When the point has no histogram yet it takes from's (what
+// a merge into a new one would hold) and sets from.Response to nil.
 func (s *series) add(pop, k int, from *Interval) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,7 +86,8 @@ func (s *series) add(pop, k int, from *Interval) {
 	}
 	if h := from.Response; h != nil && h.TotalCount() > 0 {
 		if to.Response == nil {
-			to.Response = newSeriesHist()
+			to.Response, from.Response = h, nil
+			return
 		}
 		to.Response.Merge(h)
 	}
@@ -130,7 +132,7 @@ func (w *Worker) flushSeries() {
 	}
 	for pop := range w.acc {
 		a := &w.acc[pop]
-		w.series.add(pop, w.cur, a)
+		w.series.add(pop, w.cur, a) // may take a.Response
 		h := a.Response
 		*a = Interval{Response: h}
 		if h != nil {
