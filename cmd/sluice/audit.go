@@ -25,10 +25,7 @@ Exit codes: 0 no error findings, 3 at least one error finding, 1 the file
 could not be read, 2 usage.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if policyFile == "" {
-				return usageError{errors.New("--policy FILE is required")}
-			}
-			p, err := loadPolicyFile(policyFile)
+			p, err := loadPolicyFlag(policyFile)
 			if err != nil {
 				return err
 			}
@@ -64,6 +61,14 @@ could not be read, 2 usage.`,
 	c.Flags().BoolVar(&strict, "strict", false, "a channel without an explicit rate is an error")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	return c
+}
+
+// loadPolicyFlag loads the policy named by a required --policy flag.
+func loadPolicyFlag(path string) (core.Policy, error) {
+	if path == "" {
+		return core.Policy{}, usageError{errors.New("--policy FILE is required")}
+	}
+	return loadPolicyFile(path)
 }
 
 // loadPolicyFile decodes a policy file (JSON by extension, else YAML) and

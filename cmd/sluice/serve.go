@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -26,10 +25,7 @@ documented in package loadgen/wire. The listen address must be a loopback
 address; port 0 picks a free port, printed on start.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if policyFile == "" {
-				return usageError{errors.New("--policy FILE is required")}
-			}
-			p, err := loadPolicyFile(policyFile)
+			p, err := loadPolicyFlag(policyFile)
 			if err != nil {
 				return err
 			}
