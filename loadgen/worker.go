@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -150,7 +151,7 @@ type Worker struct {
 	cfg      RunConfig
 	channels Channels
 	clients  []clientState
-	heap     []heapEntry // clients with a next action, by (next.At, index)
+	sched    sched // clients with a next action, by (next.At, index)
 	timeouts []timeout
 	thead    int
 	inflight int
@@ -192,6 +193,7 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 	for _, c := range clients {
 		w.end = max(w.end, c.End)
 	}
+	keys := make([]int64, len(clients))
 	for i, c := range clients {
 		if c.Population < 0 || c.Population >= len(rec.labels) {
 			return nil, fmt.Errorf("%w: client %d: population %d has no label", ErrParam, c.Index, c.Population)
@@ -204,10 +206,12 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 		cs.end, cs.pop = c.End, c.Population
 		cs.stream = c.Stream()
 		cs.firstDial, cs.firstSend, cs.cut = -1, -1, -1
+		keys[i] = gone
 		if w.advance(cs) {
-			w.push(int32(i))
+			keys[i] = cs.next.At
 		}
 	}
+	w.sched.build(keys)
 	return w, nil
 }
 
@@ -246,8 +250,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.onLoop(w.d.Now())
 		}
 		until := w.end
-		if len(w.heap) > 0 {
-			until = min(until, w.heap[0].at)
+		if w.sched.live > 0 {
+			until = min(until, w.sched.tree[0].at)
 		}
 		if w.thead < len(w.timeouts) {
 			until = min(until, w.timeouts[w.thead].deadline)
@@ -263,7 +267,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		now := w.d.Now()
 		w.expire(now)
-		if now >= w.end || len(w.heap) == 0 && w.inflight == 0 {
+		if now >= w.end || w.sched.live == 0 && w.inflight == 0 {
 			break
 		}
 		if !w.fireDue(now) {
@@ -294,11 +298,11 @@ const batch = 256
 
 // fireDue carries out due actions; false when MaxActions is reached.
 func (w *Worker) fireDue(now int64) bool {
-	for n := 0; n < batch && len(w.heap) > 0; n++ {
-		if w.heap[0].at > now {
+	for n := 0; n < batch && w.sched.live > 0; n++ {
+		if w.sched.tree[0].at > now {
 			return true
 		}
-		i := w.heap[0].i
+		i := w.sched.tree[0].i
 		cs := &w.clients[i]
 		if w.actions >= w.cfg.MaxActions {
 			return false
@@ -309,9 +313,10 @@ func (w *Worker) fireDue(now int64) bool {
 		w.exec(i, cs, &cs.next, now)
 		// The action is done with: only now may its stream overwrite it.
 		if w.advance(cs) {
-			w.fix()
+			w.sched.replace(cs.next.At)
 		} else {
-			w.pop()
+			w.sched.live--
+			w.sched.replace(gone)
 		}
 	}
 	return true
@@ -669,14 +674,31 @@ func (w *Worker) closeAll(now int64) {
 	}
 }
 
-// The heap of clients by next action: (At, index), so equal times go in
-// client order and a run is deterministic. Each entry carries its client's
-// next.At, so that ordering it never touches the client states; the keys
-// are distinct (the index breaks ties), so the order in which clients come
-// off the heap depends on the keys only, not on the heap's shape.
+// sched orders a worker's clients by next action, (At, index), so equal
+// times go in client order and a run is deterministic. It is a tournament
+// (loser) tree over every client: tree[0] is the winner, the client whose
+// action is next; tree[p], 0 < p < n, the loser of the match at node p,
+// whose children are 2p and 2p+1, positions from n on being the clients
+// (client c at n+c). A client with no action left takes part with the time
+// gone, after every real one. The worker only ever changes the winner's
+// time (its next action, or gone), and then replays the matches on its
+// path to the root against the losers stored there: the nodes it visits do
+// not depend on the comparisons, so their loads do not wait on each other
+// (a heap's sift, whose every step waits on the last comparison, took
+// three times as long). The keys are
+// distinct (the index breaks ties), so the order in which clients come out
+// depends on the keys only. The zero value has no clients.
+type sched struct {
+	tree []heapEntry
+	live int // clients whose time is not gone
+}
+
+// gone is the time of a client with no action left: after every real one
+// (an action's At is below its client's End, a leave below the run's end).
+const gone = math.MaxInt64
 
 type heapEntry struct {
-	at int64 // w.clients[i].next.At
+	at int64 // w.clients[i].next.At, or gone
 	i  int32
 }
 
@@ -684,73 +706,59 @@ func (a heapEntry) less(b heapEntry) bool {
 	return a.at < b.at || a.at == b.at && a.i < b.i
 }
 
-// b2i is 1 for true, 0 for false (a SETcc, not a branch).
-func b2i(b bool) int {
-	if b {
-		return 1
+// build plays every match, client c's time being at[c] (gone: none).
+func (s *sched) build(at []int64) {
+	n := len(at)
+	s.tree, s.live = make([]heapEntry, n), 0
+	if n == 0 {
+		return
 	}
-	return 0
-}
-
-func (w *Worker) push(i int32) {
-	w.heap = append(w.heap, heapEntry{w.clients[i].next.At, i})
-	w.siftUp(len(w.heap)-1, w.heap[len(w.heap)-1])
-}
-
-func (w *Worker) pop() {
-	last := len(w.heap) - 1
-	e := w.heap[last]
-	w.heap = w.heap[:last]
-	if last > 0 {
-		w.siftDown(e)
-	}
-}
-
-// fix moves the root, whose client's next action changed, to its place.
-func (w *Worker) fix() {
-	e := w.heap[0]
-	e.at = w.clients[e.i].next.At
-	w.siftDown(e)
-}
-
-// siftUp places e, which is to go at j or above it.
-func (w *Worker) siftUp(j int, e heapEntry) {
-	h := w.heap
-	for j > 0 {
-		p := (j - 1) / 2
-		if !e.less(h[p]) {
-			break
+	// win[x] is the winner at node x: client x-n for x ≥ n.
+	win := make([]heapEntry, 2*n)
+	for c, t := range at {
+		win[n+c] = heapEntry{t, int32(c)}
+		if t != gone {
+			s.live++
 		}
-		h[j] = h[p]
-		j = p
 	}
-	h[j] = e
+	for x := n - 1; x > 0; x-- {
+		a, b := win[2*x], win[2*x+1]
+		if b.less(a) {
+			a, b = b, a
+		}
+		win[x], s.tree[x] = a, b
+	}
+	s.tree[0] = win[1]
 }
 
-// siftDown places e, which replaces the root, in the heap. It is bottom-up:
-// it moves the lesser child up at each level to a leaf, picking it without
-// a branch (which one it is cannot be predicted), then climbs back to e's
-// place. The entry that replaces the root is the client's next action, as
-// late as most in the heap, so its place is near the leaves and the climb
-// is short.
-func (w *Worker) siftDown(e heapEntry) {
-	h := w.heap
-	n := len(h)
-	j := 0
-	for {
-		l := 2*j + 1
-		if l+1 < n {
-			a, b := &h[l], &h[l+1]
-			m := l + (b2i(b.at < a.at) | b2i(b.at == a.at)&b2i(b.i < a.i))
-			h[j] = h[m]
-			j = m
-			continue
+// replace sets the winner's time to at and replays its matches. Each
+// match's outcome only selects values (conditional moves, not branches:
+// which way it goes cannot be predicted).
+func (s *sched) replace(at int64) {
+	t := s.tree
+	cat, ci := at, t[0].i
+	for p := (len(t) + int(ci)) >> 1; p > 0; p >>= 1 {
+		o := &t[p]
+		oat, oi := o.at, o.i
+		win := oat < cat // o beats the current winner
+		if oat == cat {
+			win = oi < ci
 		}
-		if l < n {
-			h[j] = h[l]
-			j = l
+		// The loser stays at p; the winner goes on.
+		lat, li := oat, oi
+		if win {
+			lat = cat
 		}
-		break
+		if win {
+			li = ci
+		}
+		if win {
+			cat = oat
+		}
+		if win {
+			ci = oi
+		}
+		o.at, o.i = lat, li
 	}
-	w.siftUp(j, e)
+	t[0] = heapEntry{cat, ci}
 }
