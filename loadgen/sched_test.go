@@ -40,7 +40,7 @@ func TestSchedOrder(t *testing.T) {
 					c = d
 				}
 			}
-			require.Equal(t, heapEntry{at[c], int32(c)}, s.tree[0], "n=%d step %d", n, step)
+			require.Equal(t, schedEntry{at[c], int32(c)}, s.tree[0], "n=%d step %d", n, step)
 			if r.Chance(0.8) {
 				at[c] += r.Between(0, 30)
 				s.replace(at[c])

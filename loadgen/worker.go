@@ -689,7 +689,7 @@ func (w *Worker) closeAll(now int64) {
 // distinct (the index breaks ties), so the order in which clients come out
 // depends on the keys only. The zero value has no clients.
 type sched struct {
-	tree []heapEntry
+	tree []schedEntry
 	live int // clients whose time is not gone
 }
 
@@ -697,26 +697,26 @@ type sched struct {
 // (an action's At is below its client's End, a leave below the run's end).
 const gone = math.MaxInt64
 
-type heapEntry struct {
+type schedEntry struct {
 	at int64 // w.clients[i].next.At, or gone
 	i  int32
 }
 
-func (a heapEntry) less(b heapEntry) bool {
+func (a schedEntry) less(b schedEntry) bool {
 	return a.at < b.at || a.at == b.at && a.i < b.i
 }
 
 // build plays every match, client c's time being at[c] (gone: none).
 func (s *sched) build(at []int64) {
 	n := len(at)
-	s.tree, s.live = make([]heapEntry, n), 0
+	s.tree, s.live = make([]schedEntry, n), 0
 	if n == 0 {
 		return
 	}
 	// win[x] is the winner at node x: client x-n for x ≥ n.
-	win := make([]heapEntry, 2*n)
+	win := make([]schedEntry, 2*n)
 	for c, t := range at {
-		win[n+c] = heapEntry{t, int32(c)}
+		win[n+c] = schedEntry{t, int32(c)}
 		if t != gone {
 			s.live++
 		}
@@ -760,5 +760,5 @@ func (s *sched) replace(at int64) {
 		}
 		o.at, o.i = lat, li
 	}
-	t[0] = heapEntry{cat, ci}
+	t[0] = schedEntry{cat, ci}
 }
