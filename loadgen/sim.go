@@ -694,7 +694,7 @@ func (s *Sim) handleRead(c *simConn, buf []byte, n int, now int64) (rest []byte,
 	charged := v.Action == core.Accept
 	off := 0
 	m := &s.msg
-	for c.open {
+	for c.open && off < len(buf) { // (nothing left decodes as ErrIncomplete)
 		k, err := wire.Decode(buf[off:], s.maxFrame, m)
 		if err == wire.ErrIncomplete {
 			break

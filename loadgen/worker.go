@@ -266,7 +266,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		now := w.d.Now()
-		w.expire(now)
+		if w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
+			w.expire(now)
+		}
 		if now >= w.end || w.sched.live == 0 && w.inflight == 0 {
 			break
 		}
