@@ -602,7 +602,10 @@ func (w *Worker) handle(ev *Event) {
 			cs.doneID = ev.ID
 		} else if o == Accepted {
 			cs.state = open
-			w.flush(i, cs, ev.At)
+			// The held frames are written now, which may be later than
+			// the reply arrived (a loopback worker that was busy): their
+			// service time and reply deadline count from the write.
+			w.flush(i, cs, w.d.Now())
 		} else {
 			w.lost(i, cs, true, ev.At)
 		}

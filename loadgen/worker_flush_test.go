@@ -1,0 +1,83 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// scripted is a behaviour that yields fixed actions.
+type scripted struct{ acts []Action }
+
+func (*scripted) Name() string    { return "scripted" }
+func (*scripted) Validate() error { return nil }
+func (s *scripted) Stream(c *Client) Stream {
+	return &list{acts: append([]Action(nil), s.acts...), end: c.End}
+}
+
+// lateDriver delivers each scripted event when its clock reaches deliver,
+// though the event's At (when it "arrived") is earlier: the worker was busy
+// and picked it up late, as with a loopback driver's reading goroutines.
+type lateDriver struct {
+	now    int64
+	script []lateEvent
+	writes []int64 // the driver's time of every write
+}
+
+type lateEvent struct {
+	deliver int64
+	ev      Event
+}
+
+func (d *lateDriver) Now() int64                     { return d.now }
+func (d *lateDriver) Dial(ConnID, uint32) error      { return nil }
+func (d *lateDriver) Close(ConnID) error             { return nil }
+func (d *lateDriver) Write(_ ConnID, _ []byte) error { d.writes = append(d.writes, d.now); return nil }
+func (d *lateDriver) Poll(_ context.Context, until int64, ev *Event) (bool, error) {
+	if len(d.script) > 0 && d.script[0].deliver <= until {
+		d.now = max(d.now, d.script[0].deliver)
+		*ev = d.script[0].ev
+		d.script = d.script[1:]
+		return true, nil
+	}
+	d.now = max(d.now, until)
+	return false, nil
+}
+
+// TestHeldFramesSentWhenWritten: frames held during the login are written
+// when the worker handles the hello's reply, and their service time counts
+// from that write, not from when the reply arrived on the socket.
+func TestHeldFramesSentWhenWritten(t *testing.T) {
+	ms := int64(time.Millisecond)
+	conn := ConnID{0, 1}
+	d := &lateDriver{script: []lateEvent{
+		// The hello's reply arrived at 2ms; the worker gets to it at 50ms.
+		{50 * ms, Event{Conn: conn, Kind: EvReply, At: 2 * ms, ID: 0, Status: wire.StatusOK}},
+		// The purchase's reply, 10ms after the held purchase was written.
+		{60 * ms, Event{Conn: conn, Kind: EvReply, At: 60 * ms, ID: 1, Status: wire.StatusOK}},
+	}}
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	b := &scripted{acts: []Action{
+		{At: 0, Op: OpConnect},
+		{At: ms, Op: OpSend, Kind: KindPurchase},
+	}}
+	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
+	w, err := NewWorker(d, rec, clients, RunConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Run(ctx))
+
+	require.Equal(t, []int64{0, 50 * ms}, d.writes, "the hello at 0, the held purchase when the reply was handled")
+	require.EqualValues(t, 1, rec.Count(0, KindPurchase, Accepted))
+	svc := rec.Histogram(0, KindPurchase, Service)
+	require.NotNil(t, svc)
+	require.True(t, svc.ValuesAreEquivalent(svc.Max(), 10*ms), "service time %v, want 10ms (from the write at 50ms)", time.Duration(svc.Max()))
+	resp := rec.Histogram(0, KindPurchase, Response)
+	require.True(t, resp.ValuesAreEquivalent(resp.Max(), 59*ms), "response time %v, want 59ms (from the intended 1ms)", time.Duration(resp.Max()))
+}
