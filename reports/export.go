@@ -103,6 +103,10 @@ func RenderFiles(dir string, r *Results) error {
 		vdir := filepath.Join(dir, HDRDir, vnames.name(v.Name))
 		made := false
 		pnames := newNamer()
+		// Population and kind names can join into the same file name
+		// ("a" + "b.c", "a.b" + "c"): fnames keeps the names in this
+		// directory unique.
+		fnames := newNamer()
 		for _, p := range v.Populations {
 			pname := pnames.name(p.Name)
 			knames := newNamer()
@@ -111,13 +115,13 @@ func RenderFiles(dir string, r *Results) error {
 				if k.ResponseTime == nil || k.ResponseTime.Count == 0 {
 					continue
 				}
-				path := filepath.Join(vdir, pname+"."+knames.name(k.Kind)+".response_time.hgrm")
+				path := filepath.Join(vdir, fnames.name(pname+"."+knames.name(k.Kind))+".response_time.hgrm")
 				files = append(files, func() error {
 					return writeFileAtomic(path, func(w io.Writer) error { return WriteHGRM(w, k.ResponseTime) })
 				})
 			}
 			if hasIntervalHistograms(p) {
-				path := filepath.Join(vdir, pname+".response_time.hlog")
+				path := filepath.Join(vdir, fnames.name(pname)+".response_time.hlog")
 				files = append(files, func() error {
 					return writeFileAtomic(path, func(w io.Writer) error { return WriteHlog(w, v, p) })
 				})
