@@ -89,7 +89,7 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		return err
 	}
 	w := c.OutOrStdout()
-	printSummary(w, out.Results)
+	printSummary(w, out.Results, out.Expected)
 	fmt.Fprintf(w, "\nwrote %s (open %s)\n", filepath.Join(f.out, reports.ResultsFile), filepath.Join(f.out, reports.ReportFile))
 	switch {
 	case !out.Results.Run.Complete:

@@ -14,8 +14,9 @@ import (
 
 // printSummary writes, per variant, a table of the populations (honest
 // measures first), the thresholds with pass or fail, and then the variants
-// side by side.
-func printSummary(w io.Writer, r *reports.Results) {
+// side by side. expectPass says which variants are expected to pass their
+// thresholds (a variant missing from it is).
+func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 	status := "complete"
 	if !r.Run.Complete {
 		status = "INCOMPLETE"
@@ -23,7 +24,11 @@ func printSummary(w io.Writer, r *reports.Results) {
 	fmt.Fprintf(w, "scenario %s  driver %s  seed %d  %v (warmup %v)  %s\n",
 		r.Run.Scenario, r.Run.Driver, r.Run.Seed, r.Run.Duration, r.Run.Warmup, status)
 	for _, v := range r.Variants {
-		fmt.Fprintf(w, "\n== policy %s\n", v.Name)
+		note := ""
+		if pass, ok := expectPass[v.Name]; ok && !pass {
+			note = "  (a bad policy kept for comparison: expected to fail)"
+		}
+		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
 		for _, p := range sortedPops(v.Populations) {
