@@ -90,8 +90,11 @@ type Driver interface {
 	Close(conn ConnID) error
 	// Poll waits for the next event until Now() ≥ until, or ctx ends. It
 	// returns true with *ev filled, or false once until is reached (at
-	// once when it has passed and no event is waiting). Events come in
-	// order of At.
+	// once when it has passed and no event is waiting). The sim driver
+	// hands events out in order of At; the loopback driver in the order
+	// its reading goroutines delivered them, which across connections can
+	// differ slightly from At order (the worker takes the latest time it
+	// has seen).
 	Poll(ctx context.Context, until int64, ev *Event) (bool, error)
 }
 

@@ -514,8 +514,10 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 var ErrNoResult = errors.New("loadgen: no result")
 
 // Canonical returns a byte encoding of everything the run measured except
-// ServerCPU (a wall time): the labels, every count (outcomes, decisions,
-// bytes, clamped and dropped values, the workers' Stats), every histogram
+// ServerCPU (a wall time) and the per-kind split of the server's decisions
+// (KindDecisions; the per-population decisions are in): the labels, every
+// count (outcomes, decisions, bytes, clamped and dropped values, the
+// workers' Stats), every histogram
 // (its geometry and non-zero counts), the series, the cut-offs, the
 // clients, the disconnected and locked-out counts, the frames and whether
 // the run completed. Two sim runs of the same spec, seed and policy give

@@ -58,9 +58,12 @@ type Server struct {
 	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
 	acceptWG sync.WaitGroup
 	tickStop chan struct{}
-	tickDone chan struct{}
-	stopOnce sync.Once
-	stopErr  error
+	// acceptStop is closed when shutdown begins, so an accept loop backing
+	// off from a temporary error does not hold it up.
+	acceptStop chan struct{}
+	tickDone   chan struct{}
+	stopOnce   sync.Once
+	stopErr    error
 
 	startNano int64
 	startCPU  time.Duration
@@ -120,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 		queue:      make(chan command, cfg.QueueSize),
 		conns:      make(map[*conn]struct{}),
 		tickStop:   make(chan struct{}),
+		acceptStop: make(chan struct{}),
 		tickDone:   make(chan struct{}),
 	}
 	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
@@ -245,7 +249,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 		return nil
 	}
 	ln.Close()
-	s.acceptWG.Wait() // no conn is added after this
+	close(s.acceptStop) // an accept loop backing off returns at once
+	s.acceptWG.Wait()   // no conn is added after this
 	close(s.tickStop)
 	<-s.tickDone
 	s.mu.Lock()
@@ -324,7 +329,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			}
 			select {
 			case <-time.After(delay):
-			case <-s.tickStop:
+			case <-s.acceptStop:
 				return
 			}
 			continue
