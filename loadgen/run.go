@@ -517,11 +517,10 @@ var ErrNoResult = errors.New("loadgen: no result")
 // ServerCPU (a wall time) and the per-kind split of the server's decisions
 // (KindDecisions; the per-population decisions are in): the labels, every
 // count (outcomes, decisions, bytes, clamped and dropped values, the
-// workers' Stats), every histogram
-// (its geometry and non-zero counts), the series, the cut-offs, the
-// clients, the disconnected and locked-out counts, the frames and whether
-// the run completed. Two sim runs of the same spec, seed and policy give
-// equal encodings.
+// workers' Stats), every histogram (its geometry and non-zero counts), the
+// series, the cut-offs, the clients, the disconnected and locked-out
+// counts, the frames and whether the run completed. Two sim runs of the
+// same spec, seed and policy give equal encodings.
 func (r *Result) Canonical() ([]byte, error) {
 	if r == nil || r.Recorder == nil {
 		return nil, ErrNoResult
