@@ -443,17 +443,23 @@ func (m *Map) refundWord(s *slot, now int64, n uint64) bool {
 // eviction forgot it, and a fresh bucket is full anyway). Like TakeAt it is
 // lock-free.
 func (m *Map) RefundAt(key uint64, now int64, n uint64) bool {
+	return m.onLive(key, func(s *slot, _ Mark) bool { return m.refundWord(s, now, n) })
+}
+
+// onLive calls f with key's slot and mark in the table a lock-free reader
+// finds it in, following the link to the next table while the slot is dead
+// (moved by a compaction) or f reports that it found it dead, until f
+// reports done. It reports false if key is not tracked.
+func (m *Map) onLive(key uint64, f func(s *slot, mk Mark) (done bool)) bool {
 	h := m.hash(key)
-	t := m.shards[h>>m.shift].tab.Load()
-	for t != nil {
+	for t := m.shards[h>>m.shift].tab.Load(); t != nil; t = t.next.Load() {
 		s, mk := t.lookup(key, h)
 		if s == nil {
 			return false
 		}
-		if mk != markDead && m.refundWord(s, now, n) {
+		if mk != markDead && f(s, mk) {
 			return true
 		}
-		t = t.next.Load()
 	}
 	return false
 }
@@ -673,39 +679,24 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 
 // MarkOf returns key's mark and whether key is tracked.
 func (m *Map) MarkOf(key uint64) (Mark, bool) {
-	h := m.hash(key)
-	t := m.shards[h>>m.shift].tab.Load()
-	for t != nil {
-		s, mk := t.lookup(key, h)
-		if s == nil {
-			return 0, false
-		}
-		if mk != markDead {
-			return mk, true
-		}
-		t = t.next.Load()
-	}
-	return 0, false
+	var out Mark
+	ok := m.onLive(key, func(_ *slot, mk Mark) bool { out = mk; return true })
+	return out, ok
 }
 
 // LevelAt returns the tokens key's bucket holds at now and whether key is
 // tracked, without changing anything.
 func (m *Map) LevelAt(key uint64, now int64) (float64, bool) {
-	h := m.hash(key)
-	t := m.shards[h>>m.shift].tab.Load()
-	for t != nil {
-		s, mk := t.lookup(key, h)
-		if s == nil {
-			return 0, false
+	var lv float64
+	ok := m.onLive(key, func(s *slot, _ Mark) bool {
+		w := s.word.Load()
+		if w == deadWord {
+			return false
 		}
-		if mk != markDead {
-			if w := s.word.Load(); w != deadWord {
-				return m.lim.Level(w, now), true
-			}
-		}
-		t = t.next.Load()
-	}
-	return 0, false
+		lv = m.lim.Level(w, now)
+		return true
+	})
+	return lv, ok
 }
 
 // Contains reports whether key is tracked.
