@@ -35,6 +35,10 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			ks := p.Kind(k.String())
 			fillKind(ks, server, client)
 			ks.SentBytes = rec.Bytes(pi, k)
+			// The drivers count bytes written per kind but decide frames,
+			// not bytes, so accepted bytes are estimated as the kind's
+			// accepted share of what it wrote: exact when a kind's frames
+			// are all one size (every flood), close otherwise.
 			if ks.Sent > 0 {
 				ks.AcceptedBytes = ks.SentBytes * ks.Accepted / ks.Sent
 			}

@@ -36,7 +36,7 @@ var Metrics = map[string]string{
 	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001), whatever the reason",
 	"limited_rate":         "dropped by the server's limits ÷ sent: drop_rate without what only the client saw (never sent, timeouts, disconnects)",
 	"admitted_per_s":       "accepted messages per second of measured time",
-	"admitted_bytes_per_s": "accepted bytes per second of measured time",
+	"admitted_bytes_per_s": "accepted bytes per second of measured time, estimated per kind as bytes written × accepted ÷ sent (exact when a kind's frames are one size)",
 	"p50":                  "median response time, from the intended send time",
 	"p90":                  "90th percentile response time",
 	"p99":                  "99th percentile response time",
