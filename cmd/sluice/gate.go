@@ -186,7 +186,7 @@ base commit is available.`,
 			if out == "" {
 				return usageError{errors.New("-o FILE is required")}
 			}
-			f, err := os.CreateTemp(dirOf(out), ".baseline-*")
+			f, err := os.CreateTemp(filepath.Dir(out), ".baseline-*")
 			if err != nil {
 				return err
 			}
@@ -225,4 +225,3 @@ func splitList(s string) []string {
 	return out
 }
 
-func dirOf(path string) string { return filepath.Dir(path) }
