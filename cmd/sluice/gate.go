@@ -224,4 +224,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
