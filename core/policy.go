@@ -446,6 +446,15 @@ func (b *Budget) normalize(rate, burst float64) {
 	}
 }
 
+// Normalized returns a normalized deep copy of p, leaving p (and anything it
+// shares, such as its Channels array) untouched: Normalize on a shallow
+// copy would write into the channels the caller still holds.
+func (p *Policy) Normalized() Policy {
+	c := p.clone()
+	c.Normalize()
+	return c
+}
+
 // Normalize fills every unset field with its default and records which
 // channel and budget rates and bursts were defaulted. It copies nothing the
 // caller shares: set pointers are kept, unset ones get fresh values. It is

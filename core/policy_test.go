@@ -339,3 +339,12 @@ func FuzzDecodePolicyJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestNormalizedLeavesTheOriginalAlone(t *testing.T) {
+	p := Policy{Channels: []Channel{{Name: "move", Class: ClassInput}}}
+	n := p.Normalized()
+	require.NotNil(t, n.Channels[0].Rate)
+	assert.True(t, n.Channels[0].RateDefaulted)
+	assert.Nil(t, p.Channels[0].Rate, "the original's channel is untouched")
+	assert.False(t, p.Channels[0].RateDefaulted)
+}

@@ -212,8 +212,8 @@ func (s *Scenario) plan() loadgen.Plan {
 
 // policySummary is the part of a policy a report shows: every channel's
 // rate and burst and the aggregate budgets, with defaults filled in.
-func policySummary(p core.Policy) json.RawMessage {
-	p.Normalize()
+func policySummary(pol core.Policy) json.RawMessage {
+	p := pol.Normalized()
 	type limit struct {
 		Rate  float64 `json:"rate"`
 		Burst float64 `json:"burst"`
