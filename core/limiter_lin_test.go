@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/lincheck"
 )
 
 // Linearizability of Limiter takes, partitioned by key (porcupine), with
@@ -31,23 +32,8 @@ func limModel(ref *atomicbucket.Limit, t0 int64) porcupine.Model {
 		word uint64
 	}
 	return porcupine.Model{
-		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-			by := map[uint64][]porcupine.Operation{}
-			var keys []uint64
-			for _, op := range h {
-				k := op.Input.(limIn).key
-				if by[k] == nil {
-					keys = append(keys, k)
-				}
-				by[k] = append(by[k], op)
-			}
-			out := make([][]porcupine.Operation, 0, len(keys))
-			for _, k := range keys {
-				out = append(out, by[k])
-			}
-			return out
-		},
-		Init: func() any { return state{} },
+		Partition: lincheck.PartitionByKey(func(in any) uint64 { return in.(limIn).key }),
+		Init:      func() any { return state{} },
 		Step: func(st, input, output any) (bool, any) {
 			s, in, out := st.(state), input.(limIn), output.(Decision)
 			var tmp atomic.Uint64

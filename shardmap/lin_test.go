@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/lincheck"
 )
 
 // Linearizability of keyed takes, checked with porcupine and partitioned by
@@ -36,23 +37,8 @@ func keyedModel(lim *atomicbucket.Limit, init map[uint64]uint64) porcupine.Model
 		word uint64
 	}
 	return porcupine.Model{
-		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-			by := map[uint64][]porcupine.Operation{}
-			var order []uint64
-			for _, op := range h {
-				k := op.Input.(kInput).key
-				if by[k] == nil {
-					order = append(order, k)
-				}
-				by[k] = append(by[k], op)
-			}
-			out := make([][]porcupine.Operation, 0, len(order))
-			for _, k := range order {
-				out = append(out, by[k])
-			}
-			return out
-		},
-		Init: func() any { return state{} },
+		Partition: lincheck.PartitionByKey(func(in any) uint64 { return in.(kInput).key }),
+		Init:      func() any { return state{} },
 		Step: func(st, input, output any) (bool, any) {
 			s, in, out := st.(state), input.(kInput), output.(kOutput)
 			w := init[in.key]
