@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,11 +22,11 @@ func TestSeedExample(t *testing.T) {
 		require.True(t, b.TakeAt(0, 1).OK(), "take %d at t=0", i)
 	}
 	r := b.TakeAt(0, 1)
-	assert.Equal(t, Denied, r.Status)
-	assert.Equal(t, 100*time.Millisecond, r.RetryAfter)
+	assert.Equal(t, Denied, r.Status())
+	assert.Equal(t, 100*time.Millisecond, r.RetryAfter())
 	r = b.TakeAt(sec/20, 1) // 0.5 tokens
-	assert.Equal(t, Denied, r.Status)
-	assert.Equal(t, 50*time.Millisecond, r.RetryAfter)
+	assert.Equal(t, Denied, r.Status())
+	assert.Equal(t, 50*time.Millisecond, r.RetryAfter())
 	assert.InDelta(t, 0.5, b.TokensAt(sec/20), 1e-6)
 	assert.True(t, b.TakeAt(sec/10, 1).OK()) // 1.0 token
 }
@@ -76,9 +77,9 @@ func TestTableAtExplicitTimes(t *testing.T) {
 			require.NoError(t, err)
 			for i, s := range c.steps {
 				r := b.TakeAt(s.at, s.n)
-				assert.Equal(t, s.status, r.Status, "step %d", i)
-				assert.Equal(t, s.remaining, r.Remaining, "step %d remaining", i)
-				assert.Equal(t, s.retry, r.RetryAfter, "step %d retry", i)
+				assert.Equal(t, s.status, r.Status(), "step %d", i)
+				assert.Equal(t, s.remaining, r.Remaining(), "step %d remaining", i)
+				assert.Equal(t, s.retry, r.RetryAfter(), "step %d retry", i)
 			}
 		})
 	}
@@ -124,17 +125,17 @@ func TestBoundaryRatesAndBursts(t *testing.T) {
 		n := uint64(p[1])
 		require.True(t, b.TakeAt(0, n).OK())
 		r := b.TakeAt(0, 1)
-		require.Equal(t, Denied, r.Status)
+		require.Equal(t, Denied, r.Status())
 		// One token's worth of time later (within a nanosecond of 1/rate),
 		// one token passes, and not a nanosecond earlier.
-		one := int64(r.RetryAfter)
+		one := int64(r.RetryAfter())
 		assert.InDelta(t, 1e9/p[0], float64(one), 1+1e-12*float64(one))
 		require.False(t, b.TakeAt(one-1, 1).OK())
 		require.True(t, b.TakeAt(one, 1).OK(), "rate %v burst %v after %dns", p[0], p[1], one)
 		// A full fill time later the bucket is full again, and no fuller.
 		fill := int64(math.Ceil(p[1] / b.EffectiveRate() * 1e9))
 		assert.InDelta(t, p[1], b.TokensAt(one+fill+1), 1e-9*p[1])
-		assert.Equal(t, Invalid, b.TakeAt(one+fill, n+1).Status)
+		assert.Equal(t, Invalid, b.TakeAt(one+fill, n+1).Status())
 	}
 }
 
@@ -158,14 +159,14 @@ func TestClockJumps(t *testing.T) {
 	// A small step back: credits nothing, and the bucket is where it was.
 	w := b.Word()
 	r := b.TakeAt(10*year-sec, 1)
-	assert.Equal(t, Denied, r.Status)
-	assert.Equal(t, 1100*time.Millisecond, r.RetryAfter)
+	assert.Equal(t, Denied, r.Status())
+	assert.Equal(t, 1100*time.Millisecond, r.RetryAfter())
 	assert.Equal(t, w, b.Word(), "a stale reading writes nothing")
 	assert.True(t, b.TakeAt(10*year+sec/10, 1).OK())
 	// Years back: no credit, no panic, and refill resumes from the new time.
 	w = b.Word()
 	r = b.TakeAt(-5*year, 1)
-	assert.Equal(t, Denied, r.Status)
+	assert.Equal(t, Denied, r.Status())
 	assert.NotEqual(t, w, b.Word(), "a jump back past a fill time rebases")
 	assert.Equal(t, 0.0, b.TokensAt(-5*year))
 	assert.True(t, b.TakeAt(-5*year+sec/10, 1).OK())
@@ -195,7 +196,7 @@ func TestLiveRateAndBurstChange(t *testing.T) {
 	require.NoError(t, b.SetBurst(3))
 	assert.Equal(t, 3.0, b.TokensAt(sec))
 	require.True(t, b.TakeAt(sec, 3).OK())
-	assert.Equal(t, Invalid, b.TakeAt(sec, 4).Status)
+	assert.Equal(t, Invalid, b.TakeAt(sec, 4).Status())
 	// Raising the rate past the scale's headroom is refused, naming rate.
 	err = b.SetRateAt(1e9, sec)
 	var ce *ConfigError
@@ -235,11 +236,28 @@ func TestZeroAllocations(t *testing.T) {
 	now := int64(0)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { now += 1000; b.TakeAt(now, 1) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { b.TakeAt(now, 1) }), "deny")
+	var retry time.Duration
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { retry += b.TakeAt(now, 1).RetryAfter() }), "deny with RetryAfter")
+	assert.Positive(t, retry)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { b.Take(1) }))
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { b.TokensAt(now) }))
 	c := StartCoarseClock(time.Millisecond)
 	defer c.Stop()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { b.TakeAt(c.Now(), 1) }))
+}
+
+// DeniedFor carries a layer's own wait, and the zero Result fails closed.
+func TestDeniedForAndZeroResult(t *testing.T) {
+	r := DeniedFor(3 * time.Second)
+	assert.Equal(t, Denied, r.Status())
+	assert.False(t, r.OK())
+	assert.Equal(t, 3*time.Second, r.RetryAfter())
+	assert.Zero(t, r.Remaining())
+	assert.Zero(t, DeniedFor(-time.Second).RetryAfter(), "a negative wait is no wait")
+	var zero Result
+	assert.Equal(t, Denied, zero.Status())
+	assert.Zero(t, zero.RetryAfter())
+	assert.Equal(t, "denied (remaining 0, retry after 3s)", r.String())
 }
 
 func TestCoarseClockAdvancesAndStops(t *testing.T) {
@@ -286,7 +304,7 @@ func TestStaleReadingDoesNotRefill(t *testing.T) {
 	w := b.Word()
 	for _, stale := range []time.Duration{time.Second, 62 * time.Second, time.Hour, StepBack} {
 		r := b.TakeAt(T-int64(stale), 1)
-		assert.Equal(t, Denied, r.Status, "stale by %v", stale)
+		assert.Equal(t, Denied, r.Status(), "stale by %v", stale)
 		assert.Equal(t, w, b.Word(), "a stale reading by %v writes nothing", stale)
 	}
 	assert.False(t, b.TakeAt(T, 1).OK(), "back at T, the bucket is still empty")
@@ -304,5 +322,36 @@ func TestFractionalBurstIsRoundedToQuanta(t *testing.T) {
 	assert.Equal(t, 2.5, b.Burst())
 	assert.Equal(t, 2.5, b.TokensAt(0))
 	assert.True(t, b.TakeAt(0, 2).OK())
-	assert.Equal(t, Invalid, b.TakeAt(0, 3).Status)
+	assert.Equal(t, Invalid, b.TakeAt(0, 3).Status())
+}
+
+// TakeLiveAt leaves a retired word alone, and never stores the retired
+// value itself: a take whose new word would equal it stores one quantum
+// less credit.
+func TestTakeLiveAtNeverTouchesOrStoresDead(t *testing.T) {
+	l, err := NewLimit(10, 3, 0)
+	require.NoError(t, err)
+	var w atomic.Uint64
+	w.Store(l.FullWord(0))
+
+	const dead = 0xdead
+	r, ok := l.TakeLiveAt(&w, 0, 1, w.Load())
+	assert.False(t, ok, "the word is the dead value")
+	assert.False(t, r.OK())
+	assert.Equal(t, l.FullWord(0), w.Load(), "nothing written")
+
+	next, want := l.Decide(w.Load(), 0, 1)
+	r, ok = l.TakeLiveAt(&w, 0, 1, next)
+	require.True(t, ok)
+	assert.Equal(t, decisionOf(want), decisionOf(r))
+	assert.Equal(t, next+1, w.Load(), "the dead value is never stored")
+
+	r, ok = l.TakeLiveAt(&w, 0, 1, dead)
+	assert.True(t, ok && r.OK())
+	r, ok = l.TakeLiveAt(&w, 0, 1, dead)
+	assert.True(t, ok)
+	assert.Equal(t, Denied, r.Status(), "a quantum short of the third token")
+	r, ok = l.TakeLiveAt(&w, 0, 9, dead)
+	assert.True(t, ok)
+	assert.Equal(t, Invalid, r.Status())
 }

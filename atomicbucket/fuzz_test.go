@@ -255,9 +255,9 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 		gotRef := ref.takeAt(now, n)
 		want := m.take(now, n)
 		step := i / 4
-		if got != want || gotRef != want {
+		if decisionOf(got) != want || gotRef != want {
 			t.Fatalf("rate %v burst %v start %d step %d: take(%d, n=%d) = %+v, reference %+v, model %+v",
-				rate, burst, start, step, now, n, got, gotRef, want)
+				rate, burst, start, step, now, n, decisionOf(got), gotRef, want)
 		}
 		if w := m.word(); b.Word() != w || ref.word() != w {
 			t.Fatalf("rate %v burst %v step %d: word %#x, reference %#x, model %#x",
@@ -270,30 +270,30 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 			t.Fatalf("rate %v burst %v step %d: IsFull = %v, model %v", rate, burst, step, got, want)
 		}
 		lastRetry = 0
-		if got.Status != Denied {
+		if got.Status() != Denied {
 			continue
 		}
-		lastRetry = got.RetryAfter
+		lastRetry = got.RetryAfter()
 		// Exact boundary, probed on a copy of the word so the sequence is
 		// undisturbed: with no change in between, the same take passes at
 		// exactly now+RetryAfter, and a nanosecond earlier it fails with
 		// one nanosecond to go.
-		r := int64(got.RetryAfter)
-		if r <= 0 || got.RetryAfter == math.MaxInt64 || now > math.MaxInt64-r {
-			t.Fatalf("step %d: denial with RetryAfter %v", step, got.RetryAfter)
+		r := int64(got.RetryAfter())
+		if r <= 0 || got.RetryAfter() == math.MaxInt64 || now > math.MaxInt64-r {
+			t.Fatalf("step %d: denial with RetryAfter %v", step, got.RetryAfter())
 		}
 		var probe atomic.Uint64
 		probe.Store(b.Word())
-		if early := b.Limit.TakeAt(&probe, now+r-1, n); early.Status != Denied || early.RetryAfter != 1 {
+		if early := b.Limit.TakeAt(&probe, now+r-1, n); early.Status() != Denied || early.RetryAfter() != 1 {
 			t.Fatalf("rate %v burst %v step %d: take(n=%d) at now+RetryAfter-1 = %+v, want denied with 1ns to go",
 				rate, burst, step, n, early)
 		}
 		if probe.Load() != b.Word() {
 			t.Fatalf("step %d: the early probe wrote", step)
 		}
-		if onTime := b.Limit.TakeAt(&probe, now+r, n); onTime.Status != Allowed {
+		if onTime := b.Limit.TakeAt(&probe, now+r, n); onTime.Status() != Allowed {
 			t.Fatalf("rate %v burst %v step %d: take(n=%d) at now+RetryAfter (%v) = %+v, want allowed",
-				rate, burst, step, n, got.RetryAfter, onTime)
+				rate, burst, step, n, got.RetryAfter(), onTime)
 		}
 	}
 }

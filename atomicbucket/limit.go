@@ -30,7 +30,9 @@
 //     64-bit number, so a bucket is exact while it is touched at least once
 //     per 2^63 units of virtual time: 292 years at ρ = 1, and never under 18
 //     years (ρ may grow to 16 by [Limit.SetRateAt]). The epoch is the time the
-//     Limit was made (t0), so the caller's clock may use any epoch.
+//     Limit was made (t0), so the caller's clock may use any epoch; readings
+//     must lie within 2^63 ns (292 years) of it, either side, which every
+//     int64 reading does when t0 is near 0. SetRateAt moves t0 to its now.
 //
 // Because credit is v(t) − v(t_prev) with v computed from absolute time,
 // rounding never accumulates: over any interval [t0, t1] with demand always
@@ -138,12 +140,23 @@ func DefaultBurst(rate float64) float64 {
 }
 
 // params is one immutable configuration of a Limit. A reconfiguration builds
-// a new one and publishes it with an atomic pointer store, so a take reads a
-// consistent set with one load.
+// a new one and publishes it with one atomic store; a Result keeps the one its
+// decision used, to compute RetryAfter when asked.
+//
+// The virtual clock is anchored at (t0, v0), but stored as the equivalent
+// anchor 2^63 ns earlier, (tw, vw): then every reading within 2^63 ns (292
+// years) either side of t0 is a non-negative offset from tw, and v(now)
+// is one multiplication with no branch for readings before the anchor.
+// Moving the anchor by 2^63 ns moves v by exactly 8·ρ units (ρ has 60
+// fractional bits), so the two anchors give the same clock, fraction
+// included.
 type params struct {
 	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
-	t0        int64   // anchor of the virtual clock, caller's nanoseconds
-	v0        uint64  // virtual time at t0, in units
+	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of wait
+	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: wait's reciprocal
+	rhoZ      uint    // leading zeros of rho
+	tw        uint64  // t0 − 2^63 (caller's nanoseconds, modulo 2^64)
+	vw        uint64  // v(tw) = v0 − 8·ρ, in units (modulo 2^64)
 	capUnits  uint64  // burst in units; ≤ 2^62
 	maxTake   uint64  // largest n that can ever pass: floor(burst)
 	stepUnits uint64  // a level below −stepUnits is a clock step: capUnits + ρ·StepBack
@@ -152,30 +165,19 @@ type params struct {
 	burst     float64 // as configured, tokens
 }
 
-// virtual returns v(now) and the fraction of a unit beyond it, in units of
-// 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
-// 2^64 in v).
-func (p *params) virtual(now int64) (v uint64, frac uint64) {
-	if now < p.t0 {
-		return p.virtualBefore(now)
-	}
-	hi, lo := bits.Mul64(uint64(now-p.t0), p.rho) // mulRho, keeping the fraction
-	return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
+// anchorAt anchors the virtual clock so that v(t0) = v0, for the ρ already
+// set.
+func (p *params) anchorAt(t0 int64, v0 uint64) {
+	p.tw = uint64(t0) - 1<<63
+	p.vw = v0 - p.rho<<(63-rhoFracBits)
 }
 
-// virtualBefore is virtual for a reading before the anchor: it subtracts
-// ρ·(t0 − now), rounding v down. It is out of line to keep virtual small
-// enough to inline.
-//
-//go:noinline
-func (p *params) virtualBefore(now int64) (v uint64, frac uint64) {
-	const mask = 1<<rhoFracBits - 1
-	hi, lo := bits.Mul64(uint64(p.t0-now), p.rho)
-	whole := hi<<(64-rhoFracBits) | lo>>rhoFracBits
-	if f := lo & mask; f != 0 {
-		return p.v0 - whole - 1, (1 << rhoFracBits) - f
-	}
-	return p.v0 - whole, 0
+// virtual returns v(now) and the fraction of a unit beyond it, in units of
+// 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
+// 2^64 in v), for now within 2^63 ns of t0.
+func (p *params) virtual(now int64) (v uint64, frac uint64) {
+	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
+	return p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
 }
 
 // mulRho returns floor(d·ρ) in units.
@@ -184,22 +186,61 @@ func mulRho(d, rho uint64) uint64 {
 	return hi<<(64-rhoFracBits) | lo>>rhoFracBits
 }
 
-// wait is the smallest number of nanoseconds after now at which the virtual
-// clock has advanced by at least need units, given the fraction frac already
-// earned at now. It saturates at math.MaxInt64.
-func (p *params) wait(need, frac uint64) time.Duration {
-	// ceil((need·2^60 − frac) / ρ), with a 128-bit numerator.
+// waitAt is, for a denial at now that lacks need units, the smallest number
+// of nanoseconds after now at which the virtual clock has advanced by at
+// least need units, counting the fraction of a unit already earned at now.
+// It saturates at math.MaxInt64.
+//
+// It is ceil((need·2^60 − frac) / ρ) with a 128-bit numerator, divided by
+// multiplying with ρ's reciprocal instead of a DIV instruction, in three
+// steps that inline: it calls nothing, so Result.RetryAfter costs one call.
+func (p *params) waitAt(now int64, need uint64) time.Duration {
+	_, lo := bits.Mul64(uint64(now)-p.tw, p.rho) // the fraction of v(now)
+	u1, u0, fits := p.waitNumerator(need, lo&(1<<rhoFracBits-1))
+	q, rem := divNorm(u1, u0, p.rhoNorm, p.rhoInv)
+	return ceilWait(q, rem, fits)
+}
+
+// waitNumerator returns need·2^60 − frac shifted left by ρ's leading zeros
+// (the numerator divNorm takes), and whether the quotient fits in 64 bits.
+func (p *params) waitNumerator(need, frac uint64) (u1, u0 uint64, fits bool) {
 	hi, lo := need>>(64-rhoFracBits), need<<rhoFracBits
 	lo, borrow := bits.Sub64(lo, frac, 0)
 	hi -= borrow
-	if hi >= p.rho {
-		return math.MaxInt64
+	z := p.rhoZ & 63
+	// lo>>(64−z) without Go's guard for a shift by 64: (lo>>1)>>(63−z).
+	return hi<<z | (lo>>1)>>((63-z)&63), lo << z, hi < p.rho
+}
+
+// divNorm divides the 128-bit number u1:u0 by d, for d with its top bit set
+// and u1 < d, given v = floor((2^128−1)/d) − 2^64. It is the division by an
+// invariant integer of Möller and Granlund ("Improved division by invariant
+// integers", 2011, algorithm 4): estimate the quotient with the reciprocal,
+// then correct it at most twice. Exact for every input.
+func divNorm(u1, u0, d, v uint64) (q, rem uint64) {
+	q, q0 := bits.Mul64(v, u1)
+	q0, carry := bits.Add64(q0, u0, 0)
+	q, _ = bits.Add64(q, u1, carry)
+	q++
+	rem = u0 - q*d
+	if rem > q0 {
+		q--
+		rem += d
 	}
-	q, r := bits.Div64(hi, lo, p.rho)
-	if r != 0 {
+	if rem >= d {
+		q++
+		rem -= d
+	}
+	return q, rem
+}
+
+// ceilWait rounds the quotient up when the remainder is not zero and
+// saturates at math.MaxInt64.
+func ceilWait(q, rem uint64, fits bool) time.Duration {
+	if rem != 0 {
 		q++
 	}
-	if q > math.MaxInt64 {
+	if !fits || q > math.MaxInt64 {
 		return math.MaxInt64
 	}
 	return time.Duration(q)
@@ -230,10 +271,11 @@ func NewLimit(rate, burst float64, now int64) (*Limit, error) {
 	}
 	shift := chooseShift(rate, burst)
 	l := &Limit{}
-	p := &params{t0: now, shift: shift, rate: rate, burst: burst}
+	p := &params{shift: shift, rate: rate, burst: burst}
 	if err := p.setRate(rate); err != nil {
 		return nil, err
 	}
+	p.anchorAt(now, 0)
 	p.setBurst(burst)
 	l.p.Store(p)
 	return l, nil
@@ -287,10 +329,18 @@ func (p *params) setRate(rate float64) error {
 	if rho.Sign() == 0 {
 		return rateErr(rate, "is below the resolution of this limit's fixed-point scale")
 	}
-	p.rho = rho.Uint64()
+	p.setRho(rho.Uint64())
 	p.rate = rate
 	p.stepUnits = p.capUnits + mulRho(uint64(StepBack), p.rho)
 	return nil
+}
+
+// setRho sets ρ (not 0) and the reciprocal wait divides by.
+func (p *params) setRho(rho uint64) {
+	p.rho = rho
+	p.rhoZ = uint(bits.LeadingZeros64(rho))
+	p.rhoNorm = rho << p.rhoZ
+	p.rhoInv, _ = bits.Div64(^p.rhoNorm, math.MaxUint64, p.rhoNorm)
 }
 
 // setBurst sets the capacity: the burst rounded down to a whole number of
@@ -338,11 +388,11 @@ func (l *Limit) SetRateAt(rate float64, now int64) error {
 		return err
 	}
 	p := *old
-	p.v0, _ = old.virtual(now)
-	p.t0 = now
 	if err := p.setRate(rate); err != nil {
 		return err
 	}
+	v, _ := old.virtual(now)
+	p.anchorAt(now, v)
 	l.p.Store(&p)
 	return nil
 }

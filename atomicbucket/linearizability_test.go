@@ -127,13 +127,15 @@ func nonEmpty[T any](parts [][]T) [][]T {
 }
 
 // takeFunc is the operation under test: a take on bucket lb.
-type takeFunc func(lb *linBucket, now int64, n uint64) Result
+type takeFunc func(lb *linBucket, now int64, n uint64) decision
 
-func atomicTake(lb *linBucket, now int64, n uint64) Result { return lb.b.TakeAt(now, n) }
+func atomicTake(lb *linBucket, now int64, n uint64) decision {
+	return decisionOf(lb.b.TakeAt(now, n))
+}
 
 // racyTake is a deliberately broken take: it loads the word, computes, yields
 // to widen the window, then stores without a CompareAndSwap.
-func racyTake(lb *linBucket, now int64, n uint64) Result {
+func racyTake(lb *linBucket, now int64, n uint64) decision {
 	old := lb.b.word.Load()
 	r, next := refStep(lb.p, old, now, n)
 	runtime.Gosched()

@@ -98,13 +98,13 @@ func TestLongRunAcceptedTokensStayExact(t *testing.T) {
 					for {
 						i++
 						r := b.TakeAt(now, 1)
-						if r.Status != Allowed {
+						if r.Status() != Allowed {
 							break
 						}
 						accepted++
-						if rem := uint64(r.Remaining); rem > 0 {
+						if rem := uint64(r.Remaining()); rem > 0 {
 							i++
-							if r := b.TakeAt(now, rem); r.Status != Allowed || r.Remaining != 0 {
+							if r := b.TakeAt(now, rem); r.Status() != Allowed || r.Remaining() != 0 {
 								t.Fatalf("drain of %d reported remaining: %+v", rem, r)
 							}
 							accepted += rem
@@ -113,12 +113,12 @@ func TestLongRunAcceptedTokensStayExact(t *testing.T) {
 					cps = append(cps, checkpoint{now, accepted})
 				}
 				r := b.TakeAt(now, n)
-				switch r.Status {
+				switch r.Status() {
 				case Allowed:
 					accepted += n
 					n = 1 + rng.below(pc.maxN)
 				case Denied:
-					wait := uint64(r.RetryAfter)
+					wait := uint64(r.RetryAfter())
 					if rng.next()&1 == 0 {
 						now += int64(wait)
 					} else {

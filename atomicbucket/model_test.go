@@ -33,24 +33,34 @@ import (
 	"time"
 )
 
+// decision is what a take reports, as plain values that the oracles below
+// build directly and tests compare with ==.
+type decision struct {
+	Status     Status
+	Remaining  uint32
+	RetryAfter time.Duration
+}
+
+func decisionOf(r Result) decision { return decision{r.Status(), r.Remaining(), r.RetryAfter()} }
+
 // refStep is the sequential specification in the bucket's own integer
 // arithmetic: the decision of a take of n at now on the word e, and the word
 // after it. It reuses the Limit's params (ρ, F, cap, the virtual clock and
 // the wait computation); the big.Rat model checks those independently.
-func refStep(p *params, e uint64, now int64, n uint64) (Result, uint64) {
+func refStep(p *params, e uint64, now int64, n uint64) (decision, uint64) {
 	if n == 0 || n > p.maxTake {
-		return Result{Status: Invalid}, e
+		return decision{Status: Invalid}, e
 	}
 	k := n << p.shift
 	capUnits := p.capUnits
-	v, frac := p.virtual(now)
+	v, _ := p.virtual(now)
 	level := int64(v - e)
 	base := e
 	if level >= int64(capUnits) {
 		base, level = v-capUnits, int64(capUnits)
 	}
 	if level >= int64(k) {
-		return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}, base + k
+		return decision{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}, base + k
 	}
 	if level < -int64(p.stepUnits) {
 		e, level = v, 0
@@ -59,7 +69,7 @@ func refStep(p *params, e uint64, now int64, n uint64) (Result, uint64) {
 	if level > 0 {
 		rem = uint32(uint64(level) >> p.shift)
 	}
-	return Result{Status: Denied, Remaining: rem, RetryAfter: p.wait(uint64(int64(k)-level), frac)}, e
+	return decision{Status: Denied, Remaining: rem, RetryAfter: p.waitAt(now, uint64(int64(k)-level))}, e
 }
 
 // refBucket is the mutex-based reference bucket: a plain word guarded by a
@@ -74,7 +84,7 @@ func newRefBucket(l *Limit, now int64) *refBucket {
 	return &refBucket{p: l.p.Load(), e: l.FullWord(now)}
 }
 
-func (r *refBucket) takeAt(now int64, n uint64) Result {
+func (r *refBucket) takeAt(now int64, n uint64) decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, e := refStep(r.p, r.e, now, n)
@@ -185,9 +195,9 @@ func (m *ratModel) exact(now int64) *big.Rat {
 	return new(big.Rat).Mul(m.rho, new(big.Rat).SetInt(d))
 }
 
-func (m *ratModel) take(now int64, n uint64) Result {
+func (m *ratModel) take(now int64, n uint64) decision {
 	if n == 0 || n > m.maxN {
-		return Result{Status: Invalid}
+		return decision{Status: Invalid}
 	}
 	k := new(big.Int).Mul(new(big.Int).SetUint64(n), m.unit)
 	ve := m.exact(now)
@@ -200,7 +210,7 @@ func (m *ratModel) take(now int64, n uint64) Result {
 	if level.Cmp(k) >= 0 {
 		m.e.Add(m.e, k)
 		rem := new(big.Int).Div(level.Sub(level, k), m.unit)
-		return Result{Status: Allowed, Remaining: toU32(rem)}
+		return decision{Status: Allowed, Remaining: toU32(rem)}
 	}
 	if level.Cmp(new(big.Int).Neg(m.step)) < 0 {
 		m.e.Set(v)
@@ -219,7 +229,7 @@ func (m *ratModel) take(now int64, n uint64) Result {
 	if d.Cmp(bigMaxI64) > 0 {
 		d.Set(bigMaxI64)
 	}
-	return Result{Status: Denied, Remaining: rem, RetryAfter: time.Duration(d.Int64())}
+	return decision{Status: Denied, Remaining: rem, RetryAfter: time.Duration(d.Int64())}
 }
 
 // level returns v(now) − E capped at cap, in units.
@@ -272,10 +282,10 @@ func TestModelReproducesDesignExamples(t *testing.T) {
 			t.Fatalf("take %d: %+v", i, r)
 		}
 	}
-	if r := m.take(0, 1); r != (Result{Status: Denied, RetryAfter: 100 * time.Millisecond}) {
+	if r := m.take(0, 1); r != (decision{Status: Denied, RetryAfter: 100 * time.Millisecond}) {
 		t.Fatalf("empty: %+v", r)
 	}
-	if r := m.take(sec/20, 1); r != (Result{Status: Denied, RetryAfter: 50 * time.Millisecond}) {
+	if r := m.take(sec/20, 1); r != (decision{Status: Denied, RetryAfter: 50 * time.Millisecond}) {
 		t.Fatalf("half a token: %+v", r)
 	}
 	if got := m.tokens(sec / 20); math.Abs(got-0.5) > 1e-6 {

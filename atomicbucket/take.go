@@ -1,6 +1,7 @@
 package atomicbucket
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -30,31 +31,62 @@ func (s Status) String() string {
 	return "unknown"
 }
 
-// Result is the decision of one take. It is a small value returned without
-// allocation.
+// Result is the decision of one take: a small value returned without
+// allocation. Its methods say how the take ended (Status, OK), how many
+// whole tokens are left (Remaining) and, for a denial, when to retry
+// (RetryAfter).
+//
+// RetryAfter is computed when asked, not when the take decides: a caller
+// that only drops a denied message never pays for the 128-bit division, so
+// a denial costs a few loads and compares. The zero Result is a denial with
+// nothing to wait for, so a Result nobody filled in fails closed.
 type Result struct {
-	// RetryAfter is, for a denial, the exact time from now until n tokens
-	// will be there (rounded up to the nanosecond); 0 otherwise.
-	RetryAfter time.Duration
-	// Remaining is the number of whole tokens left after the decision.
-	Remaining uint32
-	// Status is Allowed, Denied or Invalid.
-	Status Status
+	p    *params // the configuration a denial was decided under; nil otherwise
+	now  int64   // when a denial was decided
+	need uint64  // units a denial lacked at now; DeniedFor's nanoseconds if p is nil
+	meta uint64  // Status in the low byte, Remaining above it
 }
 
 // OK reports whether the take passed.
-func (r Result) OK() bool { return r.Status == Allowed }
+func (r Result) OK() bool { return Status(r.meta) == Allowed }
 
-// deny builds the result of a denial. It is kept out of TakeAt so that the
-// pass path stays small.
-//
-//go:noinline
-func (p *params) deny(level int64, k, frac uint64) Result {
-	var remaining uint32
-	if level > 0 {
-		remaining = uint32(uint64(level) >> p.shift)
+// Status is Allowed, Denied or Invalid.
+func (r Result) Status() Status { return Status(r.meta) }
+
+// Remaining is the number of whole tokens left after the decision.
+func (r Result) Remaining() uint32 { return uint32(r.meta >> 8) }
+
+// RetryAfter is, for a denial, the exact time from the take's now until the
+// tokens it asked for will be there (rounded up to the nanosecond), if
+// nothing else takes them first; 0 otherwise. It saturates at
+// math.MaxInt64. For a Result made by DeniedFor it is the time given.
+func (r Result) RetryAfter() time.Duration {
+	if r.p == nil {
+		return time.Duration(r.need) // 0, or DeniedFor's wait
 	}
-	return Result{Status: Denied, RetryAfter: p.wait(uint64(int64(k)-level), frac), Remaining: remaining}
+	return r.p.waitAt(r.now, r.need)
+}
+
+// DeniedFor returns a denial that says to retry after d (0 if d is
+// negative), with no tokens remaining: what a layer above a bucket returns
+// when it refuses for a reason of its own, such as a key held in lockout.
+func DeniedFor(d time.Duration) Result {
+	return Result{need: uint64(max(d, 0)), meta: uint64(Denied)}
+}
+
+// String formats the decision for logs and test failures.
+func (r Result) String() string {
+	if r.Status() == Denied {
+		return fmt.Sprintf("%v (remaining %d, retry after %v)", r.Status(), r.Remaining(), r.RetryAfter())
+	}
+	return fmt.Sprintf("%v (remaining %d)", r.Status(), r.Remaining())
+}
+
+// allowed and denied build results; they inline.
+func allowed(remaining uint64) Result { return Result{meta: remaining<<8 | uint64(Allowed)} }
+
+func denied(p *params, now int64, need, remaining uint64) Result {
+	return Result{p: p, now: now, need: need, meta: remaining<<8 | uint64(Denied)}
 }
 
 // LevelAt returns the tokens the bucket word w holds at now, as a fraction

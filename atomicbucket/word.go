@@ -8,26 +8,22 @@ import (
 // Decide computes, without writing anything, what a take of n tokens at now
 // does to a bucket whose word is old: the decision, and the word to store
 // for it. next == old means there is nothing to store (a denial, or an
-// invalid n). A caller that keeps words in its own structure (package
-// shardmap) stores next with one CompareAndSwap against old, and calls
-// Decide again if that CAS fails; TakeAt is that loop, written out.
+// invalid n). A caller that keeps words in its own structure stores next
+// with one CompareAndSwap against old, and calls Decide again if that CAS
+// fails; TakeAt is that loop, written out (and TakeLiveAt the one for words
+// that can be retired).
 //
 // A denial's next differs from old only for the rebase after a backwards
 // clock jump described in the package doc.
 func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) {
 	p := l.p.Load()
 	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
-		return old, Result{Status: Invalid}
+		return old, Result{meta: uint64(Invalid)}
 	}
-	// v, frac := p.virtual(now), written out: the call would not inline.
-	var v, frac uint64
-	if now >= p.t0 {
-		hi, lo := bits.Mul64(uint64(now-p.t0), p.rho)
-		v, frac = p.v0+(hi<<(64-rhoFracBits)|lo>>rhoFracBits), lo&(1<<rhoFracBits-1)
-	} else {
-		v, frac = p.virtualBefore(now)
-	}
-	k := n << p.shift
+	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho) // p.virtual, written out
+	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	shift := p.shift & 63 // the mask spares the shifts below Go's guard for ≥ 64
+	k := n << shift
 	capUnits := int64(p.capUnits)
 	level := int64(v - old)
 	base := old
@@ -36,14 +32,15 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 		base, level = v-uint64(capUnits), capUnits
 	}
 	if level >= int64(k) {
-		return base + k, Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
+		return base + k, allowed(uint64(level-int64(k)) >> shift)
 	}
+	next = old
 	if level < -int64(p.stepUnits) {
 		// More than a fill time and StepBack before the empty point: the
 		// clock jumped backwards. Rebase to empty at now.
-		return v, p.deny(0, k, frac)
+		next, level = v, 0
 	}
-	return old, p.deny(level, k, frac)
+	return next, denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift)
 }
 
 // TakeAt takes n tokens from the bucket word w at time now (nanoseconds on
@@ -54,22 +51,19 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 // for the rebase after a backwards clock jump described in the package doc.
 func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	// This is the loop of Decide and CompareAndSwap with Decide written out,
-	// so the clock is converted once however often the CAS is retried, and
-	// no call sits on the pass path. lo keeps the product's low word: the
-	// fraction of a unit that a denial's retry time needs is one AND away.
+	// so the clock is converted once however often the CAS is retried. It
+	// calls nothing (allowed and denied inline, and the virtual clock needs
+	// no branch for readings before its anchor), so it is a leaf with no
+	// stack frame: a call on any path would make every path pay for the
+	// frame and the stack check.
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
-		return Result{Status: Invalid}
+		return Result{meta: uint64(Invalid)}
 	}
-	var v, lo uint64
-	if now >= p.t0 {
-		var hi uint64
-		hi, lo = bits.Mul64(uint64(now-p.t0), p.rho)
-		v = p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
-	} else {
-		v, lo = p.virtualBefore(now) // lo: the fraction, below 2^60
-	}
-	k := n << p.shift
+	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
+	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	shift := p.shift & 63
+	k := n << shift
 	capUnits := int64(p.capUnits)
 	for {
 		old := w.Load()
@@ -87,10 +81,63 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 				}
 				level = 0
 			}
-			return p.deny(level, k, lo&(1<<rhoFracBits-1))
+			return denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift)
 		}
 		if w.CompareAndSwap(old, base+k) {
-			return Result{Status: Allowed, Remaining: uint32(uint64(level-int64(k)) >> p.shift)}
+			return allowed(uint64(level-int64(k)) >> shift)
+		}
+	}
+}
+
+// TakeLiveAt is TakeAt on a word that its owner retires by storing dead
+// into it (package shardmap marks removed and moved slots so). If it finds
+// dead it takes nothing and reports false. It never stores dead itself: a
+// new word equal to it is stored one refill quantum emptier instead. So a
+// take racing the retirement either lands before it or fails its
+// CompareAndSwap and finds dead: nothing is ever written into a retired
+// word.
+//
+// It is TakeAt's loop again rather than a wrapper, so that it too stays a
+// leaf: a keyed take's cost is mostly calls and cache misses.
+func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (Result, bool) {
+	p := l.p.Load()
+	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
+	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	shift := p.shift & 63
+	k := n << shift
+	capUnits := int64(p.capUnits)
+	for {
+		old := w.Load()
+		if old == dead {
+			return Result{}, false
+		}
+		if n-1 >= p.maxTake {
+			return Result{meta: uint64(Invalid)}, true
+		}
+		level := int64(v - old)
+		base := old
+		if level >= capUnits {
+			base, level = v-uint64(capUnits), capUnits
+		}
+		if level < int64(k) {
+			if level < -int64(p.stepUnits) {
+				next := v
+				if next == dead {
+					next++
+				}
+				if !w.CompareAndSwap(old, next) {
+					continue
+				}
+				level = 0
+			}
+			return denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift), true
+		}
+		next := base + k
+		if next == dead {
+			next++
+		}
+		if w.CompareAndSwap(old, next) {
+			return allowed(uint64(level-int64(k)) >> shift), true
 		}
 	}
 }

@@ -598,7 +598,7 @@ func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
 	}
 	r := g.bytesLim.TakeAt(&s.bytes, now, max(uint64(n), g.minCharge))
 	if !r.OK() {
-		return g.deny(s, h, row, nil, ByteLimit, r.RetryAfter, n, now)
+		return g.deny(s, h, row, nil, ByteLimit, r.RetryAfter(), n, now)
 	}
 	g.count(s.stripe, row, None, Accept)
 	return Verdict{}
@@ -696,14 +696,14 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	if g.bytesLim != nil && m.Flags&FlagCharged == 0 {
 		n := max(uint64(m.Size), g.minCharge)
 		if r := g.bytesLim.TakeAt(&s.bytes, now, n); !r.OK() {
-			return g.deny(s, m.Session, kind, c, ByteLimit, r.RetryAfter, m.Size, now)
+			return g.deny(s, m.Session, kind, c, ByteLimit, r.RetryAfter(), m.Size, now)
 		}
 		h.bytes = n
 	}
 	if g.framesLim != nil {
 		if r := g.framesLim.TakeAt(&s.frames, now, 1); !r.OK() {
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, FrameLimit, r.RetryAfter, m.Size, now)
+			return g.deny(s, m.Session, kind, c, FrameLimit, r.RetryAfter(), m.Size, now)
 		}
 		h.frame = true
 	}
@@ -744,7 +744,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	if r := c.lim.TakeAt(&s.kinds[kind], now, cost); !r.OK() {
 		g.undo(s, c, now, &h)
-		return g.deny(s, m.Session, kind, c, ChannelLimit, r.RetryAfter, m.Size, now)
+		return g.deny(s, m.Session, kind, c, ChannelLimit, r.RetryAfter(), m.Size, now)
 	}
 	h.kind = true
 	if g.match != nil && m.Match != 0 {

@@ -107,20 +107,20 @@ func (l *Limiter) TakeAt(key uint64, now int64, n uint64) Decision {
 	if l.closed.Load() {
 		return Decision{Reason: Closed}
 	}
-	o := l.m.TakeAt(key, now, n)
-	if o.Status == shardmap.Taken && o.Result.Status == atomicbucket.Allowed {
-		return Decision{Allowed: true, Remaining: o.Result.Remaining}
+	r, _, st := l.m.TakeAt(key, now, n)
+	if st == shardmap.Taken && r.OK() {
+		return Decision{Allowed: true, Remaining: r.Remaining()}
 	}
-	return l.refused(key, now, o)
+	return l.refused(key, now, r, st)
 }
 
 // refused builds every decision but an ordinary pass, off the pass path.
 //
 //go:noinline
-func (l *Limiter) refused(key uint64, now int64, o shardmap.Outcome) Decision {
-	switch o.Status {
+func (l *Limiter) refused(key uint64, now int64, r atomicbucket.Result, st shardmap.Status) Decision {
+	switch st {
 	case shardmap.Held:
-		return Decision{Reason: Lockout, RetryAfter: o.Result.RetryAfter}
+		return Decision{Reason: Lockout, RetryAfter: r.RetryAfter()}
 	case shardmap.Full:
 		st := &l.stripes[l.m.ShardOf(key)]
 		if l.cfg.FailOpen {
@@ -133,12 +133,11 @@ func (l *Limiter) refused(key uint64, now int64, o shardmap.Outcome) Decision {
 		fill := time.Duration(math.Ceil(l.lim.Burst() / l.lim.EffectiveRate() * 1e9))
 		return Decision{Reason: TableFull, RetryAfter: fill}
 	}
-	r := o.Result
-	if r.Status == atomicbucket.Invalid {
+	if r.Status() == atomicbucket.Invalid {
 		l.stripes[l.m.ShardOf(key)].oversized.Add(1)
-		return Decision{Reason: Oversize, Remaining: r.Remaining}
+		return Decision{Reason: Oversize, Remaining: r.Remaining()}
 	}
-	d := Decision{Reason: l.cfg.DenyReason, RetryAfter: r.RetryAfter, Remaining: r.Remaining}
+	d := Decision{Reason: l.cfg.DenyReason, RetryAfter: r.RetryAfter(), Remaining: r.Remaining()}
 	if l.cfg.DisableEscalation {
 		return d
 	}

@@ -44,9 +44,9 @@ func limModel(ref *atomicbucket.Limit, t0 int64) porcupine.Model {
 				ref.TakeAt(&tmp, t0, 1)
 			}
 			r := ref.TakeAt(&tmp, in.now, in.n)
-			want := Decision{Allowed: r.OK(), Remaining: r.Remaining}
+			want := Decision{Allowed: r.OK(), Remaining: r.Remaining()}
 			if !r.OK() {
-				want.Reason, want.RetryAfter = AccountLimit, r.RetryAfter
+				want.Reason, want.RetryAfter = AccountLimit, r.RetryAfter()
 			}
 			if want != out {
 				return false, s

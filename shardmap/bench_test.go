@@ -49,7 +49,7 @@ func benchFixture(b *testing.B, n int) *fixture {
 	keys := make([]uint64, 0, want)
 	for len(keys) < want {
 		k := r.Uint64()
-		if o := m.TakeAt(k, 0, 1); o.Status == Taken {
+		if o := take(m, k, 0, 1); o.Status == Taken {
 			keys = append(keys, k)
 		}
 	}

@@ -42,11 +42,10 @@
 //
 // A take finds its slot without a lock: it loads the shard's table pointer,
 // probes, loads the mark (held keys are refused here) and then updates the
-// word. The word is updated with this package's own CompareAndSwap: the
-// take is computed by atomicbucket.Limit.TakeAt on a private copy of the
-// word, and the result is stored with CompareAndSwap(old, new) on the slot,
-// retried if the slot changed. That CompareAndSwap is the linearization
-// point of a passing take; the load of the word is that of a denial.
+// word with atomicbucket.Limit.TakeLiveAt: one CompareAndSwap(old, new) on
+// the slot, retried if the slot changed, that never acts on or stores the
+// dead value (below). That CompareAndSwap is the linearization point of a
+// passing take; the load of the word is that of a denial.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take

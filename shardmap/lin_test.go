@@ -48,7 +48,7 @@ func keyedModel(lim *atomicbucket.Limit, init map[uint64]uint64) porcupine.Model
 			var tmp atomic.Uint64
 			tmp.Store(w)
 			r := lim.TakeAt(&tmp, in.now, in.n)
-			if (kOutput{r.Status, r.Remaining, r.RetryAfter}) != out {
+			if (kOutput{r.Status(), r.Remaining(), r.RetryAfter()}) != out {
 				return false, s
 			}
 			return true, state{true, tmp.Load()}
@@ -92,7 +92,7 @@ func linRound(t *testing.T, procs int, seed uint64) {
 	// model starts each key from its word after that first take.
 	init := map[uint64]uint64{}
 	for k := uint64(1); k <= keys; k++ {
-		if o := m.TakeAt(k, t0, 1); !o.Result.OK() {
+		if o := take(m, k, t0, 1); !o.Result.OK() {
 			t.Fatal(o)
 		}
 		m.UpdateMark(k, func(Mark) (Mark, bool) { return m.MakeMark(1, false, t0+1e15), true })
@@ -127,7 +127,7 @@ func linRound(t *testing.T, procs int, seed uint64) {
 				}
 				n := 1 + r.Uint64N(2)
 				call := time.Since(start).Nanoseconds()
-				o := m.TakeAt(k, now, n)
+				o := take(m, k, now, n)
 				ret := time.Since(start).Nanoseconds()
 				if o.Status != Taken {
 					t.Errorf("key %d: %+v", k, o)
@@ -137,7 +137,7 @@ func linRound(t *testing.T, procs int, seed uint64) {
 					ClientId: g,
 					Input:    kInput{k, now, n},
 					Call:     call,
-					Output:   kOutput{o.Result.Status, o.Result.Remaining, o.Result.RetryAfter},
+					Output:   kOutput{o.Result.Status(), o.Result.Remaining(), o.Result.RetryAfter()},
 					Return:   ret,
 				})
 			}

@@ -86,10 +86,12 @@ func (c Config) Validate() error {
 type Status uint8
 
 const (
-	// Taken: the key's bucket was consulted; Outcome.Result is its decision.
+	// Taken: the key's bucket was consulted; the take's Result is its
+	// decision.
 	Taken Status = iota
-	// Held: the key's mark holds it; nothing was taken, and
-	// Outcome.Result.RetryAfter is the time left until the deadline.
+	// Held: the key's mark holds it; nothing was taken, and the take's
+	// Result is a denial whose RetryAfter is the time left until the
+	// deadline.
 	Held
 	// Full: the key was not tracked, its shard is full and nothing could be
 	// evicted; nothing was taken.
@@ -106,19 +108,6 @@ func (s Status) String() string {
 		return "full"
 	}
 	return "unknown"
-}
-
-// Outcome is the result of Map.TakeAt: a small value returned without
-// allocation.
-type Outcome struct {
-	// Result is the bucket's decision (Status Taken), or a denial whose
-	// RetryAfter is the hold's remaining time (Status Held). For Full it
-	// is the zero Result (Denied).
-	Result atomicbucket.Result
-	// Mark is the key's mark as read before the take.
-	Mark Mark
-	// Status says which of the above happened.
-	Status Status
 }
 
 // Counters are a Map's running totals. Tracked is exact when no insert or
@@ -355,10 +344,15 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 
 // TakeAt takes n tokens from key's bucket at now (the caller's clock, the
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
-// is held at now is refused (Held) without touching its bucket.
+// is held at now is refused (Held) without touching its bucket. It returns
+// the decision (see Status for Held and Full, where the zero Result is
+// returned), the key's mark as read before the take, and st.
 //
-// For a tracked key it neither locks nor allocates.
-func (m *Map) TakeAt(key uint64, now int64, n uint64) Outcome {
+// Three results rather than one struct: a struct of them would exceed the
+// four words the compiler keeps in registers, and spilling it costs more
+// than the rest of a tracked take. For a tracked key it neither locks nor
+// allocates.
+func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
 	h := m.hash(key)
 	sh := &m.shards[h>>m.shift]
 	t := sh.tab.Load()
@@ -375,11 +369,11 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) Outcome {
 				continue
 			}
 			if d, held := m.HeldAt(mk, now); held {
-				return Outcome{Result: atomicbucket.Result{RetryAfter: d}, Mark: mk, Status: Held}
+				return atomicbucket.DeniedFor(d), mk, Held
 			}
 		}
 		if r, ok := m.takeWord(s, now, n); ok {
-			return Outcome{Result: r, Mark: mk}
+			return r, mk, Taken
 		}
 		// The word was dead: moved (follow next, where the key already is
 		// with its final word) or removed (insert).
@@ -391,32 +385,11 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) Outcome {
 }
 
 // takeWord takes n tokens from the slot's word. It reports false, taking
-// nothing, if the word is dead.
-//
-// The decision is computed by Limit.Decide, which writes nothing, and stored
-// with one CompareAndSwap on the slot: a take that races another retries on
-// the new value, and one that races a kill fails (the dead value never
-// equals a live one), so no take is ever written into a removed or moved
-// slot.
+// nothing, if the word is dead. Limit.TakeLiveAt never writes into a dead
+// word and never stores the dead value, so no take is ever written into a
+// removed or moved slot.
 func (m *Map) takeWord(s *slot, now int64, n uint64) (atomicbucket.Result, bool) {
-	for {
-		w := s.word.Load()
-		if w == deadWord {
-			return atomicbucket.Result{}, false
-		}
-		nw, r := m.lim.Decide(w, now, n)
-		if nw == w {
-			// A denial (or invalid n) writes nothing: it is linearized at
-			// the load of w.
-			return r, true
-		}
-		if nw == deadWord {
-			nw++ // one refill quantum less credit: never the dead value
-		}
-		if s.word.CompareAndSwap(w, nw) {
-			return r, true
-		}
-	}
+	return m.lim.TakeLiveAt(&s.word, now, n, deadWord)
 }
 
 // refundWord gives n tokens back to the slot's word (see
@@ -467,20 +440,20 @@ func (m *Map) onLive(key uint64, f func(s *slot, mk Mark) (done bool)) bool {
 // slowTake inserts key if needed and takes, under the shard lock. Under the
 // lock no slot of the current table can be killed or moved, so the take on
 // the slot found is final.
-func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) Outcome {
+func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := m.ensure(sh, key, h, now)
 	if s == nil {
 		sh.full.Add(1)
-		return Outcome{Status: Full}
+		return atomicbucket.Result{}, MarkNone, Full
 	}
 	mk := Mark(s.mark.Load())
 	if d, held := m.HeldAt(mk, now); held {
-		return Outcome{Result: atomicbucket.Result{RetryAfter: d}, Mark: mk, Status: Held}
+		return atomicbucket.DeniedFor(d), mk, Held
 	}
 	r, _ := m.takeWord(s, now, n)
-	return Outcome{Result: r, Mark: mk}
+	return r, mk, Taken
 }
 
 // ensure returns key's live slot in the shard's current table, inserting a

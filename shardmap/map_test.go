@@ -128,12 +128,12 @@ func TestTakeInsertDelete(t *testing.T) {
 		now  int64
 		want atomicbucket.Status
 	}{{0, atomicbucket.Allowed}, {0, atomicbucket.Allowed}, {0, atomicbucket.Denied}, {1e8, atomicbucket.Allowed}} {
-		o := m.TakeAt(7, c.now, 1)
-		if o.Status != Taken || o.Result.Status != c.want || o.Mark != MarkNone {
+		o := take(m, 7, c.now, 1)
+		if o.Status != Taken || o.Result.Status() != c.want || o.Mark != MarkNone {
 			t.Fatalf("at %d: %+v, want %v", c.now, o, c.want)
 		}
 	}
-	if o := m.TakeAt(7, 1e8, 3); o.Result.Status != atomicbucket.Invalid {
+	if o := take(m, 7, 1e8, 3); o.Result.Status() != atomicbucket.Invalid {
 		t.Fatalf("n > burst: %+v", o)
 	}
 	if lv, ok := m.LevelAt(7, 1e8); !ok || lv != 0 {
@@ -143,7 +143,7 @@ func TestTakeInsertDelete(t *testing.T) {
 		t.Fatal("delete")
 	}
 	// Revived from its tombstone: a full bucket again.
-	if o := m.TakeAt(7, 1e8, 2); !o.Result.OK() || m.Len() != 1 {
+	if o := take(m, 7, 1e8, 2); !o.Result.OK() || m.Len() != 1 {
 		t.Fatalf("after delete: %+v", o)
 	}
 	c := m.Counters()
@@ -158,14 +158,14 @@ func TestHeldKey(t *testing.T) {
 	if _, ok := m.UpdateMark(1, func(Mark) (Mark, bool) { return m.MakeMark(0, true, 5e9), true }); !ok {
 		t.Fatal("UpdateMark")
 	}
-	o := m.TakeAt(1, 4e9, 1)
-	if o.Status != Held || o.Result.RetryAfter != time.Second || o.Result.OK() {
+	o := take(m, 1, 4e9, 1)
+	if o.Status != Held || o.Result.RetryAfter() != time.Second || o.Result.OK() {
 		t.Fatalf("held: %+v", o)
 	}
 	if lv, _ := m.LevelAt(1, 4e9); lv != 2 {
 		t.Fatalf("a held take took tokens: level %v", lv)
 	}
-	if o := m.TakeAt(1, 5e9, 1); o.Status != Taken || !o.Result.OK() {
+	if o := take(m, 1, 5e9, 1); o.Status != Taken || !o.Result.OK() {
 		t.Fatalf("after the deadline: %+v", o)
 	}
 	if _, ok := m.UpdateMark(99, func(Mark) (Mark, bool) { return MarkNone, true }); ok {
@@ -184,7 +184,7 @@ func fillTable(t testing.TB, m *Map, now int64, n uint64, r *rand.Rand) []uint64
 			t.Fatalf("could not fill: %d of %d", m.Len(), want)
 		}
 		k := r.Uint64()
-		if o := m.TakeAt(k, now, n); o.Status == Taken {
+		if o := take(m, k, now, n); o.Status == Taken {
 			keys = append(keys, k)
 		}
 	}
@@ -197,7 +197,7 @@ func TestEvictionOnlyIdle(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	keys := fillTable(t, m, 0, 2, r) // every bucket empty: nothing evictable
 	before := m.Counters().Full
-	if o := m.TakeAt(r.Uint64(), 1e9, 1); o.Status != Full || o.Result.OK() {
+	if o := take(m, r.Uint64(), 1e9, 1); o.Status != Full || o.Result.OK() {
 		t.Fatalf("full table of throttled keys accepted a new key: %+v", o)
 	}
 	if c := m.Counters(); c.Full != before+1 || c.Evicted != 0 {
@@ -207,7 +207,7 @@ func TestEvictionOnlyIdle(t *testing.T) {
 	// churn key is taken a second after the one before, so it is idle by
 	// the time the next arrives.
 	for i := 0; i < 200; i++ {
-		if o := m.TakeAt(r.Uint64(), 2e9+int64(i)*1e9, 1); o.Status != Taken {
+		if o := take(m, r.Uint64(), 2e9+int64(i)*1e9, 1); o.Status != Taken {
 			t.Fatalf("churn %d: %+v", i, o)
 		}
 	}
@@ -224,20 +224,20 @@ func TestBackoff(t *testing.T) {
 	m := newMap(t, 1, 1, Config{MaxKeys: 16, Shards: 1, EvictBackoff: time.Second})
 	r := rand.New(rand.NewPCG(7, 8))
 	keys := fillTable(t, m, 0, 1, r)
-	if o := m.TakeAt(r.Uint64(), 0, 1); o.Status != Full {
+	if o := take(m, r.Uint64(), 0, 1); o.Status != Full {
 		t.Fatal(o)
 	}
 	// At 0.999s no bucket is full, and the shard does not rescan before 1s.
-	if o := m.TakeAt(r.Uint64(), 999e6, 1); o.Status != Full {
+	if o := take(m, r.Uint64(), 999e6, 1); o.Status != Full {
 		t.Fatal(o)
 	}
 	// A Delete clears the backoff.
 	m.Delete(keys[0])
-	if o := m.TakeAt(r.Uint64(), 999e6, 1); o.Status != Taken {
+	if o := take(m, r.Uint64(), 999e6, 1); o.Status != Taken {
 		t.Fatal(o)
 	}
 	// At 1s everything is full again and the backoff is over.
-	if o := m.TakeAt(r.Uint64(), 1e9, 1); o.Status != Taken {
+	if o := take(m, r.Uint64(), 1e9, 1); o.Status != Taken {
 		t.Fatal(o)
 	}
 }
@@ -314,7 +314,7 @@ func TestHostileKeysSpread(t *testing.T) {
 	}
 	// And the keys are all tracked (none refused for a full shard).
 	for _, k := range crafted {
-		if o := m.TakeAt(k, 0, 1); o.Status != Taken {
+		if o := take(m, k, 0, 1); o.Status != Taken {
 			t.Fatalf("crafted key refused: %+v", o)
 		}
 	}
@@ -338,7 +338,7 @@ func TestConcurrentChurn(t *testing.T) {
 		t3  = now + 5e12 // the sweeper's time: every churn key is idle
 	)
 	for j, k := range hot {
-		if o := m.TakeAt(k, now, 1); !o.Result.OK() {
+		if o := take(m, k, now, 1); !o.Result.OK() {
 			t.Fatal(o)
 		}
 		passed[j].Add(1)
@@ -353,7 +353,7 @@ func TestConcurrentChurn(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(g), 9))
 			for i := 0; i < 3000; i++ {
 				j := r.IntN(len(hot))
-				if o := m.TakeAt(hot[j], now, 1); o.Result.OK() {
+				if o := take(m, hot[j], now, 1); o.Result.OK() {
 					passed[j].Add(1)
 				}
 				k := 1000 + r.Uint64N(3000)
@@ -478,11 +478,11 @@ func TestMaxKeysFitAndNoMore(t *testing.T) {
 			m := newMap(t, 1, 1, Config{MaxKeys: n, EvictBackoff: -1})
 			r := rand.New(rand.NewPCG(seed, uint64(n)))
 			for i := 0; i < n; i++ {
-				if o := m.TakeAt(r.Uint64(), 0, 1); o.Status != Taken {
+				if o := take(m, r.Uint64(), 0, 1); o.Status != Taken {
 					t.Fatalf("MaxKeys %d seed %d: key %d of %d refused: %+v", n, seed, i, n, o)
 				}
 			}
-			if o := m.TakeAt(r.Uint64(), 0, 1); o.Status != Full {
+			if o := take(m, r.Uint64(), 0, 1); o.Status != Full {
 				t.Fatalf("MaxKeys %d: key %d admitted: %+v", n, n+1, o)
 			}
 			if m.Len() != n {
@@ -490,4 +490,16 @@ func TestMaxKeysFitAndNoMore(t *testing.T) {
 			}
 		}
 	}
+}
+
+// outcome bundles Map.TakeAt's three results for assertions.
+type outcome struct {
+	Result atomicbucket.Result
+	Mark   Mark
+	Status Status
+}
+
+func take(m *Map, key uint64, now int64, n uint64) outcome {
+	r, mk, st := m.TakeAt(key, now, n)
+	return outcome{r, mk, st}
 }

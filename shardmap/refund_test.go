@@ -4,7 +4,7 @@ import "testing"
 
 func TestRefundRestoresExactlyAndIgnoresUnknownKeys(t *testing.T) {
 	m := newMap(t, 10, 5, Config{MaxKeys: 64})
-	if o := m.TakeAt(7, 0, 3); !o.Result.OK() {
+	if o := take(m, 7, 0, 3); !o.Result.OK() {
 		t.Fatalf("take: %+v", o)
 	}
 	if lv, _ := m.LevelAt(7, 0); lv != 2 {
