@@ -17,6 +17,10 @@ var (
 //
 //   - cas: one atomic Load and one CompareAndSwap of a uint64 with trivial
 //     arithmetic, uncontended (the least a one-word bucket must do to pass);
+//   - cas-call: the same behind a function call that the compiler may not
+//     inline, returning a four-word result like atomicbucket.Result: the
+//     least a take costs when it is too big for Go's inliner, as every
+//     take with a rate, a burst and a clock is;
 //   - timesince: time.Since(start) (what atomicbucket.Nanotime costs);
 //   - timenow: time.Now() (what clocked peers read on every take);
 //   - map1k, map1m: one map[uint64]uint64 lookup of a key drawn like the
@@ -29,6 +33,17 @@ func BenchmarkFloor(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			old := w.Load()
 			if w.CompareAndSwap(old, old+3) {
+				ok++
+			}
+		}
+		sinkU64 = ok
+	})
+	b.Run("cas-call", func(b *testing.B) {
+		b.ReportAllocs()
+		var w atomic.Uint64
+		var ok uint64
+		for i := 0; i < b.N; i++ {
+			if casCall(&w, 3).status == 1 {
 				ok++
 			}
 		}
@@ -67,4 +82,22 @@ func BenchmarkFloor(b *testing.B) {
 			sinkU64 = sum
 		})
 	}
+}
+
+// casResult has the shape of atomicbucket.Result: four words.
+type casResult struct {
+	p         *uint64
+	now, need int64
+	status    uint64
+}
+
+// casCall is Floor/cas behind a call boundary.
+//
+//go:noinline
+func casCall(w *atomic.Uint64, n uint64) casResult {
+	old := w.Load()
+	if w.CompareAndSwap(old, old+n) {
+		return casResult{status: 1}
+	}
+	return casResult{}
 }

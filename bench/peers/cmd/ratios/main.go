@@ -33,6 +33,8 @@ type Ratio struct {
 var Tracked = []Ratio{
 	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate/pass/serial"},
 	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", "Floor/cas"},
+	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", "Floor/cas-call"},
+	{"Floor/cas-call / Floor/cas", "Floor/cas-call", "Floor/cas"},
 	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate/deny/serial"},
 	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", "OneBucket/xrate/pass/serial"},
 	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
