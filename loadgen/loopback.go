@@ -44,8 +44,9 @@ type Loopback struct {
 }
 
 type loopConn struct {
-	nc     net.Conn
-	closed atomic.Bool // closed by the worker (or Stop): no EvClosed for it
+	nc        net.Conn
+	closed    atomic.Bool // closed by the worker (or Stop): no EvClosed for it
+	wdeadline time.Time   // the write deadline armed on nc (worker only)
 }
 
 // loopbackEvents is the event channel's capacity: readers block (and TCP
@@ -150,7 +151,13 @@ func (l *Loopback) Write(id ConnID, p []byte) error {
 	if c == nil {
 		return net.ErrClosed
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(l.timeout))
+	// The deadline is armed 1.5 timeouts ahead and re-armed once less
+	// than one is left, so a write always gets the timeout and a busy
+	// connection updates its timer once per half timeout, not per write.
+	if now := time.Now(); c.wdeadline.Sub(now) < l.timeout {
+		c.wdeadline = now.Add(l.timeout + l.timeout/2)
+		c.nc.SetWriteDeadline(c.wdeadline)
+	}
 	_, err := c.nc.Write(p)
 	return err
 }

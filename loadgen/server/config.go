@@ -100,15 +100,17 @@ type Config struct {
 	SendBuffer int
 
 	// IdleTimeout closes a connection that completes no frame for this
-	// long, including one that never says Hello. Default 30s.
+	// long, including one that never says Hello; the close comes at most
+	// an eighth of it later. Default 30s.
 	IdleTimeout time.Duration
 	// FrameTimeout closes a connection holding a partial frame for this
 	// long since the frame's first bytes arrived (slowloris, lying length
 	// prefixes). Default 5s.
 	FrameTimeout time.Duration
 	// WriteTimeout closes a connection when one write of its buffered
-	// frames (at most WriteBuffer bytes) does not complete within it: a
-	// client that reads too slowly or not at all. Default 5s.
+	// frames (at most WriteBuffer bytes) does not complete within it (or
+	// within at most half as long again): a client that reads too slowly
+	// or not at all. Default 5s.
 	WriteTimeout time.Duration
 
 	// TickRate is the simulation tick rate in Hz; default 30.

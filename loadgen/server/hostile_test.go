@@ -390,3 +390,31 @@ func TestHostile(t *testing.T) {
 		})
 	}
 }
+
+// The idle deadline moves lazily (at most IdleTimeout/8 late), but a busy
+// connection is never closed, and an idle one never before IdleTimeout
+// since its last frame.
+func TestIdleDeadlineNeverEarly(t *testing.T) {
+	const idle = 400 * time.Millisecond
+	cfg := testConfig()
+	cfg.IdleTimeout = idle
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	helloOrFatal(t, c)
+	// Busy for three idle timeouts: a frame every idle/4.
+	for i := 0; i < 12; i++ {
+		b, _ := wire.AppendInput(nil, kMove, []byte{1})
+		if err := c.write(b); err != nil {
+			t.Fatalf("write %d: the busy connection was closed: %v", i, err)
+		}
+		time.Sleep(idle / 4)
+	}
+	last := time.Now()
+	if _, ok, err := c.waitClosed(10 * time.Second); err != nil || !ok {
+		t.Fatalf("not closed for idleness: %v (disconnect frame %v)", err, ok)
+	}
+	if waited := time.Since(last); waited < idle-idle/4 {
+		// The last write went out up to idle/4 before last was read.
+		t.Fatalf("closed %v after the last frame, before the idle timeout %v", waited, idle)
+	}
+}
