@@ -189,6 +189,9 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 	tok := 1e9 / rate
 	fill := burst * tok
 	now := start
+	decided := b.Word()
+	var liveWord atomic.Uint64
+	liveWord.Store(b.Word())
 	var lastRetry time.Duration
 	if len(ops) > 4*maxSteps {
 		ops = ops[:4*maxSteps]
@@ -251,17 +254,23 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 			n = math.MaxUint64
 		}
 
+		// The three hand-written loops side by side: TakeAt on the
+		// bucket, Decide plus a store on one copy of the word, TakeLiveAt
+		// on another (with a dead value no word takes here).
+		next, dec := b.Decide(decided, now, n)
+		decided = next
+		live, liveOK := b.TakeLiveAt(&liveWord, now, n, b.Word()^1<<63)
 		got := b.TakeAt(now, n)
 		gotRef := ref.takeAt(now, n)
 		want := m.take(now, n)
 		step := i / 4
-		if decisionOf(got) != want || gotRef != want {
-			t.Fatalf("rate %v burst %v start %d step %d: take(%d, n=%d) = %+v, reference %+v, model %+v",
-				rate, burst, start, step, now, n, decisionOf(got), gotRef, want)
+		if decisionOf(got) != want || gotRef != want || decisionOf(dec) != want || decisionOf(live) != want || !liveOK {
+			t.Fatalf("rate %v burst %v start %d step %d: take(%d, n=%d) = %+v, reference %+v, Decide %+v, TakeLiveAt %+v (%v), model %+v",
+				rate, burst, start, step, now, n, decisionOf(got), gotRef, decisionOf(dec), decisionOf(live), liveOK, want)
 		}
-		if w := m.word(); b.Word() != w || ref.word() != w {
-			t.Fatalf("rate %v burst %v step %d: word %#x, reference %#x, model %#x",
-				rate, burst, step, b.Word(), ref.word(), w)
+		if w := m.word(); b.Word() != w || ref.word() != w || decided != w || liveWord.Load() != w {
+			t.Fatalf("rate %v burst %v step %d: word %#x, reference %#x, Decide %#x, TakeLiveAt %#x, model %#x",
+				rate, burst, step, b.Word(), ref.word(), decided, liveWord.Load(), w)
 		}
 		if got, want := b.TokensAt(now), m.tokens(now); got != want {
 			t.Fatalf("rate %v burst %v step %d: TokensAt(%d) = %v, model %v", rate, burst, step, now, got, want)

@@ -19,6 +19,7 @@
 //   - A [Limit] keeps a virtual clock v(t) = v0 + ρ·(t − t0), in units of
 //     2^-F token, where ρ = r·2^F / 1e9 units per nanosecond is a fixed-point
 //     number with 60 fractional bits and v is the floor of the exact product.
+//     It is exact for every int64 reading t, before t0 or after.
 //     F is chosen per limit at construction: the largest value with ρ ≤ 1
 //     (so r·2^F ≤ 1e9) and b·2^F ≤ 2^62. F is 25 at 30/s, 11 at 480,000/s
 //     and 0 above 5e8/s. One unit, 2^-F token, is the refill quantum.
@@ -30,9 +31,7 @@
 //     64-bit number, so a bucket is exact while it is touched at least once
 //     per 2^63 units of virtual time: 292 years at ρ = 1, and never under 18
 //     years (ρ may grow to 16 by [Limit.SetRateAt]). The epoch is the time the
-//     Limit was made (t0), so the caller's clock may use any epoch; readings
-//     must lie within 2^63 ns (292 years) of it, either side, which every
-//     int64 reading does when t0 is near 0. SetRateAt moves t0 to its now.
+//     Limit was made (t0), so the caller's clock may use any epoch.
 //
 // Because credit is v(t) − v(t_prev) with v computed from absolute time,
 // rounding never accumulates: over any interval [t0, t1] with demand always
@@ -143,20 +142,20 @@ func DefaultBurst(rate float64) float64 {
 // a new one and publishes it with one atomic store; a Result keeps the one its
 // decision used, to compute RetryAfter when asked.
 //
-// The virtual clock is anchored at (t0, v0), but stored as the equivalent
-// anchor 2^63 ns earlier, (tw, vw): then every reading within 2^63 ns (292
-// years) either side of t0 is a non-negative offset from tw, and v(now)
-// is one multiplication with no branch for readings before the anchor.
-// Moving the anchor by 2^63 ns moves v by exactly 8·ρ units (ρ has 60
-// fractional bits), so the two anchors give the same clock, fraction
-// included.
+// The virtual clock is v(t) = v0 + floor(ρ·(t − t0)). A take computes it
+// without a branch for readings before t0, and exactly for every int64
+// reading: it multiplies ρ by the reading's offset from the least int64
+// (never negative, always below 2^64) and subtracts the same product for
+// t0, a 128-bit constant c1:c0, in 128-bit two's complement. The result is
+// ρ·(t − t0) in units of 2^-60, whatever its sign, and its bits from 60 up
+// are v − v0 modulo 2^64.
 type params struct {
 	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
 	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of wait
 	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: wait's reciprocal
 	rhoZ      uint    // leading zeros of rho
-	tw        uint64  // t0 − 2^63 (caller's nanoseconds, modulo 2^64)
-	vw        uint64  // v(tw) = v0 − 8·ρ, in units (modulo 2^64)
+	c1, c0    uint64  // ρ·(t0 − MinInt64), 128 bits, in units of 2^-60
+	v0        uint64  // v(t0), in units
 	capUnits  uint64  // burst in units; ≤ 2^62
 	maxTake   uint64  // largest n that can ever pass: floor(burst)
 	stepUnits uint64  // a level below −stepUnits is a clock step: capUnits + ρ·StepBack
@@ -168,16 +167,28 @@ type params struct {
 // anchorAt anchors the virtual clock so that v(t0) = v0, for the ρ already
 // set.
 func (p *params) anchorAt(t0 int64, v0 uint64) {
-	p.tw = uint64(t0) - 1<<63
-	p.vw = v0 - p.rho<<(63-rhoFracBits)
+	p.c1, p.c0 = bits.Mul64(offset(t0), p.rho)
+	p.v0 = v0
+}
+
+// offset is t − MinInt64: every int64 reading as a uint64, in order.
+func offset(t int64) uint64 { return uint64(t) ^ 1<<63 }
+
+// clock returns ρ·(now − t0) in units of 2^-60, as 128-bit two's
+// complement hi:lo: v(now) is v0 + (hi:lo >> 60) modulo 2^64, and the
+// fraction of a unit earned at now is lo's low 60 bits.
+func (p *params) clock(now int64) (hi, lo uint64) {
+	hi, lo = bits.Mul64(offset(now), p.rho)
+	lo, borrow := bits.Sub64(lo, p.c0, 0)
+	return hi - p.c1 - borrow, lo
 }
 
 // virtual returns v(now) and the fraction of a unit beyond it, in units of
 // 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
-// 2^64 in v), for now within 2^63 ns of t0.
+// 2^64 in v), for every int64 now.
 func (p *params) virtual(now int64) (v uint64, frac uint64) {
-	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
-	return p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
+	hi, lo := p.clock(now)
+	return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
 }
 
 // mulRho returns floor(d·ρ) in units.
@@ -195,7 +206,7 @@ func mulRho(d, rho uint64) uint64 {
 // multiplying with ρ's reciprocal instead of a DIV instruction, in three
 // steps that inline: it calls nothing, so Result.RetryAfter costs one call.
 func (p *params) waitAt(now int64, need uint64) time.Duration {
-	_, lo := bits.Mul64(uint64(now)-p.tw, p.rho) // the fraction of v(now)
+	_, lo := p.clock(now) // the fraction of v(now)
 	u1, u0, fits := p.waitNumerator(need, lo&(1<<rhoFracBits-1))
 	q, rem := divNorm(u1, u0, p.rhoNorm, p.rhoInv)
 	return ceilWait(q, rem, fits)
@@ -237,11 +248,11 @@ func divNorm(u1, u0, d, v uint64) (q, rem uint64) {
 // ceilWait rounds the quotient up when the remainder is not zero and
 // saturates at math.MaxInt64.
 func ceilWait(q, rem uint64, fits bool) time.Duration {
+	if !fits || q >= math.MaxInt64 { // before the increment, which could wrap
+		return math.MaxInt64
+	}
 	if rem != 0 {
 		q++
-	}
-	if !fits || q > math.MaxInt64 {
-		return math.MaxInt64
 	}
 	return time.Duration(q)
 }

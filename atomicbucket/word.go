@@ -1,7 +1,6 @@
 package atomicbucket
 
 import (
-	"math/bits"
 	"sync/atomic"
 )
 
@@ -20,8 +19,8 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
 		return old, Result{meta: uint64(Invalid)}
 	}
-	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho) // p.virtual, written out
-	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	hi, lo := p.clock(now) // p.virtual, written out
+	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
 	shift := p.shift & 63 // the mask spares the shifts below Go's guard for ≥ 64
 	k := n << shift
 	capUnits := int64(p.capUnits)
@@ -60,8 +59,8 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	if n-1 >= p.maxTake {
 		return Result{meta: uint64(Invalid)}
 	}
-	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
-	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	hi, lo := p.clock(now)
+	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
 	shift := p.shift & 63
 	k := n << shift
 	capUnits := int64(p.capUnits)
@@ -91,7 +90,8 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 
 // TakeLiveAt is TakeAt on a word that its owner retires by storing dead
 // into it (package shardmap marks removed and moved slots so). If it finds
-// dead it takes nothing and reports false. It never stores dead itself: a
+// dead it takes nothing and reports false. (An invalid n is reported
+// Invalid, and true, without reading w.) It never stores dead itself: a
 // new word equal to it is stored one refill quantum emptier instead. So a
 // take racing the retirement either lands before it or fails its
 // CompareAndSwap and finds dead: nothing is ever written into a retired
@@ -101,8 +101,11 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 // leaf: a keyed take's cost is mostly calls and cache misses.
 func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (Result, bool) {
 	p := l.p.Load()
-	hi, lo := bits.Mul64(uint64(now)-p.tw, p.rho)
-	v := p.vw + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	if n-1 >= p.maxTake {
+		return Result{meta: uint64(Invalid)}, true // decided without reading w
+	}
+	hi, lo := p.clock(now)
+	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
 	shift := p.shift & 63
 	k := n << shift
 	capUnits := int64(p.capUnits)
@@ -110,9 +113,6 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 		old := w.Load()
 		if old == dead {
 			return Result{}, false
-		}
-		if n-1 >= p.maxTake {
-			return Result{meta: uint64(Invalid)}, true
 		}
 		level := int64(v - old)
 		base := old

@@ -345,8 +345,9 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 // TakeAt takes n tokens from key's bucket at now (the caller's clock, the
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
 // is held at now is refused (Held) without touching its bucket. It returns
-// the decision (see Status for Held and Full, where the zero Result is
-// returned), the key's mark as read before the take, and st.
+// the decision (for Held, a denial whose RetryAfter is the time left in the
+// hold; for Full, the zero Result), the key's mark as read before the take,
+// and st.
 //
 // Three results rather than one struct: a struct of them would exceed the
 // four words the compiler keeps in registers, and spilling it costs more
