@@ -92,7 +92,9 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 // into it (package shardmap marks removed and moved slots so). If it finds
 // dead it takes nothing and reports false. (An invalid n is reported
 // Invalid, and true, without reading w.) It never stores dead itself: a
-// new word equal to it is stored one refill quantum emptier instead. So a
+// new word equal to it is stored one refill quantum emptier instead (the
+// Result is the one computed before that nudge, which for that 1-in-2^64
+// word may leave its Remaining one token high). So a
 // take racing the retirement either lands before it or fails its
 // CompareAndSwap and finds dead: nothing is ever written into a retired
 // word.
