@@ -69,7 +69,9 @@
 // # Timeouts and slow clients
 //
 // A connection that completes no frame for IdleTimeout (default 30s,
-// including one that never says Hello), or that holds a partial frame for
+// including one that never says Hello; the deadline is moved lazily, so
+// the close comes up to IdleTimeout/8 later, never earlier), or that holds
+// a partial frame for
 // FrameTimeout since its first bytes (default 5s: slowloris, lying length
 // prefixes), is sent a Disconnect with reason 0 and closed (cause
 // "Timeout": core has no timeout reason). Replies and pongs go to a
@@ -77,7 +79,8 @@
 // 8192) that the connection's writer goroutine flushes; a frame that
 // would not fit disconnects the connection with reason QueueFull, so a
 // client that does not read cannot make the server buffer without limit,
-// and a write that does not complete within WriteTimeout (default 5s)
+// and a write that does not complete within WriteTimeout (default 5s; up
+// to half as long again, as the write deadline too is moved lazily)
 // closes it.
 //
 // # Memory per connection
