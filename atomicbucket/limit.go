@@ -180,7 +180,8 @@ func offset(t int64) uint64 { return uint64(t) ^ 1<<63 }
 func (p *params) clock(now int64) (hi, lo uint64) {
 	hi, lo = bits.Mul64(offset(now), p.rho)
 	lo, borrow := bits.Sub64(lo, p.c0, 0)
-	return hi - p.c1 - borrow, lo
+	hi, _ = bits.Sub64(hi, p.c1, borrow) // one SBB, with the borrow in the flags
+	return hi, lo
 }
 
 // virtual returns v(now) and the fraction of a unit beyond it, in units of
