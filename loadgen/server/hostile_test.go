@@ -395,14 +395,16 @@ func TestHostile(t *testing.T) {
 // connection is never closed, and an idle one never before IdleTimeout
 // since its last frame.
 func TestIdleDeadlineNeverEarly(t *testing.T) {
-	const idle = 400 * time.Millisecond
+	// A frame every idle/4 leaves a loaded machine three quarters of the
+	// timeout (1.2s) of scheduling slack before the busy phase could fail.
+	const idle = 1600 * time.Millisecond
 	cfg := testConfig()
 	cfg.IdleTimeout = idle
 	s := startServer(t, cfg)
 	c := mustDial(t, s.Addr())
 	helloOrFatal(t, c)
-	// Busy for three idle timeouts: a frame every idle/4.
-	for i := 0; i < 12; i++ {
+	// Busy for two idle timeouts: a frame every idle/4.
+	for i := 0; i < 8; i++ {
 		b, _ := wire.AppendInput(nil, kMove, []byte{1})
 		if err := c.write(b); err != nil {
 			t.Fatalf("write %d: the busy connection was closed: %v", i, err)
