@@ -19,8 +19,7 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
 		return old, Result{meta: uint64(Invalid)}
 	}
-	hi, lo := p.clock(now) // p.virtual, written out
-	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	v, _ := p.virtual(now)
 	shift := p.shift & 63 // the mask spares the shifts below Go's guard for ≥ 64
 	k := n << shift
 	capUnits := int64(p.capUnits)
@@ -51,16 +50,15 @@ func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) 
 func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	// This is the loop of Decide and CompareAndSwap with Decide written out,
 	// so the clock is converted once however often the CAS is retried. It
-	// calls nothing (allowed and denied inline, and the virtual clock needs
-	// no branch for readings before its anchor), so it is a leaf with no
-	// stack frame: a call on any path would make every path pay for the
+	// calls nothing (virtual, allowed and denied inline, and the clock
+	// needs no branch for readings before its anchor), so it is a leaf with
+	// no stack frame: a call on any path would make every path pay for the
 	// frame and the stack check.
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
 		return Result{meta: uint64(Invalid)}
 	}
-	hi, lo := p.clock(now)
-	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	v, _ := p.virtual(now)
 	shift := p.shift & 63
 	k := n << shift
 	capUnits := int64(p.capUnits)
@@ -106,8 +104,7 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 	if n-1 >= p.maxTake {
 		return Result{meta: uint64(Invalid)}, true // decided without reading w
 	}
-	hi, lo := p.clock(now)
-	v := p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits)
+	v, _ := p.virtual(now)
 	shift := p.shift & 63
 	k := n << shift
 	capUnits := int64(p.capUnits)
