@@ -151,8 +151,8 @@ func DefaultBurst(rate float64) float64 {
 // are v − v0 modulo 2^64.
 type params struct {
 	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
-	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of wait
-	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: wait's reciprocal
+	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of waitAt
+	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: waitAt's reciprocal
 	rhoZ      uint    // leading zeros of rho
 	c1, c0    uint64  // ρ·(t0 − MinInt64), 128 bits, in units of 2^-60
 	v0        uint64  // v(t0), in units
@@ -347,7 +347,7 @@ func (p *params) setRate(rate float64) error {
 	return nil
 }
 
-// setRho sets ρ (not 0) and the reciprocal wait divides by.
+// setRho sets ρ (not 0) and the reciprocal waitAt divides by.
 func (p *params) setRho(rho uint64) {
 	p.rho = rho
 	p.rhoZ = uint(bits.LeadingZeros64(rho))
