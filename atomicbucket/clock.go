@@ -20,8 +20,8 @@ func Nanotime() int64 { return int64(time.Since(epoch)) }
 // early). When every core is busy the refreshing goroutine can run late and
 // readings go stale by several intervals: buckets then refill late, which
 // under saturation is the safe direction, but a server that needs refill on
-// time under full load should read Nanotime once per batch instead. Start it with StartCoarseClock and stop it with Stop; it is safe
-// for concurrent use.
+// time under full load should read Nanotime once per batch instead. Start it
+// with StartCoarseClock and stop it with Stop; it is safe for concurrent use.
 type CoarseClock struct {
 	now  atomic.Int64
 	stop chan struct{}

@@ -281,14 +281,15 @@ func NewLimit(rate, burst float64, now int64) (*Limit, error) {
 	if err := validate(rate, burst); err != nil {
 		return nil, err
 	}
-	shift := chooseShift(rate, burst)
-	l := &Limit{}
-	p := &params{shift: shift, rate: rate, burst: burst}
+	// Order matters: anchorAt and setBurst read the ρ that setRate sets,
+	// and setBurst completes stepUnits, which needs the capacity too.
+	p := &params{shift: chooseShift(rate, burst)}
 	if err := p.setRate(rate); err != nil {
 		return nil, err
 	}
 	p.anchorAt(now, 0)
 	p.setBurst(burst)
+	l := &Limit{}
 	l.p.Store(p)
 	return l, nil
 }

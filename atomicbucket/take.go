@@ -98,10 +98,7 @@ func (l *Limit) LevelAt(w *atomic.Uint64, now int64) float64 {
 // Level returns the tokens a bucket whose word is word holds at now, as a
 // fraction of whole tokens.
 func (l *Limit) Level(word uint64, now int64) float64 {
-	return l.levelOf(l.p.Load(), word, now)
-}
-
-func (l *Limit) levelOf(p *params, word uint64, now int64) float64 {
+	p := l.p.Load()
 	v, _ := p.virtual(now)
 	level := int64(v - word)
 	switch {

@@ -92,10 +92,9 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 // Invalid, and true, without reading w.) It never stores dead itself: a
 // new word equal to it is stored one refill quantum emptier instead (the
 // Result is the one computed before that nudge, which for that 1-in-2^64
-// word may leave its Remaining one token high). So a
-// take racing the retirement either lands before it or fails its
-// CompareAndSwap and finds dead: nothing is ever written into a retired
-// word.
+// word may leave its Remaining one token high). So a take racing the
+// retirement either lands before it or fails its CompareAndSwap and finds
+// dead: nothing is ever written into a retired word.
 //
 // It is TakeAt's loop again rather than a wrapper, so that it too stays a
 // leaf: a keyed take's cost is mostly calls and cache misses.

@@ -28,35 +28,16 @@ type fixture struct {
 
 var fixtures = map[int]*fixture{}
 
-// benchFixture returns a map with MaxKeys n whose every shard is full (random
-// keys are offered until every shard refuses more: the load factor of each
-// shard table is then at its maximum of 3/4), and the keys it holds.
+// benchFixture returns a map holding n random keys, its bound MaxKeys (each
+// shard then holds about its share, below the 3/4 load its table is sized
+// for), and the keys it holds.
 func benchFixture(b *testing.B, n int) *fixture {
 	b.Helper()
 	if f := fixtures[n]; f != nil {
 		return f
 	}
-	lim, err := atomicbucket.NewLimit(1e6, 1000, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := New(lim, Config{MaxKeys: n}, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	want := m.MaxKeys()
-	keys := make([]uint64, 0, want)
-	for len(keys) < want {
-		k := r.Uint64()
-		if o := take(m, k, 0, 1); o.Status == Taken {
-			keys = append(keys, k)
-		}
-	}
-	if m.Len() != want {
-		b.Fatalf("Len = %d, want %d", m.Len(), want)
-	}
-	f := &fixture{m, keys}
+	m := newMap(b, 1e6, 1000, Config{MaxKeys: n})
+	f := &fixture{m, fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))}
 	fixtures[n] = f
 	return f
 }

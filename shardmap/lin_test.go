@@ -31,7 +31,9 @@ type kOutput struct {
 	retry     time.Duration
 }
 
-func keyedModel(lim *atomicbucket.Limit, init map[uint64]uint64) porcupine.Model {
+// keyedModel is one sequential bucket of lim per key, starting from init,
+// the word every key holds after the setup take.
+func keyedModel(lim *atomicbucket.Limit, init uint64) porcupine.Model {
 	type state struct {
 		set  bool
 		word uint64
@@ -41,7 +43,7 @@ func keyedModel(lim *atomicbucket.Limit, init map[uint64]uint64) porcupine.Model
 		Init:      func() any { return state{} },
 		Step: func(st, input, output any) (bool, any) {
 			s, in, out := st.(state), input.(kInput), output.(kOutput)
-			w := init[in.key]
+			w := init
 			if s.set {
 				w = s.word
 			}
@@ -89,89 +91,57 @@ func linRound(t *testing.T, procs int, seed uint64) {
 		t.Fatal(err)
 	}
 	// Insert the keys at t0 and mark them so churn cannot evict them; the
-	// model starts each key from its word after that first take.
-	init := map[uint64]uint64{}
+	// model starts each key from the word that first take leaves.
 	for k := uint64(1); k <= keys; k++ {
 		if o := take(m, k, t0, 1); !o.Result.OK() {
 			t.Fatal(o)
 		}
 		m.UpdateMark(k, func(Mark) (Mark, bool) { return m.MakeMark(1, false, t0+1e15), true })
-		w := lim.FullWord(t0)
-		var tmp atomic.Uint64
-		tmp.Store(w)
-		lim.TakeAt(&tmp, t0, 1)
-		init[k] = tmp.Load()
 	}
+	var init atomic.Uint64
+	init.Store(lim.FullWord(t0))
+	lim.TakeAt(&init, t0, 1)
 	var clocks [keys + 1]atomic.Int64
 	for i := range clocks {
 		clocks[i].Store(t0)
 	}
-	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-		wg      sync.WaitGroup
-		stop    atomic.Bool
-		start   = time.Now()
-	)
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(g)))
-			ops := make([]porcupine.Operation, 0, opsEach)
-			for i := 0; i < opsEach; i++ {
-				k := 1 + r.Uint64N(keys)
-				now := clocks[k].Add(r.Int64N(60))
-				if r.IntN(4) == 0 {
-					now -= r.Int64N(100) // a stale reading
-				}
-				n := 1 + r.Uint64N(2)
-				call := time.Since(start).Nanoseconds()
-				o := take(m, k, now, n)
-				ret := time.Since(start).Nanoseconds()
-				if o.Status != Taken {
-					t.Errorf("key %d: %+v", k, o)
-					return
-				}
-				ops = append(ops, porcupine.Operation{
-					ClientId: g,
-					Input:    kInput{k, now, n},
-					Call:     call,
-					Output:   kOutput{o.Result.Status(), o.Result.Remaining(), o.Result.RetryAfter()},
-					Return:   ret,
-				})
-			}
-			mu.Lock()
-			history = append(history, ops...)
-			mu.Unlock()
-		}(g)
-	}
 	// Churn: other keys in the same shard, inserted and deleted, so the
 	// shard compacts (moves every slot) while the takes run.
-	wg.Add(1)
+	var churn sync.WaitGroup
+	var stop atomic.Bool
+	churn.Add(1)
 	go func() {
-		defer wg.Done()
+		defer churn.Done()
 		for i := uint64(0); !stop.Load() && i < 20000; i++ {
 			k := 100 + i%40
 			m.TakeAt(k, t0, 1)
 			m.Delete(k)
 		}
 	}()
-	for {
-		mu.Lock()
-		done := len(history) == workers*opsEach
-		mu.Unlock()
-		if done || t.Failed() {
-			break
-		}
-		runtime.Gosched()
-	}
+	history := lincheck.Record(workers, opsEach, seed,
+		func(r *rand.Rand) any {
+			k := 1 + r.Uint64N(keys)
+			now := clocks[k].Add(r.Int64N(60))
+			if r.IntN(4) == 0 {
+				now -= r.Int64N(100) // a stale reading
+			}
+			return kInput{k, now, 1 + r.Uint64N(2)}
+		},
+		func(input any) (any, bool) {
+			in := input.(kInput)
+			o := take(m, in.key, in.now, in.n)
+			if o.Status != Taken {
+				t.Errorf("key %d: %+v", in.key, o)
+				return nil, false
+			}
+			return kOutput{o.Result.Status(), o.Result.Remaining(), o.Result.RetryAfter()}, true
+		})
 	stop.Store(true)
-	wg.Wait()
+	churn.Wait()
 	if c := m.Counters(); c.Compactions == 0 {
 		t.Logf("no compaction during the round: %+v", c)
 	}
-	res := porcupine.CheckOperationsTimeout(keyedModel(lim, init), history, 20*time.Second)
+	res := porcupine.CheckOperationsTimeout(keyedModel(lim, init.Load()), history, 20*time.Second)
 	if res == porcupine.Illegal {
 		t.Fatalf("GOMAXPROCS=%d seed %d: history of %d takes is not linearizable", procs, seed, len(history))
 	}

@@ -197,8 +197,7 @@ type shardCold struct {
 	mu           sync.Mutex
 	tombs        int    // tombstones in tab (under mu)
 	hand         uint64 // eviction hand (under mu)
-	noEvictUntil int64  // caller's time before which a full shard does not scan (under mu)
-	backoff      bool   // noEvictUntil is set (under mu)
+	noEvictUntil int64  // caller's time before which a full shard does not scan; noBackoff if none (under mu)
 	live         atomic.Int64
 	peak         atomic.Int64
 	inserted     atomic.Uint64
@@ -208,6 +207,10 @@ type shardCold struct {
 	full         atomic.Uint64
 	compactions  atomic.Uint64
 }
+
+// noBackoff is the noEvictUntil of a shard not backing off: no time is
+// before it (any int64 is a valid time on the caller's clock).
+const noBackoff = math.MinInt64
 
 // padBlock is the padding unit: two 64-byte lines, so that adjacent-line
 // prefetch does not pair two shards either, and a multiple of every cache
@@ -297,20 +300,13 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	m.seed[3] |= 1
 	for i := range m.shards {
 		m.shards[i].tab.Store(m.newTable())
+		m.shards[i].noEvictUntil = noBackoff
 	}
 	return m, nil
 }
 
 func (m *Map) newTable() *table {
 	return &table{slots: make([]slot, m.slots), m: m.slots}
-}
-
-// setSeed fixes the hash secrets (tests only: a fixed hash is what an
-// attacker would exploit). The map must be empty.
-func (m *Map) setSeed(s [4]uint64) {
-	s[1] |= 1
-	s[3] |= 1
-	m.seed = s
 }
 
 // hash is the keyed mix: two rounds of multiply-fold with secret operands.
@@ -509,14 +505,10 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 	return s
 }
 
-// idle reports whether a live slot may be evicted or swept at now: its
-// bucket is full and its mark carries no state.
-func (m *Map) idle(w uint64, mk Mark, now int64) bool {
-	return w != deadWord && mk != markDead && mk != markEmpty && !m.Active(mk, now) && m.lim.IsFull(w, now)
-}
-
-// kill removes a live slot if force or if it is idle at now; it reports
-// whether it did. Called with the shard lock held (no compaction runs).
+// kill removes a live slot if force or if it is idle at now (its bucket is
+// full and its mark carries no state: what eviction and sweeps may remove);
+// it reports whether it did. Called with the shard lock held (no compaction
+// runs).
 //
 // The word is swapped to dead first: from then on no take can change it. If
 // the mark then turns out to have changed (a racing denial recorded state),
@@ -529,7 +521,7 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 		if mk == markDead || mk == markEmpty || w == deadWord {
 			return false
 		}
-		if !force && !m.idle(w, mk, now) {
+		if !force && (m.Active(mk, now) || !m.lim.IsFull(w, now)) {
 			return false
 		}
 		if !s.word.CompareAndSwap(w, deadWord) {
@@ -551,7 +543,7 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 // evict scans the shard from its hand and kills up to m.batch idle slots.
 // It reports whether it killed any. Called with sh.mu held.
 func (m *Map) evict(sh *shard, t *table, now int64) bool {
-	if sh.backoff && now < sh.noEvictUntil {
+	if now < sh.noEvictUntil {
 		return false
 	}
 	var killed int64
@@ -566,13 +558,11 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 	}
 	if killed == 0 {
 		if m.backoff >= 0 {
-			sh.backoff, sh.noEvictUntil = true, now+m.backoff
+			sh.noEvictUntil = now + m.backoff
 		}
 		return false
 	}
-	sh.live.Add(-killed)
-	m.total.Add(-killed)
-	sh.tombs += int(killed)
+	m.removed(sh, int(killed))
 	sh.evicted.Add(uint64(killed))
 	return true
 }
@@ -690,13 +680,20 @@ func (m *Map) Delete(key uint64) bool {
 	if s == nil || mk == markDead || !m.kill(s, 0, true) {
 		return false
 	}
-	sh.live.Add(-1)
-	m.total.Add(-1)
-	sh.tombs++
+	m.removed(sh, 1)
 	sh.deleted.Add(1)
-	sh.backoff = false
+	sh.noEvictUntil = noBackoff
 	m.maybeCompact(sh)
 	return true
+}
+
+// removed accounts for n slots of the shard just killed: n fewer keys, in
+// the shard and in the map-wide bound, and n more tombstones. Called with
+// sh.mu held.
+func (m *Map) removed(sh *shard, n int) {
+	sh.live.Add(int64(-n))
+	m.total.Add(int64(-n))
+	sh.tombs += n
 }
 
 // maybeCompact compacts when tombstones take more than half the room left
@@ -728,11 +725,9 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 		}
 	}
 	if n > 0 {
-		sh.live.Add(int64(-n))
-		m.total.Add(int64(-n))
-		sh.tombs += n
+		m.removed(sh, n)
 		sh.swept.Add(uint64(n))
-		sh.backoff = false
+		sh.noEvictUntil = noBackoff
 		m.maybeCompact(sh)
 	}
 	return n

@@ -26,12 +26,12 @@ const (
 	// MarkNone is the mark of a key with no escalation state.
 	MarkNone Mark = 1
 
-	markEmpty  Mark = 0         // an empty slot
-	markDead   Mark = ^Mark(0)  // a removed or moved slot
-	markHeld   Mark = 1 << 1    //
-	countBits       = 8         //
-	countShift      = 2         //
-	tickShift       = 10        //
+	markEmpty  Mark = 0        // an empty slot
+	markDead   Mark = ^Mark(0) // a removed or moved slot
+	markHeld   Mark = 1 << 1
+	countBits       = 8
+	countShift      = 2
+	tickShift       = 10
 	maxTicks        = 1<<54 - 2 // all ones is reserved for markDead
 	tick            = 1000      // ns per deadline tick
 	countMask       = 1<<countBits - 1
