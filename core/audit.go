@@ -198,11 +198,12 @@ func audit(p Policy, strict bool) []Finding {
 			case float64(size) > bb:
 				add(FindingSizeUnreachable, SeverityWarning, name, path+".maxSize", "messages above %g bytes (the byte burst) are allowed up to %d but can never pass", bb, size)
 			}
-			if per := math.Max(minCharge, 1); burst*per > bb && minCharge <= bb {
+			per := math.Max(minCharge, 1) // the least one read costs
+			if burst*per > bb && minCharge <= bb {
 				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst",
 					"a burst of %g messages costs at least %g bytes, above the byte burst %g, unless the client batches them into fewer reads", burst, burst*per, bb)
 			}
-			if per := math.Max(minCharge, 1); rate*per > *b.Rate {
+			if rate*per > *b.Rate {
 				add(FindingRateUnreachable, SeverityInfo, name, path+".rate",
 					"%g/s one read each costs %g B/s, above the byte rate %g B/s", rate, rate*per, *b.Rate)
 			}
@@ -213,19 +214,19 @@ func audit(p Policy, strict bool) []Finding {
 			field string
 			b     *Budget
 			sev   Severity
-		}{{"account", &q.Account, SeverityError}, {"match", &q.Match, SeverityWarning}, {"address", &q.Address, SeverityWarning}} {
+			never string // what a cost above the burst means
+		}{
+			{"account", &q.Account, SeverityError, "can never pass"},
+			{"match", &q.Match, SeverityWarning, "can never pass inside a match"},
+			{"address", &q.Address, SeverityWarning, "can never pass before authentication"},
+		} {
 			if l.b.Disabled {
 				continue
 			}
 			ab, ar := *l.b.Burst, *l.b.Rate
 			switch {
 			case cost > math.Floor(ab):
-				sev := l.sev
-				what := "can never pass"
-				if l.field != "account" {
-					what = map[string]string{"match": "can never pass inside a match", "address": "can never pass before authentication"}[l.field]
-				}
-				add(FindingUnreachable, sev, name, path+".cost", "cost %g is above the %s burst %g: the channel %s", cost, l.field, ab, what)
+				add(FindingUnreachable, l.sev, name, path+".cost", "cost %g is above the %s burst %g: the channel %s", cost, l.field, ab, l.never)
 			case burst*cost > ab:
 				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst", "burst %g × cost %g is above the %s burst %g", burst, cost, l.field, ab)
 			}
@@ -247,13 +248,16 @@ func audit(p Policy, strict bool) []Finding {
 	for _, l := range []struct {
 		path string
 		b    *Budget
-	}{{"transport.bytes", &t.Bytes}, {"transport.frames", &t.Frames}, {"account", &q.Account}, {"address", &q.Address}, {"match", &q.Match}} {
+		sev  Severity // a transport layer off is worse than an aggregate one
+	}{
+		{"transport.bytes", &t.Bytes, SeverityWarning},
+		{"transport.frames", &t.Frames, SeverityWarning},
+		{"account", &q.Account, SeverityInfo},
+		{"address", &q.Address, SeverityInfo},
+		{"match", &q.Match, SeverityInfo},
+	} {
 		if l.b.Disabled {
-			sev := SeverityInfo
-			if l.path == "transport.bytes" || l.path == "transport.frames" {
-				sev = SeverityWarning
-			}
-			add(FindingLayerDisabled, sev, "", l.path, "this layer is off")
+			add(FindingLayerDisabled, l.sev, "", l.path, "this layer is off")
 		}
 	}
 	if !q.Address.Disabled && *q.Address.Burst < 10 {

@@ -107,40 +107,31 @@ func callObserver[E any](g *Gate, stripe int, f func(E), e E) {
 	f(e)
 }
 
-func (g *Gate) emitRateLimited(stripe int, e RateLimitedEvent) {
+// emit calls the callback that field selects on every registered observer
+// that set it. field is a plain field read, so the three emitters below
+// share this loop.
+func emit[E any](g *Gate, stripe int, field func(*GateObserver) func(E), e E) {
 	l := g.obs.list.Load()
 	if l == nil {
 		return
 	}
 	for _, o := range *l {
-		if o.RateLimited != nil {
-			callObserver(g, stripe, o.RateLimited, e)
+		if f := field(o); f != nil {
+			callObserver(g, stripe, f, e)
 		}
 	}
+}
+
+func (g *Gate) emitRateLimited(stripe int, e RateLimitedEvent) {
+	emit(g, stripe, func(o *GateObserver) func(RateLimitedEvent) { return o.RateLimited }, e)
 }
 
 func (g *Gate) emitFlood(stripe int, e FloodEvent) {
-	l := g.obs.list.Load()
-	if l == nil {
-		return
-	}
-	for _, o := range *l {
-		if o.Flood != nil {
-			callObserver(g, stripe, o.Flood, e)
-		}
-	}
+	emit(g, stripe, func(o *GateObserver) func(FloodEvent) { return o.Flood }, e)
 }
 
 func (g *Gate) emitStrike(stripe int, e StrikeEvent) {
-	l := g.obs.list.Load()
-	if l == nil {
-		return
-	}
-	for _, o := range *l {
-		if o.Strike != nil {
-			callObserver(g, stripe, o.Strike, e)
-		}
-	}
+	emit(g, stripe, func(o *GateObserver) func(StrikeEvent) { return o.Strike }, e)
 }
 
 // Observe registers an observer and returns a function that removes it.

@@ -408,11 +408,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	}
 	if g.address != nil && shadow.Reason == None {
 		if r := g.address.takeAt(key, now, 1); !r.ok {
-			reason := AddressLimit
-			if r.reason != None {
-				reason = r.reason
-			}
-			v := g.lifecycleDeny(row, 0, reason, r.retry)
+			v := g.lifecycleDeny(row, 0, r.reason, r.retry)
 			if !v.OK() {
 				g.addresses.release(ent, now)
 				return 0, v
@@ -710,9 +706,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 
 	// Requests: duplicate, replay, queue caps, in-flight cap.
 	if c.class == ClassRequest {
-		id := m.Request
-		i := id & g.pendMask
-		if r := g.admitRequest(s, c, kind, m, i, &h); r != None {
+		if r := g.admitRequest(s, c, kind, m, &h); r != None {
 			g.undo(s, c, now, &h)
 			return g.deny(s, m.Session, kind, c, r, 0, m.Size, now)
 		}
@@ -725,18 +719,15 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	h.cost = cost
 	acct := s.acct.Load()
-	layer, key, lreason := g.address, s.addrKey, AddressLimit
+	layer, key := g.address, s.addrKey
 	if acct != nil {
-		layer, key, lreason = g.account, s.account.Load(), AccountLimit
+		layer, key = g.account, s.account.Load()
 	}
 	if layer != nil {
 		r := layer.takeAt(key, now, cost)
 		if !r.ok {
-			if r.reason != None {
-				lreason = r.reason
-			}
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, lreason, r.retry, m.Size, now)
+			return g.deny(s, m.Session, kind, c, r.reason, r.retry, m.Size, now)
 		}
 		if r.reason == None { // a fail-open TableFull pass took nothing
 			h.keyed, h.key = layer, key
@@ -749,12 +740,8 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	h.kind = true
 	if g.match != nil && m.Match != 0 {
 		if r := g.match.takeAt(m.Match, now, cost); !r.ok {
-			mreason := MatchLimit
-			if r.reason != None {
-				mreason = r.reason
-			}
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, mreason, r.retry, m.Size, now)
+			return g.deny(s, m.Session, kind, c, r.reason, r.retry, m.Size, now)
 		}
 	}
 	g.count(s.stripe, kind, None, Accept)
@@ -763,8 +750,9 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 
 // admitRequest registers a request in the session's pending table and
 // in-flight count, or says why not.
-func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, i uint64, h *held) Reason {
+func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *held) Reason {
 	id := m.Request
+	i := id & g.pendMask
 	if s.pending[i].Load() == id {
 		return Duplicate
 	}
@@ -839,7 +827,10 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 		account = s.account.Load()
 		rec, lk := s.strikeTarget()
 		if !g.ladder.disabled {
-			before, after := rec.score(now), rec.score(now)
+			// One read: two could straddle a concurrent strike and report
+			// its rise as this denial's.
+			before := rec.score(now)
+			after := before
 			if w := g.ladder.weight[r]; w > 0 {
 				before, after = rec.add(w, g.ladder.ceiling, now)
 			}
@@ -905,19 +896,18 @@ func (g *Gate) Step(now int64) {
 			g.flushFloods(s, now)
 		}
 	}
-	if now-g.lastSweepLoad() >= int64(time.Second) {
-		g.sweep(now)
-	}
+	g.sweep(now)
 }
 
-func (g *Gate) lastSweepLoad() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.lastSweep
-}
-
+// sweep forgets idle entities and keyed buckets, at most once per second of
+// now. The check and the claim share one critical section, so concurrent
+// Steps never both sweep.
 func (g *Gate) sweep(now int64) {
 	g.mu.Lock()
+	if now-g.lastSweep < int64(time.Second) {
+		g.mu.Unlock()
+		return
+	}
 	g.lastSweep = now
 	g.accounts.sweep(now)
 	g.addresses.sweep(now)

@@ -31,9 +31,9 @@ type keyedBuckets interface {
 
 // keyedResult is the outcome of a keyed take. A pass with reason TableFull
 // is a key that could not be tracked, let through by a fail-open policy:
-// nothing was taken. A denial's reason is None or the layer's own reason
-// for an empty bucket (the gate names the layer), or TableFull, Lockout
-// (keyed escalation) or Closed.
+// nothing was taken. A denial always has a reason: the layer's own
+// (AccountLimit, AddressLimit or MatchLimit) for an empty bucket or a cost
+// above its burst, or TableFull, Lockout (keyed escalation) or Closed.
 type keyedResult struct {
 	retry  time.Duration
 	reason Reason

@@ -39,7 +39,7 @@ func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 	}
 	r := keyedResult{retry: d.RetryAfter, reason: d.Reason}
 	if r.reason == Oversize { // n above the burst: the layer can never pass it
-		r.reason = None
+		r.reason = k.l.cfg.DenyReason
 	}
 	return r
 }
@@ -47,8 +47,7 @@ func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {
 func (k *limiterKeyed) refundAt(key uint64, now int64, n uint64) { k.l.RefundAt(key, now, n) }
 
 func (k *limiterKeyed) levelAt(key uint64, now int64) (float64, bool) {
-	lv, ok := k.l.m.LevelAt(key, now)
-	return lv, ok
+	return k.l.m.LevelAt(key, now)
 }
 
 // sweep forgets idle full buckets, but only once the table is half full:

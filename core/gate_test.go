@@ -354,7 +354,8 @@ func TestGateOpenRefusals(t *testing.T) {
 		assert.Equal(t, Verdict{Action: Disconnect, Reason: TableFull}, v)
 		g.Close(s, 0)
 		mustOpen(t, g, addrA, 0)
-		assert.Equal(t, uint64(1), func() uint64 { st := g.Stats(); return st.Count("(session)", TableFull) }())
+		st := g.Stats()
+		assert.Equal(t, uint64(1), st.Count("(session)", TableFull))
 	})
 	t.Run("connection flood from one address", func(t *testing.T) {
 		p := testPolicy()

@@ -37,12 +37,8 @@ type Limiter struct {
 	m       *shardmap.Map
 	lim     *atomicbucket.Limit
 	closed  atomic.Bool
-	clock   func() int64
 	seed    maphash.Seed
-	cfg     LimiterConfig // with defaults
-	window  int64
-	lockout int64
-	maxSoft int
+	cfg     LimiterConfig   // with defaults
 	stripes []limiterStripe // counters, one per shard
 
 	mu       sync.Mutex    // serialises SetRefillFactor, janitors and Close
@@ -84,12 +80,8 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 	l := &Limiter{
 		m:       m,
 		lim:     lim,
-		clock:   cfg.Clock,
 		seed:    maphash.MakeSeed(),
 		cfg:     cfg,
-		window:  int64(cfg.SoftViolationWindow),
-		lockout: int64(cfg.LockoutDuration),
-		maxSoft: cfg.MaxSoftViolations,
 		stripes: make([]limiterStripe, m.Shards()),
 	}
 	l.factor.Store(math.Float64bits(1))
@@ -159,13 +151,13 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 			heldFor = rest // another denial started a lockout meanwhile
 			return old, false
 		}
-		count, until := 0, addSat(now, l.window)
+		count, until := 0, addSat(now, int64(l.cfg.SoftViolationWindow))
 		if l.m.Active(old, now) { // a window is running
 			count, until = old.Count(), l.m.Deadline(old)
 		}
-		if count++; count >= l.maxSoft {
+		if count++; count >= l.cfg.MaxSoftViolations {
 			started = true
-			return l.m.MakeMark(0, true, addSat(now, l.lockout)), true
+			return l.m.MakeMark(0, true, addSat(now, int64(l.cfg.LockoutDuration))), true
 		}
 		return l.m.MakeMark(count, false, until), true
 	})
@@ -178,7 +170,7 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 	st := &l.stripes[l.m.ShardOf(key)]
 	if started {
 		st.lockouts.Add(1)
-		return Decision{Reason: Lockout, RetryAfter: max(time.Duration(l.lockout), d.RetryAfter), Remaining: d.Remaining}
+		return Decision{Reason: Lockout, RetryAfter: max(l.cfg.LockoutDuration, d.RetryAfter), Remaining: d.Remaining}
 	}
 	st.soft.Add(1)
 	return d
@@ -196,10 +188,10 @@ func (l *Limiter) RefundAt(key uint64, now int64, n uint64) {
 func (l *Limiter) AllowAt(key uint64, now int64) Decision { return l.TakeAt(key, now, 1) }
 
 // Take takes n tokens from key's bucket now, on the limiter's clock.
-func (l *Limiter) Take(key uint64, n uint64) Decision { return l.TakeAt(key, l.clock(), n) }
+func (l *Limiter) Take(key uint64, n uint64) Decision { return l.TakeAt(key, l.cfg.Clock(), n) }
 
 // Allow takes one token from key's bucket now, on the limiter's clock.
-func (l *Limiter) Allow(key uint64) Decision { return l.TakeAt(key, l.clock(), 1) }
+func (l *Limiter) Allow(key uint64) Decision { return l.TakeAt(key, l.cfg.Clock(), 1) }
 
 // StringKey returns the key a string maps to: its hash under the limiter's
 // random seed. Distinct strings collide with probability 2^-64 per pair;
@@ -221,7 +213,7 @@ func (l *Limiter) TakeStringAt(s string, now int64, n uint64) Decision {
 
 // TakeString takes n tokens from the bucket of string key s now.
 func (l *Limiter) TakeString(s string, n uint64) Decision {
-	return l.TakeAt(l.StringKey(s), l.clock(), n)
+	return l.TakeAt(l.StringKey(s), l.cfg.Clock(), n)
 }
 
 // TakeAddrAt takes n tokens from the bucket of address a at now.
@@ -231,7 +223,7 @@ func (l *Limiter) TakeAddrAt(a netip.Addr, now int64, n uint64) Decision {
 
 // TakeAddr takes n tokens from the bucket of address a now.
 func (l *Limiter) TakeAddr(a netip.Addr, n uint64) Decision {
-	return l.TakeAt(l.AddrKey(a), l.clock(), n)
+	return l.TakeAt(l.AddrKey(a), l.cfg.Clock(), n)
 }
 
 // Delete forgets key (its bucket, soft violations and lockout): call it
@@ -292,7 +284,7 @@ func (l *Limiter) RefillFactor() float64 { return math.Float64frombits(l.factor.
 func (l *Limiter) SweepAt(now int64) int { return l.m.SweepAt(now) }
 
 // Sweep is SweepAt on the limiter's clock.
-func (l *Limiter) Sweep() int { return l.m.SweepAt(l.clock()) }
+func (l *Limiter) Sweep() int { return l.m.SweepAt(l.cfg.Clock()) }
 
 // Janitor is a goroutine that sweeps a limiter periodically. Start one with
 // Limiter.StartJanitor; stop it with Stop (or Limiter.Close). It is safe for

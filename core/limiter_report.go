@@ -76,7 +76,7 @@ func (l *Limiter) ReportAt(now int64) LimiterReport {
 }
 
 // Report is ReportAt on the limiter's clock.
-func (l *Limiter) Report() LimiterReport { return l.ReportAt(l.clock()) }
+func (l *Limiter) Report() LimiterReport { return l.ReportAt(l.cfg.Clock()) }
 
 // String returns the report as text, one "name: value" line per field.
 func (r LimiterReport) String() string {

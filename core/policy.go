@@ -3,8 +3,9 @@ package core
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -406,24 +407,10 @@ func (e *PolicyError) Unwrap() []error {
 // from a file, or 0.
 func (p *Policy) Line(path string) int { return p.lines[path] }
 
-func setF(p **float64, def float64) bool {
+// orDefault points an unset optional field at a fresh copy of def.
+func orDefault[T any](p **T, def T) {
 	if *p == nil {
 		*p = &def
-		return true
-	}
-	return false
-}
-
-func setU32(p **uint32, def uint32) {
-	if *p == nil {
-		*p = &def
-	}
-}
-
-func setDur(p **Duration, def time.Duration) {
-	if *p == nil {
-		d := Duration(def)
-		*p = &d
 	}
 }
 
@@ -475,54 +462,42 @@ func (p *Policy) Normalize() {
 			}
 			c.Burst = &b
 		}
-		if c.Cost == nil {
-			one := uint64(1)
-			c.Cost = &one
-		}
-		if c.RetryAfter == nil {
-			v := c.Class == ClassRequest
-			c.RetryAfter = &v
-		}
+		orDefault(&c.Cost, 1)
+		orDefault(&c.RetryAfter, c.Class == ClassRequest)
 	}
 	t := &p.Transport
 	t.Bytes.normalize(dfltByteRate, dfltByteBurst)
 	t.Frames.normalize(dfltFrameRate, dfltFrameBurst)
-	setU32(&t.MinCharge, dfltMinCharge)
-	setU32(&t.MaxFrame, dfltMaxFrame)
+	orDefault(&t.MinCharge, dfltMinCharge)
+	orDefault(&t.MaxFrame, dfltMaxFrame)
 	for i := range p.Channels {
-		if p.Channels[i].MaxSize == nil {
-			m := *t.MaxFrame
-			p.Channels[i].MaxSize = &m
-		}
+		orDefault(&p.Channels[i].MaxSize, *t.MaxFrame)
 	}
 	p.Account.normalize(dfltAccountRate, dfltAccountBurst)
 	p.Address.normalize(dfltAddressRate, dfltAddressBurst)
 	p.Match.normalize(dfltMatchRate, dfltMatchBurst)
 	q := &p.Queue
-	setU32(&q.Commands, dfltQueueCommands)
-	setU32(&q.PendingBytes, dfltPendingBytes)
-	setU32(&q.ReplayWindow, dfltReplayWindow)
+	orDefault(&q.Commands, dfltQueueCommands)
+	orDefault(&q.PendingBytes, dfltPendingBytes)
+	orDefault(&q.ReplayWindow, dfltReplayWindow)
 	s := &p.Strikes
-	setDur(&s.Window, dfltStrikeWindow)
-	setDur(&s.Lockout, dfltLockout)
-	if s.ShedFactor == nil {
-		f := uint64(dfltShedFactor)
-		s.ShedFactor = &f
-	}
-	setF(&s.Ladder.Warn, dfltLadderWarn)
-	setF(&s.Ladder.Shed, dfltLadderShed)
-	setF(&s.Ladder.Drop, dfltLadderDrop)
-	setF(&s.Ladder.Disconnect, dfltLadderDisconnect)
-	setF(&s.Ladder.Lockout, dfltLadderLockout)
+	orDefault(&s.Window, Duration(dfltStrikeWindow))
+	orDefault(&s.Lockout, Duration(dfltLockout))
+	orDefault(&s.ShedFactor, dfltShedFactor)
+	orDefault(&s.Ladder.Warn, dfltLadderWarn)
+	orDefault(&s.Ladder.Shed, dfltLadderShed)
+	orDefault(&s.Ladder.Drop, dfltLadderDrop)
+	orDefault(&s.Ladder.Disconnect, dfltLadderDisconnect)
+	orDefault(&s.Ladder.Lockout, dfltLadderLockout)
 	tb := &p.Tables
-	setU32(&tb.Sessions, dfltSessions)
-	setU32(&tb.Accounts, dfltAccounts)
-	setU32(&tb.Addresses, dfltAddresses)
-	setU32(&tb.Matches, dfltMatches)
+	orDefault(&tb.Sessions, dfltSessions)
+	orDefault(&tb.Accounts, dfltAccounts)
+	orDefault(&tb.Addresses, dfltAddresses)
+	orDefault(&tb.Matches, dfltMatches)
 	e := &p.Escalation
-	setU32(&e.Violations, 0)
-	setDur(&e.Window, dfltEscalationWin)
-	setDur(&e.Lockout, dfltEscalationLock)
+	orDefault(&e.Violations, 0)
+	orDefault(&e.Window, Duration(dfltEscalationWin))
+	orDefault(&e.Lockout, Duration(dfltEscalationLock))
 	if e.TableFull == "" {
 		e.TableFull = "deny"
 	}
@@ -534,8 +509,12 @@ func (s *Strikes) StrikeWeight(r Reason) float64 {
 	if w, ok := s.Weights[r]; ok {
 		return w
 	}
-	return DefaultStrikeWeights()[r]
+	return defaultStrikeWeights[r]
 }
+
+// defaultStrikeWeights is read by StrikeWeight and never written: one map,
+// instead of a fresh one per lookup.
+var defaultStrikeWeights = DefaultStrikeWeights()
 
 // Validate reports every invalid field of the policy, each as a
 // *PolicyError naming its path (and source line when decoded), joined with
@@ -609,7 +588,7 @@ func (p *Policy) validate() error {
 	if f := *s.ShedFactor; f < 1 || f > maxShedFactor {
 		v.add("strikes.shedFactor", fmt.Sprintf("must be between 1 and %d", maxShedFactor))
 	}
-	for _, r := range sortedReasons(s.Weights) {
+	for _, r := range slices.Sorted(maps.Keys(s.Weights)) {
 		w := s.Weights[r]
 		path := "strikes.weights." + r.String()
 		switch {
@@ -666,15 +645,6 @@ func (p *Policy) validate() error {
 		v.add("escalation.tableFull", fmt.Sprintf("%q is not deny or allow", e.TableFull))
 	}
 	return v.err()
-}
-
-func sortedReasons(m map[Reason]float64) []Reason {
-	out := make([]Reason, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 type validator struct {

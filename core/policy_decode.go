@@ -26,8 +26,9 @@ import (
 // later validation errors.
 func DecodePolicyYAML(data []byte) (Policy, error) {
 	var p Policy
+	// Unknown fields are refused by the node walk (bind); KnownFields would
+	// do nothing here, since the decoder only ever fills yaml.Nodes.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true) // the node walk below enforces it; kept for any direct Decode
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -39,11 +40,7 @@ func DecodePolicyYAML(data []byte) (Policy, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return p, &PolicyError{Line: extra.Line, Msg: "more than one YAML document"}
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	return decodePolicy(yamlNode{root})
+	return DecodePolicyNode(&doc)
 }
 
 // DecodePolicyJSON decodes a policy from JSON and validates it. Like
@@ -76,10 +73,7 @@ func decodePolicy(n cfgNode) (Policy, error) {
 	if err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines); err != nil {
 		return Policy{}, err
 	}
-	if err := p.Validate(); err != nil {
-		return p, err
-	}
-	return p, nil
+	return p, p.Validate()
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)

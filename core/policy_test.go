@@ -301,20 +301,7 @@ func FuzzDecodePolicyYAML(f *testing.F) {
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := DecodePolicyYAML(b)
-		if err != nil {
-			if !errors.Is(err, ErrPolicy) {
-				t.Fatalf("error not wrapping ErrPolicy: %v", err)
-			}
-			return
-		}
-		q := p.clone()
-		q.Normalize()
-		if *q.Tables.Sessions > 1<<12 || *q.Tables.Matches > 1<<16 {
-			return // valid, but too big to build thousands of times a second
-		}
-		if _, err := NewGate(p, 0); err != nil {
-			t.Fatalf("decoded policy refused by NewGate: %v", err)
-		}
+		checkDecoded(t, p, err)
 	})
 }
 
@@ -323,21 +310,27 @@ func FuzzDecodePolicyJSON(f *testing.F) {
 	f.Add([]byte(`{"strikes":{"weights":{"ByteLimit":2}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := DecodePolicyJSON(b)
-		if err != nil {
-			if !errors.Is(err, ErrPolicy) {
-				t.Fatalf("error not wrapping ErrPolicy: %v", err)
-			}
-			return
-		}
-		q := p.clone()
-		q.Normalize()
-		if *q.Tables.Sessions > 1<<12 || *q.Tables.Matches > 1<<16 {
-			return // valid, but too big to build thousands of times a second
-		}
-		if _, err := NewGate(p, 0); err != nil {
-			t.Fatalf("decoded policy refused by NewGate: %v", err)
-		}
+		checkDecoded(t, p, err)
 	})
+}
+
+// checkDecoded is what every decoder owes its fuzzer: an error wraps
+// ErrPolicy, and a policy it accepts is one NewGate builds.
+func checkDecoded(t *testing.T, p Policy, err error) {
+	t.Helper()
+	if err != nil {
+		if !errors.Is(err, ErrPolicy) {
+			t.Fatalf("error not wrapping ErrPolicy: %v", err)
+		}
+		return
+	}
+	q := p.Normalized()
+	if *q.Tables.Sessions > 1<<12 || *q.Tables.Matches > 1<<16 {
+		return // valid, but too big to build thousands of times a second
+	}
+	if _, err := NewGate(p, 0); err != nil {
+		t.Fatalf("decoded policy refused by NewGate: %v", err)
+	}
 }
 
 func TestNormalizedLeavesTheOriginalAlone(t *testing.T) {
