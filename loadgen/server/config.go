@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -154,42 +155,19 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// normalize fills defaults and validates; it returns the checked listen
-// address.
+// normalize fills defaults and validates, checking the listen address last.
 func (c *Config) normalize() error {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.WriteBuffer == 0 {
-		c.WriteBuffer = DefaultWriteBuffer
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.FrameTimeout == 0 {
-		c.FrameTimeout = DefaultFrameTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.TickRate == 0 {
-		c.TickRate = DefaultTickRate
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = DefaultQueueSize
-	}
-	if c.PingChannel == "" {
-		c.PingChannel = DefaultPingChannel
-	}
-	if c.PingRate == 0 {
-		c.PingRate = DefaultPingRate
-	}
-	if c.MaxPopulations == 0 {
-		c.MaxPopulations = DefaultMaxPopulations
-	}
+	c.Addr = cmp.Or(c.Addr, DefaultAddr)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.WriteBuffer = cmp.Or(c.WriteBuffer, DefaultWriteBuffer)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.FrameTimeout = cmp.Or(c.FrameTimeout, DefaultFrameTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.TickRate = cmp.Or(c.TickRate, DefaultTickRate)
+	c.QueueSize = cmp.Or(c.QueueSize, DefaultQueueSize)
+	c.PingChannel = cmp.Or(c.PingChannel, DefaultPingChannel)
+	c.PingRate = cmp.Or(c.PingRate, DefaultPingRate)
+	c.MaxPopulations = cmp.Or(c.MaxPopulations, DefaultMaxPopulations)
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}

@@ -223,11 +223,11 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			break
 		}
 	}
-	// Counted under the population at the end of the read, so the bytes
-	// of the read that carried the Hello count under its label.
-	pop := c.pop.Load()
-	pop.bytes.Add(uint64(n))
-	t.flush(pop)
+	// Counted under the population at the end of the read (t.pop, which a
+	// Hello moves), so the bytes of the read that carried the Hello count
+	// under its label.
+	t.pop.bytes.Add(uint64(n))
+	t.flush()
 	s.readNanos.Add(atomicbucket.Nanotime() - now)
 	return completed, stop
 }
@@ -243,16 +243,11 @@ func (c *conn) frame(m *wire.Msg, err error, now int64) (stop bool) {
 	switch m.Type {
 	case wire.TypeHello:
 		return c.helloFrame(m, now)
-	case wire.TypeInput:
+	case wire.TypeInput, wire.TypeRequest:
+		// m.ID is 0 for an input (Decode zeroes m).
 		var fl core.MessageFlags
-		if int(m.Kind) < c.s.nchan && c.s.chanReq[m.Kind] {
-			fl = core.FlagMalformed // an input frame on a request channel
-		}
-		return c.gated(uint16(m.Kind), 0, m.Size, fl, now, false, 0)
-	case wire.TypeRequest:
-		var fl core.MessageFlags
-		if int(m.Kind) < c.s.nchan && !c.s.chanReq[m.Kind] {
-			fl = core.FlagMalformed // a request frame on an input channel
+		if req := c.s.chanReq; int(m.Kind) < len(req) && req[m.Kind] != (m.Type == wire.TypeRequest) {
+			fl = core.FlagMalformed // an input on a request channel, or a request on an input channel
 		}
 		return c.gated(uint16(m.Kind), m.ID, m.Size, fl, now, false, 0)
 	case wire.TypePing:
@@ -286,7 +281,7 @@ func (c *conn) malformed(size int, now int64) (stop bool) {
 // (kind is then the ping channel), ts is its timestamp.
 func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) (stop bool) {
 	if c.s.noLimits {
-		if fl&core.FlagMalformed != 0 || kind >= uint16(c.s.nchan) {
+		if fl&core.FlagMalformed != 0 || int(kind) >= len(c.s.chanReq) {
 			c.t.drop(core.Malformed)
 			return false
 		}
@@ -302,7 +297,7 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 		c.pong(ts)
 		return false
 	}
-	if kind >= uint16(c.s.nchan) {
+	if int(kind) >= len(c.s.chanReq) {
 		// Accepted only in shadow mode: there is nothing to run.
 		c.t.accept()
 		return false
@@ -359,8 +354,8 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	}
 	// Count the hello and everything after it under the client's label.
 	c.t.frames--
-	old := c.pop.Load()
-	c.t.flush(old)
+	old := c.t.pop
+	c.t.flush()
 	pop := c.s.pops.get(m.Label)
 	if pop != old {
 		pop.conns.Add(1)
@@ -393,40 +388,38 @@ func (c *conn) noteStage(st core.StrikeStage) {
 	c.stage = st
 }
 
+// pong and sendReply encode their frame on the stack, outside the lock.
 func (c *conn) pong(ts uint64) {
-	if c.send(wire.PingSize, wire.TypePong, 0, 0, 0, ts) {
+	var b [wire.PongSize]byte
+	if c.send(wire.AppendPong(b[:0], ts)) {
 		c.pop.Load().pongs.Add(1)
 	}
 }
 
 func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64) {
-	c.send(wire.ReplySize, wire.TypeReply, id, st, reason, retry)
+	var b [wire.ReplySize]byte
+	c.send(wire.AppendReply(b[:0], id, st, reason, retry))
 }
 
-// send appends one frame to the outbound buffer and wakes the writer. A
-// frame that does not fit in WriteBuffer ends the connection with reason
-// QueueFull (its client is not reading). It returns false when the frame
-// was not queued.
-func (c *conn) send(size int, typ wire.Type, id uint64, st wire.Status, reason uint8, x uint64) bool {
+// send copies one encoded frame to the outbound buffer and wakes the
+// writer. A frame that does not fit in WriteBuffer ends the connection
+// with reason QueueFull (its client is not reading). It returns false when
+// the frame was not queued.
+func (c *conn) send(frame []byte) bool {
 	limit := c.s.cfg.WriteBuffer
 	c.mu.Lock()
 	if c.closing.Load() {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.out)+size > limit {
+	if len(c.out)+len(frame) > limit {
 		c.closeLocked(cause(core.QueueFull), true)
 		c.mu.Unlock()
 		c.stopReader()
 		return false
 	}
-	c.room(size)
-	switch typ {
-	case wire.TypeReply:
-		c.out = wire.AppendReply(c.out, id, st, reason, x)
-	case wire.TypePong:
-		c.out = wire.AppendPong(c.out, x)
-	}
+	c.room(len(frame))
+	c.out = append(c.out, frame...)
 	c.mu.Unlock()
 	c.wakeWriter()
 	return true

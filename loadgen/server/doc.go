@@ -128,10 +128,12 @@
 // the policy channel their channel byte names, and three more rows, hello
 // frames ("(hello)"), ping frames ("(ping)", on the ping channel or not)
 // and frames that name no channel ("(unknown)": undecodable, oversize,
-// server-to-client types, channel bytes past the policy). Like the totals,
-// they are batched per read (one atomic add per counter per read, no
-// allocation) and bounded: a population holds (channels + 3) × (1 + 2 ×
-// core.NumReasons) counters. The gate's own snapshot is included.
+// server-to-client types, channel bytes past the policy). These rows are
+// the only record of decisions (the population's accepted, dropped and
+// rejected counts are their sums); they are batched per read (one atomic
+// add per counter per read, no allocation) and bounded: a population holds
+// (channels + 3) × (1 + 2 × core.NumReasons) counters. The gate's own
+// snapshot is included.
 //
 // Config.NoLimits bypasses the gate entirely (no gate call at all; frames
 // are still decoded, handled and counted): the baseline for what the gate

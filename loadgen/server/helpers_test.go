@@ -112,6 +112,13 @@ func (c *tclient) write(b []byte) error {
 	return err
 }
 
+func (c *tclient) mustWrite(t testing.TB, b []byte) {
+	t.Helper()
+	if err := c.write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // writeStream writes stream[off:] with a deadline d from now and returns
 // where the next call should start (wrapping around), so frames stay whole
 // across writes that time out; -1 once the connection has failed.
@@ -149,6 +156,13 @@ func (c *tclient) hello(token, label string) error {
 		return fmt.Errorf("hello reply: got %v id %d status %v reason %v", m.Type, m.ID, m.Status, core.Reason(m.Reason))
 	}
 	return nil
+}
+
+func (c *tclient) mustHello(t testing.TB, token, label string) {
+	t.Helper()
+	if err := c.hello(token, label); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitReply reads until the reply to id, skipping pongs.

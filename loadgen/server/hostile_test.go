@@ -45,10 +45,11 @@ func expectClosed(t *testing.T, c *tclient, d time.Duration, want core.Reason) {
 	}
 }
 
-func helloOrFatal(t *testing.T, c *tclient) {
+// timedOut checks the stats of a client the server closed for a timeout.
+func timedOut(t *testing.T, p PopulationStats) {
 	t.Helper()
-	if err := c.hello("hostile", "hostile"); err != nil {
-		t.Fatal(err)
+	if p.Disconnects[CauseTimeout] != 1 {
+		t.Errorf("stats: %+v", p)
 	}
 }
 
@@ -61,7 +62,7 @@ var hostileCases = []hostileCase{
 			c.Policy.Channels[kMove].Rate, c.Policy.Channels[kMove].Burst = new(1e4), new(1e4)
 		},
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			var b []byte
 			for range 1000 { // 6000 bytes: within the byte burst of 8000
 				b, _ = wire.AppendInput(b, kMove, nil) // 6-byte frames
@@ -98,7 +99,7 @@ var hostileCases = []hostileCase{
 			c.Policy.Account = core.Budget{Rate: new(1e5), Burst: new(1e5)}
 		},
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			var b []byte
 			for len(b) < 64<<10 {
 				b, _ = wire.AppendInput(b, kMove, make([]byte, 40))
@@ -124,11 +125,9 @@ var hostileCases = []hostileCase{
 	{
 		name: "oversized length prefix",
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			b := wire.AppendHeader(nil, 1<<30, wire.TypeInput)
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			expectClosed(t, c, 10*time.Second, core.Oversize)
 		},
 		stats: func(t *testing.T, p PopulationStats) {
@@ -143,12 +142,10 @@ var hostileCases = []hostileCase{
 			c.Policy.Transport.MaxFrame = new(uint32(40)) // the framer still takes 64
 		},
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			b, _ := wire.AppendRequest(nil, kReq, 1, make([]byte, 40)) // 54 bytes
 			b, _ = wire.AppendRequest(b, kReq, 2, nil)                 // still in sync
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			if m, err := c.waitReply(2); err != nil || m.Status != wire.StatusOK {
 				t.Fatalf("reply 2: %+v %v", m, err)
 			}
@@ -163,24 +160,18 @@ var hostileCases = []hostileCase{
 		name: "lying length prefix",
 		cfg:  func(c *Config) { c.FrameTimeout = 300 * time.Millisecond },
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			b := wire.AppendHeader(nil, 1000, wire.TypeInput) // claims 1000 bytes
 			b = append(b, kMove, 1, 2, 3, 4, 5)               // sends 6
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			expectClosed(t, c, 10*time.Second, core.None)
 		},
-		stats: func(t *testing.T, p PopulationStats) {
-			if p.Disconnects[CauseTimeout] != 1 {
-				t.Errorf("stats: %+v", p)
-			}
-		},
+		stats: timedOut,
 	},
 	{
 		name: "malformed frames",
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			var b []byte
 			b = wire.AppendHeader(b, 1, 99)                  // unknown type
 			b = wire.AppendReply(b, 1, wire.StatusOK, 0, 0)  // a server-to-client type
@@ -193,9 +184,7 @@ var hostileCases = []hostileCase{
 			b, _ = wire.AppendInput(b, 200, nil)             // no such channel
 			b = wire.AppendHeader(b, 2, wire.TypeDisconnect) // wrong size
 			b = append(b, 0)                                 //
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			expectClosed(t, c, 10*time.Second, core.Malformed)
 		},
 		stats: func(t *testing.T, p PopulationStats) {
@@ -232,7 +221,7 @@ var hostileCases = []hostileCase{
 	{
 		name: "random frames with valid lengths",
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			rng := rand.New(rand.NewPCG(3, 4))
 			var b []byte
 			for range 500 {
@@ -271,7 +260,7 @@ var hostileCases = []hostileCase{
 			}
 			expectClosed(t, c, 10*time.Second, core.None)
 		},
-		stats: func(t *testing.T, p PopulationStats) {},
+		stats: timedOut,
 	},
 	{
 		name: "idle connection",
@@ -279,19 +268,17 @@ var hostileCases = []hostileCase{
 		run: func(t *testing.T, c *tclient) {
 			expectClosed(t, c, 10*time.Second, core.None)
 		},
-		stats: func(t *testing.T, p PopulationStats) {},
+		stats: timedOut,
 	},
 	{
 		name: "duplicate and replayed request ids",
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			var b []byte
 			b, _ = wire.AppendRequest(b, kReq, 5, nil)
 			b, _ = wire.AppendRequest(b, kReq, 5, nil) // duplicate: still pending
 			b, _ = wire.AppendRequest(b, kReq, 6, nil)
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			for _, id := range []uint64{5, 6} {
 				if m, err := c.waitReply(id); err != nil || m.Status != wire.StatusOK {
 					t.Fatalf("reply %d: %+v %v", id, m, err)
@@ -299,9 +286,7 @@ var hostileCases = []hostileCase{
 			}
 			b, _ = wire.AppendRequest(b[:0], kReq, 5, nil) // replay: already done
 			b, _ = wire.AppendRequest(b, kReq, 7, nil)
-			if err := c.write(b); err != nil {
-				t.Fatal(err)
-			}
+			c.mustWrite(t, b)
 			if m, err := c.waitReply(7); err != nil || m.Status != wire.StatusOK {
 				t.Fatalf("reply 7: %+v %v (a second reply to 5?)", m, err)
 			}
@@ -320,7 +305,7 @@ var hostileCases = []hostileCase{
 			c.WriteBuffer = 4096
 		},
 		run: func(t *testing.T, c *tclient) {
-			helloOrFatal(t, c)
+			c.mustHello(t, "hostile", "hostile")
 			pings := make([]byte, 0, 1000*wire.PingSize)
 			for i := range 1000 {
 				pings = wire.AppendPing(pings, uint64(i+1))
@@ -402,7 +387,7 @@ func TestIdleDeadlineNeverEarly(t *testing.T) {
 	cfg.IdleTimeout = idle
 	s := startServer(t, cfg)
 	c := mustDial(t, s.Addr())
-	helloOrFatal(t, c)
+	c.mustHello(t, "hostile", "hostile")
 	// Busy for two idle timeouts: a frame every idle/4.
 	for i := 0; i < 8; i++ {
 		b, _ := wire.AppendInput(nil, kMove, []byte{1})

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"io"
 	"runtime"
 	"syscall"
 	"testing"
@@ -77,7 +78,7 @@ func TestHeapBoundedUnderManyHostileConnections(t *testing.T) {
 			t.Fatalf("connection %d: %v", i, err)
 		}
 		c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := readFull(c, buf[:]); err != nil {
+		if _, err := io.ReadFull(c.nc, buf[:]); err != nil {
 			t.Fatalf("connection %d: hello reply: %v", i, err)
 		}
 		c.fr = nil // the test's own framers are not the server's cost
@@ -109,16 +110,4 @@ func TestHeapBoundedUnderManyHostileConnections(t *testing.T) {
 		c.nc.Close()
 	}
 	eventually(t, 30*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-}
-
-func readFull(c *tclient, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.nc.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

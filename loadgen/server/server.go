@@ -25,11 +25,10 @@ import (
 type Server struct {
 	cfg      Config
 	gate     *core.Gate
-	maxFrame int // the framer's maximum frame size
-	readBuf  int // the framer's buffer size
-	maxRead  int // the most bytes one read asks for
-	nchan    int
-	chanReq  []bool // channel index -> request class
+	maxFrame int    // the framer's maximum frame size
+	readBuf  int    // the framer's buffer size
+	maxRead  int    // the most bytes one read asks for
+	chanReq  []bool // channel index -> request class; its length is the policy's channel count
 	pingKind int    // channel index of pings, or -1
 	pingLim  *atomicbucket.Limit
 	pops     *populations
@@ -110,7 +109,6 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		gate:       g,
-		nchan:      len(pol.Channels),
 		pingKind:   pol.ChannelIndex(cfg.PingChannel),
 		pops:       newPopulations(cfg.MaxPopulations, len(rows)),
 		noLimits:   cfg.NoLimits,
@@ -138,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if b := pol.Transport.Bytes; !b.Disabled {
 		s.maxRead = max(1, min(s.maxRead, int(*b.Burst)))
 	}
-	s.chanReq = make([]bool, s.nchan)
+	s.chanReq = make([]bool, len(pol.Channels))
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
 	}

@@ -42,16 +42,12 @@ func TestHonestClientGetsReplies(t *testing.T) {
 func TestRejectCarriesReasonAndRetryAfter(t *testing.T) {
 	s := startServer(t, testConfig())
 	c := mustDial(t, s.Addr())
-	if err := c.hello("7", "honest"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "7", "honest")
 	var b []byte
 	for id := uint64(1); id <= 3; id++ {
 		b, _ = wire.AppendRequest(b, kSlow, id, nil)
 	}
-	if err := c.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.mustWrite(t, b)
 	got := map[uint64]wire.Msg{}
 	for len(got) < 3 {
 		m, err := c.next(10 * time.Second)
@@ -78,9 +74,7 @@ func TestUnauthenticatedRequestFails(t *testing.T) {
 	s := startServer(t, testConfig())
 	c := mustDial(t, s.Addr())
 	b, _ := wire.AppendRequest(nil, kReq, 9, nil)
-	if err := c.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.mustWrite(t, b)
 	m, err := c.waitReply(9)
 	if err != nil {
 		t.Fatal(err)
@@ -96,15 +90,11 @@ func TestUnauthenticatedRequestFails(t *testing.T) {
 func TestWrongClassFramesAreMalformed(t *testing.T) {
 	s := startServer(t, testConfig())
 	c := mustDial(t, s.Addr())
-	if err := c.hello("8", "mixed"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "8", "mixed")
 	b, _ := wire.AppendRequest(nil, kMove, 1, nil) // a request on an input channel
 	b, _ = wire.AppendInput(b, kReq, nil)          // an input on a request channel
 	b, _ = wire.AppendRequest(b, kReq, 2, nil)     // fine
-	if err := c.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.mustWrite(t, b)
 	if m, err := c.waitReply(2); err != nil || m.Status != wire.StatusOK {
 		t.Fatalf("request 2: %+v %v", m, err)
 	}
@@ -113,56 +103,66 @@ func TestWrongClassFramesAreMalformed(t *testing.T) {
 	}
 }
 
+// TestPingWithoutPingChannel: without a ping channel the server's own
+// bucket answers the burst of pings and drops the rest as FrameLimit, all
+// counted under (ping); an input naming the missing channel counts under
+// (unknown).
 func TestPingWithoutPingChannel(t *testing.T) {
 	cfg := testConfig()
 	cfg.Policy.Channels = cfg.Policy.Channels[:2] // no "ping" channel
 	cfg.PingRate = 5
 	s := startServer(t, cfg)
 	c := mustDial(t, s.Addr())
-	if err := c.hello("9", "pinger"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "9", "pinger")
 	var b []byte
 	for i := range 20 {
 		b = wire.AppendPing(b, uint64(i+1))
 	}
+	b, _ = wire.AppendInput(b, kPing, nil) // channel 2 is gone: unknown
 	b, _ = wire.AppendRequest(b, kReq, 1, nil)
-	if err := c.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.mustWrite(t, b)
 	pongs := 0
 	for {
 		m, err := c.next(10 * time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Type == wire.TypePong {
-			pongs++
-			continue
+		if m.Type != wire.TypePong {
+			if m.Type != wire.TypeReply || m.ID != 1 {
+				t.Fatalf("got %v id %d, want pongs then reply 1", m.Type, m.ID)
+			}
+			break
 		}
-		break
+		pongs++
 	}
 	if pongs != 5 {
 		t.Errorf("%d pongs, want the burst of 5", pongs)
 	}
-	if p := s.Stats().Populations["pinger"]; p.Dropped["FrameLimit"] != 15 || p.Pongs != 5 {
+	c.nc.Close()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	p := st.Populations["pinger"]
+	if p.Dropped["FrameLimit"] != 15 || p.Pongs != 5 {
 		t.Errorf("pinger stats: %+v", p)
+	}
+	if cs := p.Channels[ChannelPing]; cs.Accepted != 5 || cs.Dropped["FrameLimit"] != 15 {
+		t.Errorf("(ping): %+v", cs)
+	}
+	if cs := p.Channels[ChannelUnknown]; cs.Dropped["Malformed"] != 1 {
+		t.Errorf("(unknown): %+v", cs)
 	}
 }
 
 func TestAccountStrikesOutliveTheConnection(t *testing.T) {
 	s := startServer(t, testConfig())
 	c := mustDial(t, s.Addr())
-	if err := c.hello("cheater", "hostile"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "cheater", "hostile")
 	var b []byte
 	for range 10 {
 		b = wire.AppendHeader(b, 1, 99) // unknown type: malformed, weight 4
 	}
-	if err := c.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.mustWrite(t, b)
 	r, ok, err := c.waitClosed(10 * time.Second)
 	if err != nil || !ok || r != core.Malformed {
 		t.Fatalf("first connection: reason %v (frame %v), err %v; want Malformed", r, ok, err)
@@ -172,13 +172,9 @@ func TestAccountStrikesOutliveTheConnection(t *testing.T) {
 	// is refused with Lockout, and that strike takes it back to the
 	// disconnect rung.
 	c2 := mustDial(t, s.Addr())
-	if err := c2.hello("cheater", "hostile"); err != nil {
-		t.Fatal(err)
-	}
+	c2.mustHello(t, "cheater", "hostile")
 	b, _ = wire.AppendRequest(b[:0], kReq, 1, nil)
-	if err := c2.write(b); err != nil {
-		t.Fatal(err)
-	}
+	c2.mustWrite(t, b)
 	r, ok, err = c2.waitClosed(10 * time.Second)
 	if err != nil || !ok || r != core.Lockout {
 		t.Fatalf("second connection: reason %v (frame %v), err %v; want Lockout", r, ok, err)
@@ -199,9 +195,7 @@ func TestMaxConns(t *testing.T) {
 	var cs []*tclient
 	for i := range 3 {
 		c := mustDial(t, s.Addr())
-		if err := c.hello(string(rune('a'+i)), "p"); err != nil {
-			t.Fatal(err)
-		}
+		c.mustHello(t, string(rune('a'+i)), "p")
 		cs = append(cs, c)
 	}
 	extra := mustDial(t, s.Addr())
@@ -214,9 +208,7 @@ func TestMaxConns(t *testing.T) {
 	}
 	// The admitted ones are still served.
 	b, _ := wire.AppendRequest(nil, kReq, 1, nil)
-	if err := cs[0].write(b); err != nil {
-		t.Fatal(err)
-	}
+	cs[0].mustWrite(t, b)
 	if m, err := cs[0].waitReply(1); err != nil || m.Status != wire.StatusOK {
 		t.Fatalf("reply: %+v %v", m, err)
 	}
@@ -224,25 +216,15 @@ func TestMaxConns(t *testing.T) {
 	cs[2].nc.Close()
 	eventually(t, 10*time.Second, "a slot freed", func() bool { return s.Stats().Conns.Open == 2 })
 	c := mustDial(t, s.Addr())
-	if err := c.hello("d", "p"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "d", "p")
 }
 
 func TestGracefulShutdown(t *testing.T) {
-	s, err := New(testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := startServer(t, testConfig())
 	var cs []*tclient
 	for i := range 3 {
 		c := mustDial(t, s.Addr())
-		if err := c.hello(string(rune('a'+i)), "p"); err != nil {
-			t.Fatal(err)
-		}
+		c.mustHello(t, string(rune('a'+i)), "p")
 		cs = append(cs, c)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -277,17 +259,9 @@ func TestShutdownDeadlineForcesClose(t *testing.T) {
 	cfg.SendBuffer = 4096
 	cfg.WriteBuffer = 1 << 20
 	cfg.Policy = floodPolicy()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := startServer(t, cfg)
 	c := mustDial(t, s.Addr())
-	if err := c.hello("x", "sleeper"); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "x", "sleeper")
 	// Pings whose pongs the client never reads, until the server's
 	// writer is stuck on a full socket.
 	pings := make([]byte, 0, 1000*wire.PingSize)
@@ -400,9 +374,7 @@ func TestPopulationsAreBounded(t *testing.T) {
 	s := startServer(t, cfg)
 	for i, label := range []string{"a", "b", "c", "d", "bad\x00label"} {
 		c := mustDial(t, s.Addr())
-		if err := c.hello(string(rune('A'+i)), label); err != nil {
-			t.Fatal(err)
-		}
+		c.mustHello(t, string(rune('A'+i)), label)
 	}
 	st := s.Stats()
 	if st.Populations["a"].Connections != 1 || st.Populations["b"].Connections != 1 || st.Populations[PopulationOther].Connections != 3 {
@@ -422,9 +394,7 @@ func TestMatchOf(t *testing.T) {
 	var cs []*tclient
 	for i := range 2 {
 		c := mustDial(t, s.Addr())
-		if err := c.hello(string(rune('m'+i)), "match"); err != nil {
-			t.Fatal(err)
-		}
+		c.mustHello(t, string(rune('m'+i)), "match")
 		cs = append(cs, c)
 	}
 	reasons := map[core.Reason]int{}
@@ -432,9 +402,7 @@ func TestMatchOf(t *testing.T) {
 		var b []byte
 		b, _ = wire.AppendRequest(b, kReq, 1, nil)
 		b, _ = wire.AppendRequest(b, kReq, 2, nil)
-		if err := c.write(b); err != nil {
-			t.Fatal(err)
-		}
+		c.mustWrite(t, b)
 		for id := uint64(1); id <= 2; id++ {
 			m, err := c.waitReply(id)
 			if err != nil {
@@ -496,20 +464,14 @@ func TestLockoutCounted(t *testing.T) {
 	cfg.Policy.Strikes.Weights = map[core.Reason]float64{core.Malformed: 40} // past the lockout rung (32) at once
 	s := startServer(t, cfg)
 	c := mustDial(t, s.Addr())
-	if err := c.hello("locked", "hostile"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.write(wire.AppendHeader(nil, 1, 99)); err != nil {
-		t.Fatal(err)
-	}
+	c.mustHello(t, "locked", "hostile")
+	c.mustWrite(t, wire.AppendHeader(nil, 1, 99))
 	if r, ok, err := c.waitClosed(10 * time.Second); err != nil || !ok || r != core.Malformed {
 		t.Fatalf("reason %v (frame %v), err %v; want Malformed", r, ok, err)
 	}
 	c2 := mustDial(t, s.Addr())
 	hb, _ := wire.AppendHello(nil, []byte("locked"), []byte("hostile"))
-	if err := c2.write(hb); err != nil {
-		t.Fatal(err)
-	}
+	c2.mustWrite(t, hb)
 	if r, ok, err := c2.waitClosed(10 * time.Second); err != nil || !ok || r != core.Lockout {
 		t.Fatalf("reconnect: reason %v (frame %v), err %v; want Lockout", r, ok, err)
 	}

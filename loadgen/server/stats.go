@@ -61,21 +61,23 @@ func (c cause) String() string {
 // adds by every connection of the population (batched per read) and by
 // the tick loop.
 type popCounters struct {
-	name        string
-	conns       atomic.Uint64
+	name string
+	// frames counts every frame decoded, independently of its outcome, so
+	// that the rule "each frame is accepted, dropped or rejected exactly
+	// once" stays checkable against the outcomes in chans.
 	frames      atomic.Uint64
+	conns       atomic.Uint64
 	bytes       atomic.Uint64
-	accepted    atomic.Uint64
 	inputs      atomic.Uint64
 	requests    atomic.Uint64
 	failed      atomic.Uint64
 	pongs       atomic.Uint64
 	lockouts    atomic.Uint64
-	dropped     [core.NumReasons]atomic.Uint64
-	rejected    [core.NumReasons]atomic.Uint64
 	disconnects [numCauses]atomic.Uint64
 	// chans are the decisions per channel row (see Server.rowOf): row ×
-	// rowStride counters, indexed by rowKey. Fixed at creation.
+	// rowStride counters, indexed by rowKey. Fixed at creation. They are
+	// the only record of outcomes: the population's accepted, dropped and
+	// rejected totals are their sums, taken by snapshot.
 	chans []atomic.Uint64
 }
 
@@ -171,19 +173,15 @@ func printable(b []byte) bool {
 }
 
 // tally batches a connection's counts over one read, so a flood of tiny
-// frames costs one atomic add per counter per read, not per frame. Beside
-// the population's totals it keeps the read's counts per channel row and
-// outcome as a short list of (key, count) pairs; a read that needs more
-// than tallyKeys distinct pairs (a rare mix) adds the rest to the
-// population's counters directly. It never allocates.
+// frames costs one atomic add per counter per read, not per frame. It
+// keeps the read's frame count and its counts per channel row and outcome
+// as a short list of (key, count) pairs; a read that needs more than
+// tallyKeys distinct pairs (a rare mix) adds the rest to the population's
+// counters directly. It never allocates.
 type tally struct {
-	frames, accepted uint64
-	dropped          [core.NumReasons]uint32
-	rejected         [core.NumReasons]uint32
-	any              bool // some dropped or rejected count is set
-
+	frames uint64
 	row    int          // the channel row of the frame being counted
-	pop    *popCounters // the population counted into (for keys past the list)
+	pop    *popCounters // the population counted into
 	n      int          // pairs in keys and counts
 	last   int          // the pair the last count went to
 	keys   [tallyKeys]uint32
@@ -193,22 +191,9 @@ type tally struct {
 // tallyKeys is how many distinct (row, outcome) pairs one read batches.
 const tallyKeys = 16
 
-func (t *tally) accept() {
-	t.accepted++
-	t.note(0)
-}
-
-func (t *tally) drop(r core.Reason) {
-	t.dropped[r]++
-	t.any = true
-	t.note(codeDropped(r))
-}
-
-func (t *tally) reject(r core.Reason) {
-	t.rejected[r]++
-	t.any = true
-	t.note(codeRejected(r))
-}
+func (t *tally) accept()              { t.note(0) }
+func (t *tally) drop(r core.Reason)   { t.note(codeDropped(r)) }
+func (t *tally) reject(r core.Reason) { t.note(codeRejected(r)) }
 
 // note counts one frame of the current row with outcome code.
 func (t *tally) note(code uint32) {
@@ -233,31 +218,17 @@ func (t *tally) note(code uint32) {
 	t.n++
 }
 
-// flush adds the read's counts to p and clears them (the row and the
-// population are kept).
-func (t *tally) flush(p *popCounters) {
+// flush adds the read's counts to t.pop, where any spilled ones went too,
+// and clears them (the row and the population are kept).
+func (t *tally) flush() {
+	p := t.pop
 	if t.frames != 0 {
 		p.frames.Add(t.frames)
-	}
-	if t.accepted != 0 {
-		p.accepted.Add(t.accepted)
-	}
-	if t.any {
-		for r := range t.dropped {
-			if n := t.dropped[r]; n != 0 {
-				p.dropped[r].Add(uint64(n))
-			}
-			if n := t.rejected[r]; n != 0 {
-				p.rejected[r].Add(uint64(n))
-			}
-		}
-		t.dropped, t.rejected = [core.NumReasons]uint32{}, [core.NumReasons]uint32{}
-		t.any = false
 	}
 	for i := range t.n {
 		p.chans[t.keys[i]].Add(uint64(t.counts[i]))
 	}
-	t.frames, t.accepted, t.n, t.last = 0, 0, 0, 0
+	t.frames, t.n, t.last = 0, 0, 0
 }
 
 // Stats is a snapshot of the server's counters, a plain value that the
@@ -334,9 +305,8 @@ type PopulationStats struct {
 	// named: inputs and requests under the name of the policy channel
 	// their channel byte names, and ChannelHello, ChannelPing and
 	// ChannelUnknown (see those). Only rows that counted a frame are
-	// present. Summed over the rows, each count equals the population's
-	// (once every connection is closed; a snapshot under load is not an
-	// atomic cut).
+	// present. The population's Accepted, Dropped and Rejected are the
+	// sums over its rows.
 	Channels map[string]ChannelStats
 }
 
@@ -349,13 +319,13 @@ type ChannelStats struct {
 	Dropped, Rejected map[string]uint64
 }
 
-// snapshot reads the counters; rows names the channel rows.
+// snapshot reads the counters; rows names the channel rows. The
+// population's Accepted, Dropped and Rejected are the sums of its rows.
 func (c *popCounters) snapshot(rows []string) PopulationStats {
 	s := PopulationStats{
 		Connections: c.conns.Load(),
 		Frames:      c.frames.Load(),
 		Bytes:       c.bytes.Load(),
-		Accepted:    c.accepted.Load(),
 		Inputs:      c.inputs.Load(),
 		Requests:    c.requests.Load(),
 		Failed:      c.failed.Load(),
@@ -370,18 +340,21 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 		cs := ChannelStats{Accepted: c.chans[rowKey(row, 0)].Load()}
 		cs.Frames = cs.Accepted
 		for r := range core.NumReasons {
+			rn := core.Reason(r).String()
 			if n := c.chans[rowKey(row, codeDropped(core.Reason(r)))].Load(); n != 0 {
 				if cs.Dropped == nil {
 					cs.Dropped = map[string]uint64{}
 				}
-				cs.Dropped[core.Reason(r).String()] = n
+				cs.Dropped[rn] = n
+				s.Dropped[rn] += n
 				cs.Frames += n
 			}
 			if n := c.chans[rowKey(row, codeRejected(core.Reason(r)))].Load(); n != 0 {
 				if cs.Rejected == nil {
 					cs.Rejected = map[string]uint64{}
 				}
-				cs.Rejected[core.Reason(r).String()] = n
+				cs.Rejected[rn] = n
+				s.Rejected[rn] += n
 				cs.Frames += n
 			}
 		}
@@ -392,15 +365,8 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 			if cs.Rejected == nil {
 				cs.Rejected = map[string]uint64{}
 			}
+			s.Accepted += cs.Accepted
 			s.Channels[name] = cs
-		}
-	}
-	for r := range c.dropped {
-		if n := c.dropped[r].Load(); n != 0 {
-			s.Dropped[core.Reason(r).String()] = n
-		}
-		if n := c.rejected[r].Load(); n != 0 {
-			s.Rejected[core.Reason(r).String()] = n
 		}
 	}
 	for i := range c.disconnects {
