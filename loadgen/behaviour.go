@@ -69,6 +69,15 @@ func orFloat(v, def float64) float64 {
 	return v
 }
 
+// orKind returns k, or def when k is zero (KindHello, which no behaviour
+// parameter can mean).
+func orKind(k, def Kind) Kind {
+	if k == 0 {
+		return def
+	}
+	return k
+}
+
 // maxRate bounds every per-second rate parameter (one action per µs).
 const maxRate = 1e6
 

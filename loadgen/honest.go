@@ -24,17 +24,20 @@ const (
 
 func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 
-// connectAt draws a client's first connect time in [A, A+spread), A its
-// arrival (its window's Start when Arrive is earlier).
-func connectAt(c *Client, spread int64) int64 {
-	return max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(spread-1, 0))
+// firstConnect returns a client's first connect (op: OpConnect or OpDial)
+// and its time, drawn uniformly in [A, A+spread) (spread 0: 1s), A the
+// client's arrival (its window's Start when Arrive is earlier).
+func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
+	d := orDur(spread, time.Second)
+	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(d-1, 0))
+	return &list{acts: []Action{{At: t0, Op: op}}, end: c.End}, t0
 }
 
 // Honest is a real player: movement input at the tick rate with jitter,
 // abilities with human double-clicks, chat, rare purchases and a ping to
 // measure the connection. It connects once, at a random time in the first
-// ConnectSpread after its arrival, and plays until the end of its window. A NAT crowd is an Honest
-// population with PerAddress > 1 (see NATCrowd).
+// ConnectSpread after its arrival, and plays until the end of its window.
+// A NAT crowd is an Honest population with PerAddress > 1 (see NATCrowd).
 type Honest struct {
 	// ConnectSpread: the first connect is at a uniform time in
 	// [0, ConnectSpread) after the client's arrival. Default 1s.
@@ -100,25 +103,24 @@ func (h Honest) Validate() error {
 
 // Stream returns the client's play.
 func (h Honest) Stream(c *Client) Stream {
-	at := connectAt(c, orDur(h.ConnectSpread, time.Second))
-	return newMerge(append([]Stream{&list{acts: []Action{{At: at, Op: OpConnect}}, end: c.End}}, h.play(c, at)...)...)
+	subs, _ := h.streams(c)
+	return newMerge(subs...)
 }
 
-// play returns the honest streams of a client that connects at t0.
-func (h Honest) play(c *Client, t0 int64) []Stream {
-	var out []Stream
+// streams returns the client's first connect and the honest play that
+// follows it (Laggy and MassReconnect add theirs), and the connect's time.
+func (h Honest) streams(c *Client) ([]Stream, int64) {
+	first, t0 := firstConnect(c, h.ConnectSpread, OpConnect)
+	out := []Stream{first}
 	if tick := orFloat(h.TickRate, 20); tick > 0 {
-		r := subRand(c, subMove)
-		p := period(tick)
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
-		out = append(out, newTicker(r, tmpl, t0+r.Between(0, p-1), p, orDur(h.TickJitter, 5*time.Millisecond), c.End))
+		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
 	if every := orDur(h.AbilityEvery, 2*time.Second); every > 0 {
-		r := subRand(c, subAbility)
 		dbl := orFloat(h.DoubleClick, 0.2)
 		gap := orDur(h.DoubleClickGap, 120*time.Millisecond)
 		size := orInt(h.AbilitySize, 4)
-		out = append(out, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+		out = append(out, newEpisodesAfter(subRand(c, subAbility), t0, c.End, poissonGap(every),
 			func(r *Rand, at int64, q []Action) []Action {
 				a := Action{At: at, Op: OpSend, Kind: KindAbility, Size: size}
 				q = append(q, a)
@@ -132,10 +134,9 @@ func (h Honest) play(c *Client, t0 int64) []Stream {
 	out = append(out, sizedEpisodes(c, subChat, t0, orDur(h.ChatEvery, 15*time.Second), KindChat, orInt(h.ChatSize, 40), true))
 	out = append(out, sizedEpisodes(c, subPurchase, t0, orDur(h.PurchaseEvery, 2*time.Minute), KindPurchase, orInt(h.PurchaseSize, 16), false))
 	if every := orDur(h.PingEvery, time.Second); every > 0 {
-		r := subRand(c, subPing)
-		out = append(out, newTicker(r, Action{Op: OpSend, Kind: KindPing}, t0+r.Between(0, every-1), every, every/10, c.End))
+		out = append(out, newPhasedTicker(subRand(c, subPing), Action{Op: OpSend, Kind: KindPing}, t0, every, every/10, c.End))
 	}
-	return out
+	return out, t0
 }
 
 // sizedEpisodes sends one message of kind at Poisson times of the given
@@ -144,8 +145,7 @@ func sizedEpisodes(c *Client, sub int, t0, every int64, kind Kind, size int, spr
 	if every <= 0 {
 		return nil
 	}
-	r := subRand(c, sub)
-	return newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+	return newEpisodesAfter(subRand(c, sub), t0, c.End, poissonGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			s := size
 			if spread {
@@ -240,19 +240,16 @@ func (l Laggy) Validate() error {
 
 // Stream returns the client's play, freezes and drops.
 func (l Laggy) Stream(c *Client) Stream {
-	t0 := connectAt(c, orDur(l.ConnectSpread, time.Second))
-	subs := append([]Stream{&list{acts: []Action{{At: t0, Op: OpConnect}}, end: c.End}}, l.play(c, t0)...)
+	subs, t0 := l.streams(c)
 	if every := orDur(l.FreezeEvery, 10*time.Second); every > 0 {
-		r := subRand(c, subFreeze)
 		T := orDur(l.FreezeFor, 800*time.Millisecond)
-		subs = append(subs, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+		subs = append(subs, newEpisodesAfter(subRand(c, subFreeze), t0, c.End, poissonGap(every),
 			func(r *Rand, at int64, q []Action) []Action {
 				return append(q, Action{At: at, Op: OpFreeze}, Action{At: at + r.Spread(T), Op: OpFlush})
 			}))
 	}
 	if every := orDur(l.DropEvery, 30*time.Second); every > 0 {
-		r := subRand(c, subDrop)
-		subs = append(subs, newEpisodes(r, t0+r.Exp(every), c.End, poissonGap(every),
+		subs = append(subs, newEpisodesAfter(subRand(c, subDrop), t0, c.End, poissonGap(every),
 			func(r *Rand, at int64, q []Action) []Action {
 				return l.Ladder.appendLadder(r, at, append(q, Action{At: at, Op: OpDisconnect}))
 			}))
@@ -262,9 +259,9 @@ func (l Laggy) Stream(c *Client) Stream {
 
 // MassReconnect is an honest player whose server restarts: at RestartAt
 // (from the start of the population's window) every such client loses its
-// connection (it closes it itself, in case the
-// driver does not restart the server), notices within Detect, and climbs a
-// reconnect ladder: the thundering herd after a restart.
+// connection (it closes it itself, in case the driver does not restart the
+// server), notices within Detect, and climbs a reconnect ladder: the
+// thundering herd after a restart.
 type MassReconnect struct {
 	Honest `yaml:",inline"`
 	// RestartAt: when the restart happens, from the start of the
@@ -293,7 +290,7 @@ func (m MassReconnect) Validate() error {
 
 // Stream returns the client's play and its reconnect after the restart.
 func (m MassReconnect) Stream(c *Client) Stream {
-	t0 := connectAt(c, orDur(m.ConnectSpread, time.Second))
+	subs, _ := m.streams(c)
 	restart := c.Start + orDur(m.RestartAt, time.Duration((c.End-c.Start)/2))
 	r := subRand(c, subRestart)
 	detect := r.Between(0, max(orDur(m.Detect, time.Second)-1, 0))
@@ -301,7 +298,5 @@ func (m MassReconnect) Stream(c *Client) Stream {
 	q = append(q, Action{At: restart, Op: OpDisconnect})
 	// The ladder's first attempt comes Base after the client notices.
 	q = m.Ladder.appendLadder(r, restart+detect, q)
-	subs := append([]Stream{&list{acts: []Action{{At: t0, Op: OpConnect}}, end: c.End}}, m.play(c, t0)...)
-	subs = append(subs, &list{acts: q, end: c.End})
-	return newMerge(subs...)
+	return newMerge(append(subs, &list{acts: q, end: c.End})...)
 }

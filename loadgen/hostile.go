@@ -8,7 +8,8 @@ import (
 
 // Persist is how a hostile client comes back: it connects once at a random
 // time in the first ConnectSpread after its arrival and, whenever it is
-// down (refused, disconnected), retries every RetryEvery. Hostile behaviours embed it.
+// down (refused, disconnected), retries every RetryEvery. Hostile
+// behaviours embed it.
 type Persist struct {
 	// ConnectSpread: the first connect is at a uniform time in
 	// [0, ConnectSpread) after the client's arrival. Default 1s.
@@ -26,12 +27,12 @@ func (p Persist) check(c *checker) {
 // streams returns the connect (OpConnect, or OpDial when dial is set) and
 // the retry ticker, and the time of the connect.
 func (p Persist) streams(c *Client, dial bool) ([]Stream, int64) {
-	t0 := connectAt(c, orDur(p.ConnectSpread, time.Second))
 	op := OpConnect
 	if dial {
 		op = OpDial
 	}
-	out := []Stream{&list{acts: []Action{{At: t0, Op: op}}, end: c.End}}
+	first, t0 := firstConnect(c, p.ConnectSpread, op)
+	out := []Stream{first}
 	if every := orDur(p.RetryEvery, time.Second); every > 0 {
 		out = append(out, newTicker(subRand(c, subRetry), Action{Op: OpRetry}, t0+every, every, every/10, c.End))
 	}
@@ -68,14 +69,9 @@ func (f TinyFlood) Validate() error {
 // Stream returns the flood.
 func (f TinyFlood) Stream(c *Client) Stream {
 	subs, t0 := f.Persist.streams(c, false)
-	kind := f.Kind
-	if kind == 0 {
-		kind = KindMove
-	}
 	p := period(orFloat(f.WritesPerSecond, 100))
-	r := subRand(c, subAttack)
-	tmpl := Action{Op: OpSend, Kind: kind, Count: orInt(f.FramesPerWrite, 64)}
-	return newMerge(append(subs, newTicker(r, tmpl, t0+r.Between(0, p-1), p, p/10, c.End))...)
+	tmpl := Action{Op: OpSend, Kind: orKind(f.Kind, KindMove), Count: orInt(f.FramesPerWrite, 64)}
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // ByteFlood sends frames just under the maximum frame size: few frames,
@@ -99,12 +95,7 @@ type ByteFlood struct {
 // Name returns "byte-flood".
 func (ByteFlood) Name() string { return "byte-flood" }
 
-func (f ByteFlood) kind() Kind {
-	if f.Kind == 0 {
-		return KindMove
-	}
-	return f.Kind
-}
+func (f ByteFlood) kind() Kind { return orKind(f.Kind, KindMove) }
 
 // payload returns the payload size that makes each frame MaxFrame−Under
 // bytes.
@@ -137,9 +128,8 @@ func (f ByteFlood) Validate() error {
 func (f ByteFlood) Stream(c *Client) Stream {
 	subs, t0 := f.Persist.streams(c, false)
 	p := period(orFloat(f.WritesPerSecond, 50))
-	r := subRand(c, subAttack)
 	tmpl := Action{Op: OpSend, Kind: f.kind(), Size: f.payload(), Count: orInt(f.FramesPerWrite, 4)}
-	return newMerge(append(subs, newTicker(r, tmpl, t0+r.Between(0, p-1), p, p/10, c.End))...)
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // BadLength sends frames whose length prefix lies. Modes:
@@ -188,12 +178,11 @@ func (b BadLength) Validate() error {
 // Stream returns the attacks.
 func (b BadLength) Stream(c *Client) Stream {
 	subs, t0 := b.Persist.streams(c, false)
-	max := orInt(b.MaxFrame, wire.DefaultMaxFrame)
+	maxFrame := orInt(b.MaxFrame, wire.DefaultMaxFrame)
 	every := orDur(b.Every, 200*time.Millisecond)
 	mode := b.Mode
 	var buf []byte
-	r := subRand(c, subAttack)
-	subs = append(subs, newEpisodes(r, t0+r.Spread(every), c.End, func(r *Rand) int64 { return r.Spread(every) },
+	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			if !b.SameConn {
 				q = append(q, Action{At: at, Op: OpConnect})
@@ -207,7 +196,7 @@ func (b BadLength) Stream(c *Client) Stream {
 			buf = buf[:0]
 			switch m {
 			case "oversize":
-				declared := uint32(max-wire.LenSize+1) + uint32(r.Intn(1<<20))
+				declared := uint32(maxFrame-wire.LenSize+1) + uint32(r.Intn(1<<20))
 				if r.Chance(0.25) {
 					declared = 1<<32 - 1
 				}
@@ -223,7 +212,7 @@ func (b BadLength) Stream(c *Client) Stream {
 				buf = append(buf, make([]byte, body-1)...)
 			case "long":
 				sent := 9 + r.Intn(16)
-				buf = wire.AppendHeader(buf, uint32(sent+1+r.Intn(max-wire.HeaderSize-sent)), wire.TypeRequest)
+				buf = wire.AppendHeader(buf, uint32(sent+1+r.Intn(maxFrame-wire.HeaderSize-sent)), wire.TypeRequest)
 				buf = append(buf, 2)
 				buf = append(buf, make([]byte, sent-1)...)
 			}
@@ -296,8 +285,7 @@ func (m Malformed) Stream(c *Client) Stream {
 	frames := orInt(m.FramesPerWrite, 1)
 	garbage := orInt(m.MaxGarbage, 256)
 	var buf []byte
-	r := subRand(c, subAttack)
-	subs = append(subs, newEpisodes(r, t0+r.Spread(every), c.End, func(r *Rand) int64 { return r.Spread(every) },
+	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			buf = buf[:0]
 			g := m.Mode == "garbage" || (m.Mode == "mixed" && r.Chance(0.5))
@@ -401,12 +389,7 @@ type Replay struct {
 // Name returns "replay".
 func (Replay) Name() string { return "replay" }
 
-func (p Replay) kind() Kind {
-	if p.Kind == 0 {
-		return KindPurchase
-	}
-	return p.Kind
-}
+func (p Replay) kind() Kind { return orKind(p.Kind, KindPurchase) }
 
 // Validate checks the parameters.
 func (p Replay) Validate() error {
@@ -431,8 +414,7 @@ func (p Replay) Stream(c *Client) Stream {
 	delay := orDur(p.ReplayDelay, 100*time.Millisecond)
 	copies := orInt(p.Copies, 3)
 	kind := p.kind()
-	r := subRand(c, subAttack)
-	subs = append(subs, newEpisodes(r, t0+r.Spread(every), c.End, func(r *Rand) int64 { return r.Spread(every) },
+	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			q = append(q, Action{At: at, Op: OpSend, Kind: kind, Size: 16})
 			dup := p.Mode == "duplicate" || (p.Mode != "replay" && r.Chance(0.5))
@@ -497,10 +479,9 @@ func (h ChannelHop) Stream(c *Client) Stream {
 	}
 	margin := orFloat(h.Margin, 0.9)
 	for i, t := range targets {
-		r := subRand(c, subExtra+i)
-		p := period(t.Rate * margin)
 		// No jitter: jitter would let two sends come closer than the rate.
-		subs = append(subs, newTicker(r, Action{Op: OpSend, Kind: t.Kind, Size: orInt(h.Size, 8)}, t0+r.Between(0, p-1), p, 0, c.End))
+		tmpl := Action{Op: OpSend, Kind: t.Kind, Size: orInt(h.Size, 8)}
+		subs = append(subs, newPhasedTicker(subRand(c, subExtra+i), tmpl, t0, period(t.Rate*margin), 0, c.End))
 	}
 	return newMerge(subs...)
 }
@@ -537,14 +518,11 @@ func (p ResetReconnect) Validate() error {
 // Stream returns the reconnects and bursts.
 func (p ResetReconnect) Stream(c *Client) Stream {
 	subs, t0 := p.Persist.streams(c, false)
-	kind := p.Kind
-	if kind == 0 {
-		kind = KindAbility
-	}
+	kind := orKind(p.Kind, KindAbility)
 	every := orDur(p.Every, 500*time.Millisecond)
 	burst := orInt(p.Burst, 20)
-	r := subRand(c, subAttack)
-	subs = append(subs, newEpisodes(r, t0, c.End, func(r *Rand) int64 { return r.Spread(every) },
+	// The first burst comes with the first connect.
+	subs = append(subs, newEpisodes(subRand(c, subAttack), t0, c.End, spreadGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			if at > t0 {
 				q = append(q, Action{At: at, Op: OpConnect})
@@ -592,15 +570,11 @@ func ChurnAccount(index int, n uint64) uint64 {
 // Stream returns the identities.
 func (k KeyChurn) Stream(c *Client) Stream {
 	subs, t0 := k.Persist.streams(c, false)
-	kind := k.Kind
-	if kind == 0 {
-		kind = KindChat
-	}
+	kind := orKind(k.Kind, KindChat)
 	every := orDur(k.Every, 50*time.Millisecond)
 	msgs := orInt(k.Messages, 3)
 	var n uint64
-	r := subRand(c, subAttack)
-	subs = append(subs, newEpisodes(r, t0+r.Spread(every), c.End, func(r *Rand) int64 { return r.Spread(every) },
+	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
 		func(r *Rand, at int64, q []Action) []Action {
 			n++
 			return append(q, Action{At: at, Op: OpConnect, Account: ChurnAccount(c.Index, n)},
@@ -640,14 +614,9 @@ func (h HotKey) Validate() error {
 // Stream returns the requests.
 func (h HotKey) Stream(c *Client) Stream {
 	subs, t0 := h.Persist.streams(c, false)
-	kind := h.Kind
-	if kind == 0 {
-		kind = KindPurchase
-	}
 	p := period(orFloat(h.Rate, 50))
-	r := subRand(c, subAttack)
-	tmpl := Action{Op: OpSend, Kind: kind, Size: orInt(h.Size, 16)}
-	return newMerge(append(subs, newTicker(r, tmpl, t0+r.Between(0, p-1), p, p/10, c.End))...)
+	tmpl := Action{Op: OpSend, Kind: orKind(h.Kind, KindPurchase), Size: orInt(h.Size, 16)}
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // HotKeyCrowd is a population of clients that all share one account and

@@ -98,11 +98,20 @@ type popRecord struct {
 	dropped  [NumKinds][NumMetrics]int64
 	outcomes [NumKinds][NumOutcomes]int64
 	bytes    [NumKinds]int64
-	// decisions are the server's, on every frame the population sent
-	// (Accepted, or the reason it refused it): outcomes below
-	// ServerReasons only; kdec splits them by kind.
-	decisions [NumOutcomes]int64
-	kdec      [NumKinds][NumOutcomes]int64
+	// kdec are the server's decisions, by kind, on every frame the
+	// population sent (Accepted, or the reason it refused it): outcomes
+	// below ServerReasons only. Their sum over the kinds is Decisions.
+	kdec [NumKinds][NumOutcomes]int64
+}
+
+// decisions sums the population's decisions over every kind.
+func (p *popRecord) decisions() (out [NumOutcomes]int64) {
+	for k := range p.kdec {
+		for o, n := range p.kdec[k] {
+			out[o] += n
+		}
+	}
+	return out
 }
 
 // valueRun is a run of records of one value not yet added to a histogram:
@@ -220,14 +229,13 @@ func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
 // RunLoopback for how it splits them by kind.
 func (r *Recorder) AddDecision(pop int, k Kind, o Outcome, n int64) {
 	if o < ServerReasons {
-		r.pops[pop].decisions[o] += n
 		r.pops[pop].kdec[k][o] += n
 	}
 }
 
 // Decisions returns the server's decisions on the population's frames, by
 // outcome (Accepted and server reasons only), all kinds together.
-func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].decisions }
+func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].decisions() }
 
 // KindDecisions returns the server's decisions on the population's frames
 // of kind k.
@@ -307,14 +315,9 @@ func (r *Recorder) Merge(from *Recorder) error {
 			}
 			for o := range NumOutcomes {
 				p.outcomes[k][o] += q.outcomes[k][o]
-			}
-			p.bytes[k] += q.bytes[k]
-		}
-		for o := range NumOutcomes {
-			p.decisions[o] += q.decisions[o]
-			for k := range NumKinds {
 				p.kdec[k][o] += q.kdec[k][o]
 			}
+			p.bytes[k] += q.bytes[k]
 		}
 	}
 	r.Stats.add(from.Stats)

@@ -563,7 +563,7 @@ func (r *Result) Canonical() ([]byte, error) {
 	}
 	for i := range rec.pops {
 		p := &rec.pops[i]
-		for _, v := range p.decisions {
+		for _, v := range p.decisions() {
 			num(v)
 		}
 		for k := range NumKinds {

@@ -519,12 +519,7 @@ func mustAddrPort(t testing.TB, s string) netip.AddrPort {
 // floods) in the sim driver and reports the frames the simulated server
 // decided per second of wall time.
 func BenchmarkSimThroughput(b *testing.B) {
-	plan := Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
-		{Name: "honest", Clients: 200, Behaviour: &Honest{}},
-		{Name: "laggy", Clients: 20, Behaviour: &Laggy{}},
-		{Name: "tiny-flood", Clients: 4, Behaviour: &TinyFlood{}},
-		{Name: "byte-flood", Clients: 4, Behaviour: &ByteFlood{}},
-	}}
+	plan := throughputPlan() // its results are pinned in TestSimGolden
 	var frames int64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -540,15 +535,6 @@ func BenchmarkSimThroughput(b *testing.B) {
 func TestSimKindDecisions(t *testing.T) {
 	res := runSim(t, RunSpec{Plan: mixedPlan(9, 6*time.Second)}, DefaultPolicy())
 	rec := res.Recorder
-	for p, label := range res.Labels {
-		var byKind [NumOutcomes]int64
-		for k := range NumKinds {
-			for o, n := range rec.KindDecisions(p, k) {
-				byKind[o] += n
-			}
-		}
-		assert.Equal(t, rec.Decisions(p), byKind, "%s: the kinds add up", label)
-	}
 	// Honest frames are decided under the kind they were sent as: every
 	// move written was accepted, every pong is an accepted ping.
 	h := pop(t, res, "honest")

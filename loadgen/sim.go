@@ -476,13 +476,21 @@ func (s *Sim) Close(id ConnID) error {
 func (s *Sim) closeConn(c *simConn, now int64) {
 	s.conns.remove(c)
 	if c.open {
-		c.open = false
-		s.nopen--
-		if c.opened && c.h != 0 {
-			s.gate.Close(c.h, now)
-		}
+		s.shut(c, now)
 	}
 	c.buf, c.held = nil, nil
+}
+
+// shut closes an open connection on the server's side: it stops counting
+// against MaxConns, its gate session (if one was opened) is closed, and
+// what its framer held is dropped.
+func (s *Sim) shut(c *simConn, now int64) {
+	c.open = false
+	s.nopen--
+	if c.opened && c.h != 0 {
+		s.gate.Close(c.h, now)
+	}
+	c.buf = nil
 }
 
 // Poll runs the simulated server up to until (its ticks, replies and stall
@@ -633,13 +641,8 @@ func (s *Sim) disconnect(c *simConn, reason core.Reason, now int64) {
 	if !c.open {
 		return
 	}
-	c.open = false
-	s.nopen--
 	s.vt.Push(Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
-	if c.opened && c.h != 0 {
-		s.gate.Close(c.h, now)
-	}
-	c.buf = nil
+	s.shut(c, now)
 }
 
 func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, retry time.Duration, now int64) {

@@ -59,6 +59,13 @@ func newTicker(rng *Rand, tmpl Action, start, period, jitter, end int64) *ticker
 	return &ticker{rng: *rng, tmpl: tmpl, start: start, period: period, jitter: jitter, end: end, prev: start}
 }
 
+// newPhasedTicker returns a ticker whose first tick is at a uniform time
+// in [t0, t0+period), drawn from rng before the ticker takes it over, so
+// that clients that connect together do not tick together.
+func newPhasedTicker(rng *Rand, tmpl Action, t0, period, jitter, end int64) *ticker {
+	return newTicker(rng, tmpl, t0+rng.Between(0, period-1), period, jitter, end)
+}
+
 func (t *ticker) Next(a *Action) bool {
 	at := t.start + t.k*t.period
 	if t.jitter > 0 {
@@ -121,10 +128,22 @@ func (e *episodes) Next(a *Action) bool {
 	return true
 }
 
+// newEpisodesAfter returns episodes whose first one comes a gap after t0,
+// drawn like every later gap: a behaviour's episodes start their schedule
+// at its connect.
+func newEpisodesAfter(rng *Rand, t0, end int64, gap func(*Rand) int64, expand func(*Rand, int64, []Action) []Action) *episodes {
+	return newEpisodes(rng, t0+gap(rng), end, gap, expand)
+}
+
 // poissonGap returns a gap function for a Poisson process of the given
 // mean interval.
 func poissonGap(mean int64) func(*Rand) int64 {
 	return func(r *Rand) int64 { return r.Exp(mean) }
+}
+
+// spreadGap returns a gap function uniform in [mean/2, 3·mean/2].
+func spreadGap(mean int64) func(*Rand) int64 {
+	return func(r *Rand) int64 { return r.Spread(mean) }
 }
 
 // merge interleaves streams by intended time; on a tie the stream listed
