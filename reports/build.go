@@ -2,12 +2,14 @@ package reports
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -221,37 +223,24 @@ func CutOffTimes(times []time.Duration, clients int) *CutOff {
 // its kinds, keeping the fields the harness set. Call it after the last
 // count is in and before writing; calling it again recomputes.
 func (r *Results) Finalize() error {
-	secs := r.Run.Measured().Seconds()
+	measured := r.Run.Measured()
 	var errs []error
 	for _, v := range r.Variants {
 		for _, p := range v.Populations {
-			s := &p.Summary
-			s.Sent, s.Accepted, s.Dropped = 0, 0, 0
-			var acceptedBytes int64
-			var rts []*Histogram
-			for _, k := range p.Kinds {
-				s.Sent += k.Sent
-				s.Accepted += k.Accepted
-				s.Dropped += k.Dropped()
-				acceptedBytes += k.AcceptedBytes
-				rts = append(rts, k.ResponseTime)
-			}
-			s.DropRate = 0
-			if s.Sent > 0 {
-				s.DropRate = float64(s.Dropped) / float64(s.Sent)
-			}
-			s.AdmittedPerSec, s.AdmittedBytesPerSec = 0, 0
-			if secs > 0 {
-				s.AdmittedPerSec = float64(s.Accepted) / secs
-				s.AdmittedBytesPerSec = float64(acceptedBytes) / secs
-			}
-			m, err := mergeHistograms(rts...)
+			ps, err := computePop(p, measured)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("variant %q population %q: %w", v.Name, p.Name, err))
+				errs = append(errs, fmt.Errorf("variant %q: %w", v.Name, err))
 				continue
 			}
-			q := Percentiles(m)
-			s.ResponseP50, s.ResponseP99 = q.P50, q.P99
+			s := &p.Summary
+			s.Sent, s.Accepted, s.Dropped, s.DropRate = ps.sent, ps.accepted, ps.drop, ps.dropRate
+			// With no measured time computePop keeps the summary's own rates
+			// (for the page); derived here, they are 0.
+			s.AdmittedPerSec, s.AdmittedBytesPerSec = 0, 0
+			if measured > 0 {
+				s.AdmittedPerSec, s.AdmittedBytesPerSec = ps.admittedPS, ps.admittedBS
+			}
+			s.ResponseP50, s.ResponseP99 = ps.q.P50, ps.q.P99
 		}
 	}
 	return errors.Join(errs...)
@@ -270,16 +259,7 @@ func sortedReasons(ms ...map[string]int64) []string {
 	}
 	out := slices.Collect(maps.Keys(set))
 	slices.SortFunc(out, func(a, b string) int {
-		if ra, rb := reasonRank(a), reasonRank(b); ra != rb {
-			return ra - rb
-		}
-		if a < b {
-			return -1
-		}
-		if a > b {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(reasonRank(a), reasonRank(b)), strings.Compare(a, b))
 	})
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -332,12 +333,9 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 		var xys plotter.XYs
 		n := float64(l.Hist.TotalCount())
 		for _, b := range l.Hist.CumulativeDistributionWithTicks(5) {
-			q := b.Quantile / 100
-			x := xHi
-			if q < 1 {
+			x := n
+			if q := b.Quantile / 100; q < 1 {
 				x = math.Min(1/(1-q), n)
-			} else {
-				x = n
 			}
 			if float64(b.ValueAt) < yLo {
 				clamped = true
@@ -648,7 +646,7 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 	if len(reasons) == 0 {
 		return nil, nil
 	}
-	sortDurations(order)
+	slices.Sort(order)
 	// cum[i][j] is the stacked rate of reasons[:j+1] in slot i.
 	cum := make([][]float64, len(order))
 	yHi := 0.0
@@ -703,14 +701,6 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 	}
 	c.SVG = svg
 	return c, nil
-}
-
-func sortDurations(d []time.Duration) {
-	for i := 1; i < len(d); i++ {
-		for j := i; j > 0 && d[j] < d[j-1]; j-- {
-			d[j], d[j-1] = d[j-1], d[j]
-		}
-	}
 }
 
 // outcomeChart draws one horizontal bar per population: the share of sent

@@ -91,10 +91,12 @@ func RenderFiles(dir string, r *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	if err := WriteFile(filepath.Join(dir, ResultsFile), r); err != nil {
+	// r is validated once above; validating decodes every histogram, so
+	// the files below are written without validating again.
+	if err := writeResultsFile(filepath.Join(dir, ResultsFile), r); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error { return WriteHTML(w, r) }); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error { return writeHTML(w, r) }); err != nil {
 		return err
 	}
 	var errs []error

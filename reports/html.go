@@ -32,6 +32,12 @@ func WriteHTML(w io.Writer, r *Results) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	return writeHTML(w, r)
+}
+
+// writeHTML is WriteHTML for results already validated: Validate decodes
+// every histogram, so callers that validated once skip it here.
+func writeHTML(w io.Writer, r *Results) error {
 	pg, err := buildPage(r)
 	if err != nil {
 		return err
@@ -46,12 +52,12 @@ func WriteHTML(w io.Writer, r *Results) error {
 	return nil
 }
 
-// popStats are a population's measures computed from its kinds, so the page
-// is right even when Finalize was not called.
+// popStats are a population's measures computed from its kinds: Finalize
+// stores them in the summary, and the page computes them again so it is
+// right even when Finalize was not called.
 type popStats struct {
 	pop                    *Population
 	sent, accepted, drop   int64
-	acceptedBytes          int64
 	dropRate               float64
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
@@ -60,12 +66,13 @@ type popStats struct {
 
 func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	s := &popStats{pop: p}
+	var acceptedBytes int64
 	var rts []*Histogram
 	for _, k := range p.Kinds {
 		s.sent += k.Sent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
-		s.acceptedBytes += k.AcceptedBytes
+		acceptedBytes += k.AcceptedBytes
 		rts = append(rts, k.ResponseTime)
 	}
 	if s.sent > 0 {
@@ -73,7 +80,7 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	}
 	if sec := measured.Seconds(); sec > 0 {
 		s.admittedPS = float64(s.accepted) / sec
-		s.admittedBS = float64(s.acceptedBytes) / sec
+		s.admittedBS = float64(acceptedBytes) / sec
 	} else {
 		s.admittedPS, s.admittedBS = p.Summary.AdmittedPerSec, p.Summary.AdmittedBytesPerSec
 	}
@@ -451,14 +458,13 @@ const (
 	mCount
 	mPerSec
 	mBytes
-	mNsFloat
 )
 
 func formatMeasure(kind int, v float64) string {
 	switch kind {
 	case mRate:
 		return fmtPct(v)
-	case mNs, mNsFloat:
+	case mNs:
 		return formatNs(v)
 	case mCount:
 		return fmtInt(int64(v))
@@ -522,7 +528,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedBS, vs.hasHostile
 		}},
-		measure{"server", "CPU per frame", mNsFloat, -1, func(vs *variantStats) (float64, bool) {
+		measure{"server", "CPU per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
 			if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
 				return 0, false
 			}
@@ -530,16 +536,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		}},
 	)
 	// Per population, by name, in the order they first appear.
-	var names []string
-	seen := map[string]bool{}
-	for _, vs := range stats {
-		for _, p := range vs.pops {
-			if !seen[p.pop.Name] {
-				seen[p.pop.Name] = true
-				names = append(names, p.pop.Name)
-			}
-		}
-	}
+	names := populationNames(stats)
 	find := func(vs *variantStats, name string) *popStats {
 		for _, p := range vs.pops {
 			if p.pop.Name == name {
@@ -656,16 +653,10 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 	return c
 }
 
-func pf(p *popStats, f func(*popStats) float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return f(p)
-}
-
-// compareCharts draws, per population, the response-time spectrum of every
-// variant on one chart.
-func compareCharts(stats []*variantStats) ([]*chart, error) {
+// populationNames lists the populations of every variant by name, each
+// once, in the order they first appear: a population may be missing from
+// some variants.
+func populationNames(stats []*variantStats) []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, vs := range stats {
@@ -676,8 +667,21 @@ func compareCharts(stats []*variantStats) ([]*chart, error) {
 			}
 		}
 	}
+	return names
+}
+
+func pf(p *popStats, f func(*popStats) float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return f(p)
+}
+
+// compareCharts draws, per population, the response-time spectrum of every
+// variant on one chart.
+func compareCharts(stats []*variantStats) ([]*chart, error) {
 	var out []*chart
-	for _, name := range names {
+	for _, name := range populationNames(stats) {
 		var lines []spectrumLine
 		role := ""
 		for i, vs := range stats {

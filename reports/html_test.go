@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
 )
 
 func renderHTML(t *testing.T, r *Results) string {
@@ -25,6 +27,7 @@ var (
 	anyURL    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>)]*`)
 	srcHref   = regexp.MustCompile(`(?i)<[a-z][^>]*?\s(?:src|href|xlink:href|action|poster|data|srcset)\s*=\s*["']?\s*([^"'\s>]*)`)
 	cssURL    = regexp.MustCompile(`(?i)url\(\s*['"]?([^'")]*)`)
+	hexColor  = regexp.MustCompile(`#[0-9A-Fa-f]{6}`)
 	allowedNS = map[string]bool{
 		"http://www.w3.org/2000/svg":   true,
 		"http://www.w3.org/1999/xlink": true,
@@ -58,7 +61,7 @@ func chartDataPaths(html string) (paths, segments []int) {
 		n, most := 0, 0
 		for _, m := range svgPath.FindAllStringSubmatch(svg, -1) {
 			isData := false
-			for _, c := range regexp.MustCompile(`#[0-9A-Fa-f]{6}`).FindAllString(m[2], -1) {
+			for _, c := range hexColor.FindAllString(m[2], -1) {
 				if colors[strings.ToUpper(c)] {
 					isData = true
 				}
@@ -253,68 +256,66 @@ func TestHTMLRejectsInvalid(t *testing.T) {
 }
 
 func TestFormatting(t *testing.T) {
-	cases := map[string]string{
-		formatNs(0):                     "0",
-		formatNs(999):                   "999 ns",
-		formatNs(1500):                  "1.5 µs",
-		formatNs(2.5e6):                 "2.5 ms",
-		formatNs(12.34e9):               "12.3 s",
-		fmtPct(0):                       "0%",
-		fmtPct(1):                       "100%",
-		fmtPct(0.5):                     "50%",
-		fmtPct(0.000401):                "0.0401%",
-		fmtPct(0.9995):                  "99.950%",
-		fmtPct(0.99999):                 "99.99900%",
-		formatCount(1500):               "1.5k",
-		formatCount(2_500_000):          "2.5M",
-		formatCount(12):                 "12",
-		fmtInt(1234567):                 "1,234,567",
-		fmtInt(-1234):                   "-1,234",
-		nines(1):                        "90%",
-		nines(3):                        "99.9%",
-		nines(5):                        "99.999%",
-		fmtBytesRate(2048):              "2 KiB/s",
-		formatDelta(mRate, 0.01, 0.015): "+0.5 pp",
-		formatDelta(mNs, 100, 150):      "+50.0%",
-		formatDelta(mCount, 3, 1):       "-2",
-		formatDelta(mNs, 0, 5):          "new",
-	}
-	for got, want := range cases {
-		if got != want {
-			t.Errorf("got %q, want %q", got, want)
+	for _, c := range []struct{ got, want string }{
+		{formatNs(0), "0"},
+		{formatNs(999), "999 ns"},
+		{formatNs(1500), "1.5 µs"},
+		{formatNs(2.5e6), "2.5 ms"},
+		{formatNs(12.34e9), "12.3 s"},
+		{fmtPct(0), "0%"},
+		{fmtPct(1), "100%"},
+		{fmtPct(0.5), "50%"},
+		{fmtPct(0.000401), "0.0401%"},
+		{fmtPct(0.9995), "99.950%"},
+		{fmtPct(0.99999), "99.99900%"},
+		{formatCount(1500), "1.5k"},
+		{formatCount(2_500_000), "2.5M"},
+		{formatCount(12), "12"},
+		{fmtInt(1234567), "1,234,567"},
+		{fmtInt(-1234), "-1,234"},
+		{nines(1), "90%"},
+		{nines(3), "99.9%"},
+		{nines(5), "99.999%"},
+		{fmtBytesRate(2048), "2 KiB/s"},
+		{formatDelta(mRate, 0.01, 0.015), "+0.5 pp"},
+		{formatDelta(mNs, 100, 150), "+50.0%"},
+		{formatDelta(mCount, 3, 1), "-2"},
+		{formatDelta(mNs, 0, 5), "new"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
 }
 
-func TestTicks(t *testing.T) {
-	// A percentile axis up to 99.99% labels the nines.
+// tickLabels joins the labels of the labelled ticks.
+func tickLabels(ts []plot.Tick) string {
 	var labels []string
-	for _, tk := range (percentileTicks{}).Ticks(1, 1e4) {
+	for _, tk := range ts {
 		if tk.Label != "" {
 			labels = append(labels, tk.Label)
 		}
 	}
-	if got := strings.Join(labels, " "); got != "0% 50% 90% 99% 99.9% 99.99%" {
-		t.Errorf("percentile labels %q", got)
-	}
-	// A narrow latency axis labels 1-2-5, a wide one powers of ten.
-	labels = nil
-	for _, tk := range (latencyTicks{}).Ticks(1e6, 1e8) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
+	return strings.Join(labels, " ")
+}
+
+func TestTicks(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		got  []plot.Tick
+		want string
+	}{
+		// A percentile axis up to 99.99% labels the nines.
+		{"percentile", (percentileTicks{}).Ticks(1, 1e4), "0% 50% 90% 99% 99.9% 99.99%"},
+		// A narrow latency axis labels 1-2-5, a wide one powers of ten.
+		{"latency", (latencyTicks{}).Ticks(1e6, 1e8), "1 ms 2 ms 5 ms 10 ms 20 ms 50 ms 100 ms"},
+		{"wide latency", (latencyTicks{}).Ticks(1e3, 1e9), "1 µs 10 µs 100 µs 1 ms 10 ms 100 ms 1 s"},
+		{"time", (timeTicks{}).Ticks(0, 60), "0 10 20 30 40 50 60"},
+		{"sub-second time", (timeTicks{}).Ticks(0, 1), "0.0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0"},
+	} {
+		if got := tickLabels(c.got); got != c.want {
+			t.Errorf("%s labels %q, want %q", c.what, got, c.want)
 		}
-	}
-	if got := strings.Join(labels, " "); got != "1 ms 2 ms 5 ms 10 ms 20 ms 50 ms 100 ms" {
-		t.Errorf("latency labels %q", got)
-	}
-	labels = nil
-	for _, tk := range (latencyTicks{}).Ticks(1e3, 1e9) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if got := strings.Join(labels, " "); got != "1 µs 10 µs 100 µs 1 ms 10 ms 100 ms 1 s" {
-		t.Errorf("wide latency labels %q", got)
 	}
 	// Axis ends land on labelled ticks.
 	for _, c := range [][2]float64{{1.7e6, 8.8e8}, {2.2e3, 3.1e9}, {5e4, 6e4}} {
@@ -326,24 +327,6 @@ func TestTicks(t *testing.T) {
 		if ts[0].Label == "" || ts[len(ts)-1].Label == "" {
 			t.Errorf("logRange(%g, %g) = %g, %g ends on unlabelled ticks", c[0], c[1], lo, hi)
 		}
-	}
-	labels = nil
-	for _, tk := range (timeTicks{}).Ticks(0, 60) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if got := strings.Join(labels, " "); got != "0 10 20 30 40 50 60" {
-		t.Errorf("time labels %q", got)
-	}
-	labels = nil
-	for _, tk := range (timeTicks{}).Ticks(0, 1) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if got := strings.Join(labels, " "); got != "0.0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0" {
-		t.Errorf("sub-second time labels %q", got)
 	}
 }
 

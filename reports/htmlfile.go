@@ -10,5 +10,5 @@ func WriteHTMLFile(path string, r *Results) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteHTML(w, r) })
+	return writeFileAtomic(path, func(w io.Writer) error { return writeHTML(w, r) })
 }

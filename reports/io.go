@@ -33,6 +33,12 @@ func Marshal(r *Results) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	return encode(r)
+}
+
+// encode is Marshal for results already validated: Validate decodes every
+// histogram, so callers that validated once (RenderFiles) skip it here.
+func encode(r *Results) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("reports: encode results: %w", err)
@@ -139,7 +145,15 @@ func ReadFile(path string) (*Results, error) {
 // WriteFile validates r and writes it to path atomically: a reader sees
 // either the previous file or the complete new one, never a partial one.
 func WriteFile(path string, r *Results) error {
-	b, err := Marshal(r)
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return writeResultsFile(path, r)
+}
+
+// writeResultsFile is WriteFile for results already validated.
+func writeResultsFile(path string, r *Results) error {
+	b, err := encode(r)
 	if err != nil {
 		return err
 	}

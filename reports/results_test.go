@@ -16,8 +16,10 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-func TestRoundTripJSON(t *testing.T) {
-	r := synthResults(t, 1)
+// roundTrip encodes r, decodes it again and fails unless the decoded
+// results equal r; it returns the encoding and the decoded results.
+func roundTrip(t *testing.T, r *Results) ([]byte, *Results) {
+	t.Helper()
 	b, err := Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -27,8 +29,13 @@ func TestRoundTripJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(r, got) {
-		t.Fatal("results differ after a JSON round trip")
+		t.Fatalf("results differ after a JSON round trip:\n%.2000s", b)
 	}
+	return b, got
+}
+
+func TestRoundTripJSON(t *testing.T) {
+	b, got := roundTrip(t, synthResults(t, 1))
 	b2, err := Marshal(got)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +82,6 @@ func TestRoundTripFile(t *testing.T) {
 	}
 }
 
-// TestMinimalRoundTrip covers a result with the optional parts absent.
 func TestThresholdNonFiniteValues(t *testing.T) {
 	r := synthCopy(t, 1)
 	v := r.Variants[0]
@@ -122,6 +128,7 @@ func TestThresholdNonFiniteValues(t *testing.T) {
 	}
 }
 
+// TestMinimalRoundTrip covers a result with the optional parts absent.
 func TestMinimalRoundTrip(t *testing.T) {
 	r := New(Run{Scenario: "s", Driver: DriverSim}, Environment{})
 	v, err := r.AddVariant("only", nil)
@@ -132,17 +139,7 @@ func TestMinimalRoundTrip(t *testing.T) {
 	if err := r.Finalize(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Unmarshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(r, got) {
-		t.Fatalf("minimal result differs after a round trip:\n%s", b)
-	}
+	roundTrip(t, r)
 }
 
 func marshalMap(t *testing.T, m map[string]any) []byte {

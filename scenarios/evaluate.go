@@ -95,11 +95,9 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	case "admitted_bytes_per_s":
 		return float64(acceptedBytes) / secs
 	case "p50", "p90", "p99", "p999", "max":
-		h := merged(kinds, func(k *reports.KindStats) *reports.Histogram { return k.ResponseTime })
-		return quantile(h, metric)
+		return quantile(merged(kinds, reports.ResponseTime), metric)
 	case "send_lag_p99":
-		h := merged(kinds, func(k *reports.KindStats) *reports.Histogram { return k.SendLag })
-		return quantile(h, "p99")
+		return quantile(merged(kinds, reports.SendLag), "p99")
 	case "false_disconnects", "lockouts":
 		if kind != "" {
 			return math.NaN()
@@ -146,10 +144,10 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	return math.NaN()
 }
 
-func merged(kinds []*reports.KindStats, pick func(*reports.KindStats) *reports.Histogram) *hdrhistogram.Histogram {
+func merged(kinds []*reports.KindStats, m reports.Metric) *hdrhistogram.Histogram {
 	var out *hdrhistogram.Histogram
 	for _, k := range kinds {
-		h := pick(k)
+		h := k.Histogram(m)
 		if h == nil || h.Count == 0 {
 			continue
 		}
@@ -166,21 +164,24 @@ func merged(kinds []*reports.KindStats, pick func(*reports.KindStats) *reports.H
 	return out
 }
 
+// quantile picks one of reports.Percentiles, so a threshold measures the
+// same p99 the results and the report show.
 func quantile(h *hdrhistogram.Histogram, metric string) float64 {
 	if h == nil || h.TotalCount() == 0 {
 		return math.NaN()
 	}
+	q := reports.Percentiles(h)
 	switch metric {
 	case "p50":
-		return float64(h.ValueAtQuantile(50))
+		return float64(q.P50)
 	case "p90":
-		return float64(h.ValueAtQuantile(90))
+		return float64(q.P90)
 	case "p99":
-		return float64(h.ValueAtQuantile(99))
+		return float64(q.P99)
 	case "p999":
-		return float64(h.ValueAtQuantile(99.9))
+		return float64(q.P999)
 	case "max":
-		return float64(h.Max())
+		return float64(q.Max)
 	}
 	panic(fmt.Sprintf("scenarios: no quantile %q", metric))
 }

@@ -22,13 +22,15 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/reports"
 	"gopkg.in/yaml.v3"
 )
 
-// Drivers a scenario may name.
+// Drivers a scenario may name: the results record the driver, so these are
+// the results' names.
 const (
-	DriverSim      = "sim"
-	DriverLoopback = "loopback"
+	DriverSim      = reports.DriverSim
+	DriverLoopback = reports.DriverLoopback
 )
 
 // Arrival kinds.

@@ -65,7 +65,7 @@ func TestSimRunsAreByteIdenticalForTheSameSeed(t *testing.T) {
 		for _, v := range r.Variants {
 			v.ServerCPU = nil
 		}
-		data, err := marshal(r)
+		data, err := reports.Marshal(r)
 		require.NoError(t, err)
 		return data
 	}
@@ -106,8 +106,6 @@ func TestBreakingAPolicyFailsItsThresholds(t *testing.T) {
 	assert.False(t, out.Passed)
 	assert.Equal(t, []string{"with-account"}, out.Unexpected)
 }
-
-func marshal(r *reports.Results) ([]byte, error) { return reports.Marshal(r) }
 
 func mustNode(t *testing.T, doc string) yaml.Node {
 	t.Helper()

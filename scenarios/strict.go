@@ -2,8 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			f, ok := fields[k.Value]
 			if !ok {
 				e := errAt(k, join(path, k.Value), "unknown field")
-				e.Suggestion = suggest(k.Value, keys(fields))
+				e.Suggestion = suggest(k.Value, slices.Sorted(maps.Keys(fields)))
 				return e
 			}
 			if e := checkNode(v, f.Type, join(path, k.Value)); e != nil {
@@ -181,15 +182,6 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		out[name] = f
 	}
-	return out
-}
-
-func keys(m map[string]reflect.StructField) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

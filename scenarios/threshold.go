@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,12 +87,10 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	t.Metric = strings.Join(parts[metricIdx:], ".")
 	if _, ok := Metrics[t.Metric]; !ok && !strings.HasPrefix(t.Metric, "drops.") {
-		names := make([]string, 0, len(Metrics))
-		for k := range Metrics {
-			names = append(names, k)
-		}
 		msg := fmt.Sprintf("unknown metric %q", t.Metric)
-		if s := suggest(t.Metric, names); s != "" {
+		// Sorted, so that a tie between two close names always suggests
+		// the same one.
+		if s := suggest(t.Metric, slices.Sorted(maps.Keys(Metrics))); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return t, fmt.Errorf("%s", msg)

@@ -29,10 +29,11 @@ could not be read, 2 usage.`,
 			if err != nil {
 				return err
 			}
-			findings := core.Audit(p)
+			audit := core.Audit
 			if strict {
-				findings = core.AuditStrict(p)
+				audit = core.AuditStrict
 			}
+			findings := audit(p)
 			out := c.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)

@@ -29,7 +29,8 @@ const (
 	exitInterrupted = 4
 )
 
-// exitError carries a specific exit code out of a command.
+// codeError carries a specific exit code out of a command; a nil err means
+// the command already said why (thresholds failed, run interrupted).
 type codeError struct {
 	code int
 	err  error
@@ -59,7 +60,7 @@ func execute(root *cobra.Command) int {
 	}
 	var ce *codeError
 	if errors.As(err, &ce) {
-		if ce.code != exitThresholds && ce.code != exitInterrupted || ce.err != nil {
+		if ce.err != nil {
 			fmt.Fprintln(root.ErrOrStderr(), "sluice:", ce.err)
 		}
 		return ce.code

@@ -86,31 +86,28 @@ func printComparison(w io.Writer, r *reports.Results) {
 		get  func(v *reports.Variant) float64
 		fmt  func(float64) string
 	}
-	honest := func(f func(s reports.Summary) float64) func(v *reports.Variant) float64 {
+	// sum totals f over the populations of one role.
+	sum := func(role reports.Role, f func(s reports.Summary) float64) func(v *reports.Variant) float64 {
 		return func(v *reports.Variant) float64 {
-			var sum float64
+			var total float64
 			for _, p := range v.Populations {
-				if p.Role == reports.Honest {
-					sum += f(p.Summary)
+				if p.Role == role {
+					total += f(p.Summary)
 				}
 			}
-			return sum
+			return total
 		}
 	}
+	dropped := sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.Dropped) })
+	sent := sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.Sent) })
 	rows := []row{
-		{"honest dropped", honest(func(s reports.Summary) float64 { return float64(s.Dropped) }), count},
+		{"honest dropped", dropped, count},
 		{"honest drop rate", func(v *reports.Variant) float64 {
-			var d, s float64
-			for _, p := range v.Populations {
-				if p.Role == reports.Honest {
-					d += float64(p.Summary.Dropped)
-					s += float64(p.Summary.Sent)
-				}
-			}
+			s := sent(v)
 			if s == 0 {
 				return math.NaN()
 			}
-			return d / s
+			return dropped(v) / s
 		}, pct},
 		{"honest p99 (worst population)", func(v *reports.Variant) float64 {
 			var m int64
@@ -121,16 +118,8 @@ func printComparison(w io.Writer, r *reports.Results) {
 			}
 			return float64(m)
 		}, func(f float64) string { return latency(int64(f)) }},
-		{"honest false disconnects", honest(func(s reports.Summary) float64 { return float64(s.FalseDisconnects) }), count},
-		{"hostile admitted/s", func(v *reports.Variant) float64 {
-			var sum float64
-			for _, p := range v.Populations {
-				if p.Role == reports.Hostile {
-					sum += p.Summary.AdmittedPerSec
-				}
-			}
-			return sum
-		}, func(f float64) string { return fmt.Sprintf("%.1f", f) }},
+		{"honest false disconnects", sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.FalseDisconnects) }), count},
+		{"hostile admitted/s", sum(reports.Hostile, func(s reports.Summary) float64 { return s.AdmittedPerSec }), func(f float64) string { return fmt.Sprintf("%.1f", f) }},
 		{"thresholds passed", func(v *reports.Variant) float64 {
 			n := 0
 			for _, t := range v.Thresholds {
