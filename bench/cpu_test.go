@@ -10,9 +10,8 @@ import (
 // process spends descheduled, which on a loaded machine swamps a take of a
 // few nanoseconds; CPU time does not (see bench/README.md).
 type cpuMeter struct {
-	clock  int
-	start  int64
-	locked bool
+	clock int // clockThreadCPU (the goroutine is pinned) or clockProcessCPU
+	start int64
 }
 
 // serialCPU pins the benchmark's goroutine to its OS thread and counts
@@ -20,7 +19,7 @@ type cpuMeter struct {
 // the end of the timed loop.
 func serialCPU() cpuMeter {
 	runtime.LockOSThread()
-	return cpuMeter{clock: clockThreadCPU, start: cpuNow(clockThreadCPU), locked: true}
+	return cpuMeter{clock: clockThreadCPU, start: cpuNow(clockThreadCPU)}
 }
 
 // parallelCPU counts the whole process's CPU time (for RunParallel: the
@@ -32,7 +31,7 @@ func parallelCPU() cpuMeter {
 // stop reports cpu-ns/op for the b.N ops since the meter started.
 func (m cpuMeter) stop(b *testing.B) {
 	end := cpuNow(m.clock)
-	if m.locked {
+	if m.clock == clockThreadCPU {
 		runtime.UnlockOSThread()
 	}
 	if m.start >= 0 && end >= m.start && b.N > 0 {

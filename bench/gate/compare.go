@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -44,8 +45,6 @@ const (
 // key identifies a benchmark across sides: package and name without the
 // GOMAXPROCS suffix.
 type key struct{ pkg, name string }
-
-func (k key) String() string { return k.name }
 
 // series are one benchmark's samples on one side, per unit, in order.
 type series struct {
@@ -175,12 +174,8 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, "cand: "+w)
 	}
 	units := benchfmt.UnitMetadataMap{}
-	for k, v := range base.Units {
-		units[k] = v
-	}
-	for k, v := range cand.Units {
-		units[k] = v
-	}
+	maps.Copy(units, base.Units)
+	maps.Copy(units, cand.Units)
 	var errs []error
 	for _, k := range b.order {
 		s := c.settingsFor(k.name)

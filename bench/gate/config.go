@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -130,7 +131,7 @@ type Rule struct {
 // samples per side, wall and CPU time judged as ratios to the floors of
 // package bench when the machines differ, allocs/op exactly.
 func DefaultConfig() Config {
-	c, err := ParseConfig(strings.NewReader(string(defaultYAML)), "default.yaml")
+	c, err := ParseConfig(bytes.NewReader(defaultYAML), "default.yaml")
 	if err != nil {
 		panic(err) // the embedded file is tested
 	}

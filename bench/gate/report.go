@@ -94,21 +94,16 @@ type Comparison struct {
 func (r *Report) Regressed() bool { return len(r.Regressions()) > 0 }
 
 // Regressions returns the comparisons that regressed.
-func (r *Report) Regressions() []Comparison {
-	var out []Comparison
-	for _, c := range r.Comparisons {
-		if c.Verdict == Regressed {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (r *Report) Regressions() []Comparison { return r.withVerdict(Regressed) }
 
 // Invalid returns the comparisons that had too few samples.
-func (r *Report) Invalid() []Comparison {
+func (r *Report) Invalid() []Comparison { return r.withVerdict(Invalid) }
+
+// withVerdict returns the comparisons whose verdict is v, in order.
+func (r *Report) withVerdict(v string) []Comparison {
 	var out []Comparison
 	for _, c := range r.Comparisons {
-		if c.Verdict == Invalid {
+		if c.Verdict == v {
 			out = append(out, c)
 		}
 	}
@@ -169,8 +164,9 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 }
 
 // WriteJSON writes the report as one JSON object: base, cand, alpha,
-// min_effect, min_samples, normalize, correction, tests, regressed (bool), regressions (the
-// regressed comparisons' names), comparisons, missing, new, warnings.
+// min_effect, min_samples, normalize, correction, tests, regressed (bool),
+// regressions (the regressed comparisons' names), comparisons, missing,
+// new, warnings.
 func (r *Report) WriteJSON(w io.Writer) error {
 	names := []string{}
 	for _, c := range r.Regressions() {
@@ -191,7 +187,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Missing     []string     `json:"missing,omitempty"`
 		New         []string     `json:"new,omitempty"`
 		Warnings    []string     `json:"warnings,omitempty"`
-	}{r.Base, r.Cand, r.Alpha, r.MinEffect, r.MinSamples, r.Normalize, r.Correction, r.Tests, r.Regressed(), names,
+	}{r.Base, r.Cand, r.Alpha, r.MinEffect, r.MinSamples, r.Normalize, r.Correction, r.Tests, len(names) > 0, names,
 		r.Comparisons, r.Missing, r.New, r.Warnings}
 	if out.Comparisons == nil {
 		out.Comparisons = []Comparison{}
@@ -260,7 +256,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "warning: %s\n", wn)
 	}
 	b.WriteString("\n")
-	for _, c := range r.Invalid() {
+	invalid := r.Invalid()
+	for _, c := range invalid {
 		fmt.Fprintf(&b, "INVALID %s %s: too few samples (%d+%d, need %d per side)\n", c.Benchmark, c.Unit, c.BaseN, c.CandN, c.need)
 	}
 	regs := r.Regressions()
@@ -277,8 +274,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString(")\n")
 	}
 	switch {
-	case len(r.Invalid()) > 0:
-		fmt.Fprintf(&b, "gate: ERROR: %d comparison(s) with too few samples\n", len(r.Invalid()))
+	case len(invalid) > 0:
+		fmt.Fprintf(&b, "gate: ERROR: %d comparison(s) with too few samples\n", len(invalid))
 	case len(regs) > 0:
 		fmt.Fprintf(&b, "gate: FAIL: %d regression(s)\n", len(regs))
 	default:
@@ -338,8 +335,8 @@ func pFull(c Comparison) string {
 	return "p=" + f(c.P)
 }
 
-// value shows a compared median: "2.64×Floor/cas (7.6ns)" with a floor,
-// the raw value otherwise.
+// value shows a compared median: "2.64× (7.6ns)" (the ratio to the floor,
+// then the raw median) with a floor, the raw value otherwise.
 func value(c Comparison, compared, raw float64) string {
 	if math.IsNaN(compared) {
 		return "-"

@@ -92,9 +92,7 @@ func (s *Set) read(r io.Reader, name string) error {
 	if s.Units == nil {
 		s.Units = benchfmt.UnitMetadataMap{}
 	}
-	for k, v := range br.Units() {
-		s.Units[k] = v
-	}
+	maps.Copy(s.Units, br.Units())
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,13 +102,11 @@ func merged(b *testing.B, rec *loadgen.Recorder, pops []int, kinds []loadgen.Kin
 
 func popIndex(b *testing.B, res *loadgen.Result, label string) int {
 	b.Helper()
-	for i, l := range res.Labels {
-		if l == label {
-			return i
-		}
+	i := slices.Index(res.Labels, label)
+	if i < 0 {
+		b.Fatalf("no population %q", label)
 	}
-	b.Fatalf("no population %q", label)
-	return -1
+	return i
 }
 
 // policy is loadgen.DefaultPolicy with session slots for the largest

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sethvargo/go-limiter"
 	sethvargo "github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttled/throttled/v2"
 	ulule "github.com/ulule/limiter/v3"
@@ -48,7 +49,7 @@ func (x *xrateMap) Close() {}
 
 type sethvargoKeyed struct {
 	ks *keySet
-	st sethvargoStore
+	st limiter.Store
 }
 
 func buildSethvargoKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {

@@ -33,10 +33,3 @@ func (s *sluiceKeyed) Take(i int, now int64) bool {
 }
 
 func (s *sluiceKeyed) Close() { _ = s.lim.Close() }
-
-func init() {
-	keyedImpls = append([]keyedImpl{
-		{name: "sluice-at", build: buildSluiceKeyed(true)},
-		{name: "sluice", build: buildSluiceKeyed(false)},
-	}, keyedImpls...)
-}

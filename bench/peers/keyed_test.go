@@ -11,16 +11,12 @@ import (
 )
 
 // keyedImpls is the ONE list of keyed limiters that BenchmarkKeyed,
-// BenchmarkMemory and TestSluiceZeroAllocs read. Adding sluice's keyed
-// limiter (core.Limiter) is one entry per clock here plus a build function
-// (see keyedLimiter):
-//
-//	{name: "sluice-at", build: buildSluiceAt}, // Take(i, now): caller's clock
-//	{name: "sluice", build: buildSluice},       // ignores now, reads Nanotime
-//
-// Every impl whose name starts with "sluice" is held to 0 allocs per take by
-// TestSluiceZeroAllocs.
+// BenchmarkMemory and TestSluiceZeroAllocs read: an impl is one entry here
+// plus a build function returning a keyedLimiter. Every impl whose name
+// starts with "sluice" is held to 0 allocs per take by TestSluiceZeroAllocs.
 var keyedImpls = []keyedImpl{
+	{name: "sluice-at", build: buildSluiceKeyed(true)}, // Take(i, now): the caller's clock
+	{name: "sluice", build: buildSluiceKeyed(false)},   // ignores now, reads its own clock
 	{name: "xrate-map", build: buildXrateMap},
 	{name: "sethvargo", build: buildSethvargoKeyed},
 	{name: "throttled", build: buildThrottledKeyed},

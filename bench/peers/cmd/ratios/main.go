@@ -140,7 +140,7 @@ func (s *Summary) Write(w io.Writer) {
 			}
 			return ""
 		}
-		_, n, _ := s.Median(name, "ns/op")
+		n := len(s.Samples[name]["ns/op"])
 		if n == 0 {
 			for _, vs := range s.Samples[name] {
 				n = max(n, len(vs))
