@@ -144,6 +144,9 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	return math.NaN()
 }
 
+// merged merges metric m of kinds into one histogram, or returns nil (and
+// the threshold fails with NaN) if one cannot be decoded or the merge drops
+// values: a percentile of part of the data would pass for the whole.
 func merged(kinds []*reports.KindStats, m reports.Metric) *hdrhistogram.Histogram {
 	var out *hdrhistogram.Histogram
 	for _, k := range kinds {
@@ -153,12 +156,12 @@ func merged(kinds []*reports.KindStats, m reports.Metric) *hdrhistogram.Histogra
 		}
 		d, err := h.Decode()
 		if err != nil {
-			continue
+			return nil
 		}
 		if out == nil {
 			out = d
-		} else {
-			out.Merge(d)
+		} else if out.Merge(d) != 0 {
+			return nil
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicedev/sluice/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +43,38 @@ func TestThresholdDropReasonIsChecked(t *testing.T) {
 		_, err := ParseThreshold(ok)
 		assert.NoError(t, err, ok)
 	}
+}
+
+// A percentile over kinds is computed over all of their values or not at
+// all: if one kind's histogram cannot be decoded, or merging would drop
+// values, the metric is NaN and its threshold fails, rather than reading
+// the percentile of the rest.
+func TestPercentileOverPartOfTheDataIsNaN(t *testing.T) {
+	build := func(second *hdrhistogram.Histogram, corrupt bool) (*reports.Results, *reports.Variant) {
+		res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
+		v, err := res.AddVariant("base", nil)
+		require.NoError(t, err)
+		p := v.AddPopulation("honest", "honest", reports.Honest, 3)
+		wide := hdrhistogram.New(1, int64(time.Minute), 3)
+		require.NoError(t, wide.RecordValue(int64(time.Millisecond)))
+		require.NoError(t, p.Kind("move").AddHistogram(reports.ResponseTime, wide))
+		require.NoError(t, p.Kind("chat").AddHistogram(reports.ResponseTime, second))
+		if corrupt {
+			p.Kind("chat").ResponseTime.HDR = "not an hdr encoding"
+		}
+		return res, v
+	}
+	same := hdrhistogram.New(1, int64(time.Minute), 3)
+	require.NoError(t, same.RecordValue(int64(2*time.Millisecond)))
+	res, v := build(same, false)
+	assert.InDelta(t, float64(2*time.Millisecond), MetricValue(res, v, "honest", "", "p99"), float64(10*time.Microsecond), "the whole data")
+
+	res, v = build(same, true)
+	assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "", "p99")), "one histogram cannot be decoded")
+
+	// A wider range than the first kind's: merging into it drops the value.
+	wider := hdrhistogram.New(1, int64(time.Hour), 3)
+	require.NoError(t, wider.RecordValue(int64(30*time.Minute)))
+	res, v = build(wider, false)
+	assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "", "p99")), "the merge drops a value")
 }
