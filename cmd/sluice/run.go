@@ -110,13 +110,20 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	return nil
 }
 
+// safeName turns a scenario's name into a directory name under results/:
+// only letters, digits, '-', '_' and '.', and never one that is all dots.
 func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
+	name := strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
 			return r
 		}
 		return '_'
 	}, s)
+	// "", "." and ".." would name results/ itself or its parent.
+	if strings.Trim(name, ".") == "" {
+		return "scenario"
+	}
+	return name
 }
 
 // progress shows how far the run is: a bar on a terminal, a plain line
