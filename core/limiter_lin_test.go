@@ -94,37 +94,13 @@ func limLinRound(t *testing.T, seed uint64) {
 		}
 	}
 	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-		wg      sync.WaitGroup
-		clocks  [keys]atomic.Int64
-		start   = time.Now()
-		stop    atomic.Bool
+		clocks [keys]atomic.Int64
+		stop   atomic.Bool
+		churn  sync.WaitGroup
 	)
 	for i := range clocks {
 		clocks[i].Store(t0 + 1000)
 	}
-	for g := 0; g < workers; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(g)))
-			ops := make([]porcupine.Operation, 0, opsEach)
-			for i := 0; i < opsEach; i++ {
-				k := r.Uint64N(keys)
-				now := clocks[k].Add(r.Int64N(80))
-				n := 1 + r.Uint64N(2)
-				call := time.Since(start).Nanoseconds()
-				d := l.TakeAt(k+1, now, n)
-				ret := time.Since(start).Nanoseconds()
-				ops = append(ops, porcupine.Operation{ClientId: g, Input: limIn{k + 1, now, n}, Call: call, Output: d, Return: ret})
-			}
-			mu.Lock()
-			history = append(history, ops...)
-			mu.Unlock()
-		}(g)
-	}
-	var churn sync.WaitGroup
 	churn.Add(1)
 	go func() {
 		defer churn.Done()
@@ -134,7 +110,16 @@ func limLinRound(t *testing.T, seed uint64) {
 			l.Delete(k)
 		}
 	}()
-	wg.Wait()
+	history := lincheck.Record(workers, opsEach, seed,
+		func(r *rand.Rand) any {
+			k := r.Uint64N(keys)
+			now := clocks[k].Add(r.Int64N(80))
+			return limIn{k + 1, now, 1 + r.Uint64N(2)}
+		},
+		func(input any) (any, bool) {
+			in := input.(limIn)
+			return l.TakeAt(in.key, in.now, in.n), true
+		})
 	stop.Store(true)
 	churn.Wait()
 	if res := porcupine.CheckOperationsTimeout(limModel(ref, t0), history, 20*time.Second); res == porcupine.Illegal {
