@@ -21,12 +21,12 @@ func New(rate, burst float64) (*Bucket, error) {
 // NewAt returns a bucket that is full at now, for a caller that passes its
 // own clock to every take.
 func NewAt(rate, burst float64, now int64) (*Bucket, error) {
-	l, err := NewLimit(rate, burst, now)
+	p, err := newParams(rate, burst, now)
 	if err != nil {
 		return nil, err
 	}
 	b := &Bucket{}
-	b.Limit.p.Store(l.p.Load())
+	b.Limit.p.Store(p)
 	b.word.Store(b.FullWord(now))
 	return b, nil
 }

@@ -275,6 +275,18 @@ type Limit struct {
 // a Limit whose virtual clock is anchored at now. A burst of 0 means
 // DefaultBurst(rate).
 func NewLimit(rate, burst float64, now int64) (*Limit, error) {
+	p, err := newParams(rate, burst, now)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limit{}
+	l.p.Store(p)
+	return l, nil
+}
+
+// newParams validates rate and burst (0: DefaultBurst) and builds the
+// configuration anchored at now.
+func newParams(rate, burst float64, now int64) (*params, error) {
 	if burst == 0 {
 		burst = DefaultBurst(rate)
 	}
@@ -289,9 +301,7 @@ func NewLimit(rate, burst float64, now int64) (*Limit, error) {
 	}
 	p.anchorAt(now, 0)
 	p.setBurst(burst)
-	l := &Limit{}
-	l.p.Store(p)
-	return l, nil
+	return p, nil
 }
 
 func validate(rate, burst float64) error {
