@@ -107,31 +107,45 @@ func callObserver[E any](g *Gate, stripe int, f func(E), e E) {
 	f(e)
 }
 
-// emit calls the callback that field selects on every registered observer
-// that set it. field is a plain field read, so the three emitters below
-// share this loop.
-func emit[E any](g *Gate, stripe int, field func(*GateObserver) func(E), e E) {
+// The three emitters are written out rather than one generic emit with a
+// field selector: that version made every denial 8% slower (Gate/deny
+// 94.7 → 103 ns in sluice bench ab), the event being passed to a call even
+// with no observer registered.
+
+func (g *Gate) emitRateLimited(stripe int, e RateLimitedEvent) {
 	l := g.obs.list.Load()
 	if l == nil {
 		return
 	}
 	for _, o := range *l {
-		if f := field(o); f != nil {
-			callObserver(g, stripe, f, e)
+		if o.RateLimited != nil {
+			callObserver(g, stripe, o.RateLimited, e)
 		}
 	}
 }
 
-func (g *Gate) emitRateLimited(stripe int, e RateLimitedEvent) {
-	emit(g, stripe, func(o *GateObserver) func(RateLimitedEvent) { return o.RateLimited }, e)
-}
-
 func (g *Gate) emitFlood(stripe int, e FloodEvent) {
-	emit(g, stripe, func(o *GateObserver) func(FloodEvent) { return o.Flood }, e)
+	l := g.obs.list.Load()
+	if l == nil {
+		return
+	}
+	for _, o := range *l {
+		if o.Flood != nil {
+			callObserver(g, stripe, o.Flood, e)
+		}
+	}
 }
 
 func (g *Gate) emitStrike(stripe int, e StrikeEvent) {
-	emit(g, stripe, func(o *GateObserver) func(StrikeEvent) { return o.Strike }, e)
+	l := g.obs.list.Load()
+	if l == nil {
+		return
+	}
+	for _, o := range *l {
+		if o.Strike != nil {
+			callObserver(g, stripe, o.Strike, e)
+		}
+	}
 }
 
 // Observe registers an observer and returns a function that removes it.
