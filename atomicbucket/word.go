@@ -65,9 +65,16 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	for {
 		old := w.Load()
 		level := int64(v - old)
-		base := old
 		if level >= capUnits {
-			base, level = v-uint64(capUnits), capUnits
+			// Full: the empty point follows the clock, and a valid n always
+			// passes. The CompareAndSwap has an arm of its own so that the
+			// word it stores does not wait for old: a select of the two
+			// next words would put a compare and a conditional move between
+			// the load and the CompareAndSwap.
+			if w.CompareAndSwap(old, v-uint64(capUnits)+k) {
+				return allowed(uint64(capUnits-int64(k)) >> shift)
+			}
+			continue
 		}
 		if level < int64(k) {
 			if level < -int64(p.stepUnits) {
@@ -80,7 +87,7 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 			}
 			return denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift)
 		}
-		if w.CompareAndSwap(old, base+k) {
+		if w.CompareAndSwap(old, old+k) {
 			return allowed(uint64(level-int64(k)) >> shift)
 		}
 	}
@@ -113,9 +120,15 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 			return Result{}, false
 		}
 		level := int64(v - old)
-		base := old
 		if level >= capUnits {
-			base, level = v-uint64(capUnits), capUnits
+			next := v - uint64(capUnits) + k // full: as in TakeAt
+			if next == dead {
+				next++
+			}
+			if w.CompareAndSwap(old, next) {
+				return allowed(uint64(capUnits-int64(k)) >> shift), true
+			}
+			continue
 		}
 		if level < int64(k) {
 			if level < -int64(p.stepUnits) {
@@ -130,7 +143,7 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 			}
 			return denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift), true
 		}
-		next := base + k
+		next := old + k
 		if next == dead {
 			next++
 		}
