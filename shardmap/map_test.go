@@ -365,7 +365,11 @@ func TestConcurrentChurn(t *testing.T) {
 		go func(g int) {
 			defer work.Done()
 			r := rand.New(rand.NewPCG(uint64(g), 9))
-			for i := 0; i < 3000; i++ {
+			// At least 3000 rounds, and on until the sweeper has removed
+			// something while the churn runs: on a loaded machine the
+			// workers can otherwise finish before the sweeper first runs.
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; i < 3000 || m.Counters().Swept == 0 && time.Now().Before(deadline); i++ {
 				j := r.IntN(len(hot))
 				if o := take(m, hot[j], now, 1); o.Result.OK() {
 					passed[j].Add(1)
