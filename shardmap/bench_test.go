@@ -207,3 +207,72 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTakeAnatomy takes a 1M-key take apart, in alternating blocks of
+// 4096 operations inside one loop so that every part sees the same machine
+// load. Each part draws keys as TakeExisting does and reports its ns per
+// operation:
+//
+//	home-load   load the word of the key's home slot (the hash, the shard
+//	            and one slot, no probe)
+//	home-cas    the same with a CompareAndSwap (of the value it holds)
+//	probe-load  find the key's slot as a take does (the probe loop), load
+//	            its word
+//	probe-cas   the same with a CompareAndSwap
+//	take        Map.TakeAt
+//
+// What it shows on the machine in bench/README.md: independent misses
+// overlap only while the probe's branches predict well and no locked
+// instruction waits on a miss, and a take's probe mispredicts for every
+// key that is not in its home slot (about a third at the tables' load).
+func BenchmarkTakeAnatomy(b *testing.B) {
+	f := benchFixture(b, 1<<20)
+	m, keys := f.m, f.keys
+	slotOf := func(k uint64, probe bool) *slot {
+		h := m.hash(k)
+		t := m.shards[h>>m.shift].tab.Load()
+		if !probe {
+			return &t.slots[t.home(h)]
+		}
+		s, _ := t.lookup(k, h)
+		return s
+	}
+	names := []string{"home-load", "home-cas", "probe-load", "probe-cas", "take"}
+	var spent [5]time.Duration
+	const block = 4096
+	x, now := uint64(88172645463325252), int64(1e9)
+	var s uint64
+	b.ResetTimer()
+	for done := 0; done < b.N; done += block {
+		for part := range names {
+			t0 := time.Now()
+			for i := 0; i < block; i++ {
+				x = xorshift(x)
+				k := keys[pick(x, len(keys))]
+				switch part {
+				case 0:
+					s += slotOf(k, false).word.Load()
+				case 1:
+					w := &slotOf(k, false).word
+					old := w.Load()
+					w.CompareAndSwap(old, old)
+				case 2:
+					s += slotOf(k, true).word.Load()
+				case 3:
+					w := &slotOf(k, true).word
+					old := w.Load()
+					w.CompareAndSwap(old, old)
+				default:
+					now += 1000
+					m.TakeAt(k, now, 1)
+				}
+			}
+			spent[part] += time.Since(t0)
+		}
+	}
+	sink = s
+	ops := float64((b.N + block - 1) / block * block)
+	for part, name := range names {
+		b.ReportMetric(float64(spent[part].Nanoseconds())/ops, "ns/"+name)
+	}
+}

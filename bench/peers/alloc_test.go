@@ -75,7 +75,7 @@ func TestSluiceZeroAllocs(t *testing.T) {
 		lim := im.build(t, ks, keyedCfg)
 		check("Keyed/"+im.name+"/1k/serial", func(b *testing.B) { keyedSerial(b, ks, lim) })
 		check("Keyed/"+im.name+"/1k/parallel", func(b *testing.B) { keyedParallel(b, ks, lim) })
-		if a := testing.AllocsPerRun(1000, func() { lim.Take(int(ks.draws[0]), atomicbucket.Nanotime()) }); a != 0 {
+		if a := testing.AllocsPerRun(1000, func() { lim.Take(int(ks.draws[0]), ks.u[ks.draws[0]], atomicbucket.Nanotime()) }); a != 0 {
 			t.Errorf("Keyed/%s: %v allocs per take, want 0", im.name, a)
 		}
 		lim.Close()

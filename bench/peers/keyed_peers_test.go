@@ -16,18 +16,16 @@ import (
 // sync.RWMutex (read-locked for the lookup; the Limiter has its own mutex).
 
 type xrateMap struct {
-	ks *keySet
 	mu sync.RWMutex
 	m  map[uint64]*xrate.Limiter
 	c  keyedConfig
 }
 
 func buildXrateMap(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
-	return insertAll(tb, ks, &xrateMap{ks: ks, m: make(map[uint64]*xrate.Limiter), c: c})
+	return insertAll(tb, ks, &xrateMap{m: make(map[uint64]*xrate.Limiter), c: c})
 }
 
-func (x *xrateMap) Take(i int, _ int64) bool {
-	k := x.ks.u[i]
+func (x *xrateMap) Take(_ int, k uint64, _ int64) bool {
 	x.mu.RLock()
 	l := x.m[k]
 	x.mu.RUnlock()
@@ -61,8 +59,8 @@ func buildSethvargoKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter 
 	return insertAll(tb, ks, &sethvargoKeyed{ks: ks, st: st})
 }
 
-func (s *sethvargoKeyed) Take(i int, _ int64) bool { return sethvargoTake(s.st, s.ks.s[i]) }
-func (s *sethvargoKeyed) Close()                   { s.st.Close(bg) }
+func (s *sethvargoKeyed) Take(i int, _ uint64, _ int64) bool { return sethvargoTake(s.st, s.ks.s[i]) }
+func (s *sethvargoKeyed) Close()                             { s.st.Close(bg) }
 
 // ---- throttled: GCRA over memstore.NewCtx(0) (map[string]*int64 under an
 // RWMutex, no LRU bound).
@@ -77,8 +75,8 @@ func buildThrottledKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter 
 	return insertAll(tb, ks, &throttledKeyed{ks: ks, l: l})
 }
 
-func (t *throttledKeyed) Take(i int, _ int64) bool { return throttledTake(t.l, t.ks.s[i]) }
-func (t *throttledKeyed) Close()                   {}
+func (t *throttledKeyed) Take(i int, _ uint64, _ int64) bool { return throttledTake(t.l, t.ks.s[i]) }
+func (t *throttledKeyed) Close()                             {}
 
 // ---- ulule: fixed window over its memory store (a sync.Map of counters,
 // each with an RWMutex; every take builds "prefix:key"). Limit = burst per
@@ -94,5 +92,5 @@ func buildUluleKeyed(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
 	return insertAll(tb, ks, &ululeKeyed{ks: ks, l: l})
 }
 
-func (u *ululeKeyed) Take(i int, _ int64) bool { return ululeTake(u.l, u.ks.s[i]) }
-func (u *ululeKeyed) Close()                   {}
+func (u *ululeKeyed) Take(i int, _ uint64, _ int64) bool { return ululeTake(u.l, u.ks.s[i]) }
+func (u *ululeKeyed) Close()                             {}

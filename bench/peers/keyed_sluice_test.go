@@ -10,7 +10,6 @@ import (
 // buckets with escalation state (soft violations, lockout) beside each.
 
 type sluiceKeyed struct {
-	ks     *keySet
 	lim    *core.Limiter
 	caller bool // TakeAt with the caller's now, or Take on the limiter's clock
 }
@@ -21,15 +20,15 @@ func buildSluiceKeyed(caller bool) func(tb testing.TB, ks *keySet, c keyedConfig
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return insertAll(tb, ks, &sluiceKeyed{ks: ks, lim: lim, caller: caller})
+		return insertAll(tb, ks, &sluiceKeyed{lim: lim, caller: caller})
 	}
 }
 
-func (s *sluiceKeyed) Take(i int, now int64) bool {
+func (s *sluiceKeyed) Take(_ int, key uint64, now int64) bool {
 	if s.caller {
-		return s.lim.TakeAt(s.ks.u[i], now, 1).Allowed
+		return s.lim.TakeAt(key, now, 1).Allowed
 	}
-	return s.lim.Take(s.ks.u[i], 1).Allowed
+	return s.lim.Take(key, 1).Allowed
 }
 
 func (s *sluiceKeyed) Close() { _ = s.lim.Close() }

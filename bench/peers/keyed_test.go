@@ -15,7 +15,7 @@ import (
 // plus a build function returning a keyedLimiter. Every impl whose name
 // starts with "sluice" is held to 0 allocs per take by TestSluiceZeroAllocs.
 var keyedImpls = []keyedImpl{
-	{name: "sluice-at", build: buildSluiceKeyed(true)}, // Take(i, now): the caller's clock
+	{name: "sluice-at", build: buildSluiceKeyed(true)}, // TakeAt(key, now): the caller's clock
 	{name: "sluice", build: buildSluiceKeyed(false)},   // ignores now, reads its own clock
 	{name: "xrate-map", build: buildXrateMap},
 	{name: "sethvargo", build: buildSethvargoKeyed},
@@ -35,13 +35,15 @@ type keyedImpl struct {
 // keyedLimiter is what the keyed drivers call. One interface call per take
 // is added to every impl alike.
 type keyedLimiter interface {
-	// Take takes one token for key number i of the key set (ks.u[i] for
-	// uint64-keyed impls, ks.s[i], built beforehand, for string-keyed ones)
-	// and reports whether it passed. now is the caller's clock, on the scale
-	// of atomicbucket.Nanotime and never behind the time the limiter was
-	// built (see keyedSerial and keyedParallel). Impls with a clock of their
-	// own ignore it.
-	Take(i int, now int64) bool
+	// Take takes one token for key number i of the key set and reports
+	// whether it passed. key is ks.u[i], read by the driver as
+	// Floor/map1m reads its key, so that a uint64-keyed impl's time is
+	// the floor's key read plus its own work; string-keyed impls use
+	// ks.s[i] (built beforehand) instead. now is the caller's clock, on
+	// the scale of atomicbucket.Nanotime and never behind the time the
+	// limiter was built (see keyedSerial and keyedParallel). Impls with a
+	// clock of their own ignore it.
+	Take(i int, key uint64, now int64) bool
 	// Close releases what the limiter holds (goroutines, maps).
 	Close()
 }
@@ -149,9 +151,11 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 	var passed int64
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
+	u, draws := ks.u, ks.draws
 	for i := 0; i < b.N; i++ {
 		now += 10
-		if lim.Take(int(ks.draws[i&drawMask]), now) {
+		j := draws[i&drawMask]
+		if lim.Take(int(j), u[j], now) {
 			passed++
 		}
 	}
@@ -175,11 +179,13 @@ func keyedParallel(b *testing.B, ks *keySet, lim keyedLimiter) {
 		j := int(goroutines.Add(1) * 104_729)
 		var passed int64
 		now := atomicbucket.Nanotime()
+		u, draws := ks.u, ks.draws
 		for pb.Next() {
 			if j&63 == 0 {
 				now = atomicbucket.Nanotime()
 			}
-			if lim.Take(int(ks.draws[j&drawMask]), now) {
+			k := draws[j&drawMask]
+			if lim.Take(int(k), u[k], now) {
 				passed++
 			}
 			j++
@@ -212,7 +218,7 @@ func checkKeyedPassed(b *testing.B, passed int64) {
 func insertAll(tb testing.TB, ks *keySet, lim keyedLimiter) keyedLimiter {
 	now := atomicbucket.Nanotime()
 	for i := range ks.u {
-		if !lim.Take(i, now) {
+		if !lim.Take(i, ks.u[i], now) {
 			tb.Fatalf("inserting key %d: first take denied", i)
 		}
 	}

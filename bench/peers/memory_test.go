@@ -49,17 +49,16 @@ func heapPerKey(tb testing.TB, ks *keySet, im keyedImpl) (float64, keyedLimiter)
 
 // mapFloor is a bare map[uint64]uint64 with every key: the floor for memory.
 type mapFloor struct {
-	ks *keySet
-	m  map[uint64]uint64
+	m map[uint64]uint64
 }
 
 func buildMapFloor(tb testing.TB, ks *keySet, _ keyedConfig) keyedLimiter {
-	f := &mapFloor{ks: ks, m: make(map[uint64]uint64)}
+	f := &mapFloor{m: make(map[uint64]uint64)}
 	for i, k := range ks.u {
 		f.m[k] = uint64(i)
 	}
 	return f
 }
 
-func (f *mapFloor) Take(i int, _ int64) bool { _, ok := f.m[f.ks.u[i]]; return ok }
-func (f *mapFloor) Close()                   {}
+func (f *mapFloor) Take(_ int, k uint64, _ int64) bool { _, ok := f.m[k]; return ok }
+func (f *mapFloor) Close()                             {}
