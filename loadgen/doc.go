@@ -97,7 +97,11 @@
 // client's frames before its Hello under no population), read at each
 // interval's end. Every goroutine the run starts has ended, and the server
 // is stopped, when it returns. Result.ServerCPU is the server's own
-// service time (server.Stats ReadService + TickService).
+// service time (server.Stats ReadService + TickService). With
+// RunSpec.Remote it starts no server and drives one already running
+// elsewhere (another process, for instance `sluice serve` or a benchmark's
+// child at a lower CPU priority than the load generator), reading its
+// counters through Remote.Stats.
 //
 // # Behaviours
 //

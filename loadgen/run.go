@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,6 +47,21 @@ type RunSpec struct {
 	// baseline for what the gate costs (Result.ServerCPU per frame);
 	// RunSim refuses it (the sim is the gate).
 	NoLimits bool
+	// Remote, if set, is a server already running elsewhere (another
+	// process: `sluice serve`, or a harness's child) that RunLoopback
+	// drives instead of starting one in-process; RunSim refuses it. The
+	// server must run the policy RunLoopback is given (for the channels'
+	// codes), with room for every client's connection.
+	Remote *Remote
+}
+
+// Remote is a running server for RunLoopback: where it listens, and how to
+// read its counters. Stats is called from RunLoopback's goroutine only: at
+// the end of each interval and of the warm-up, and until the server has
+// closed every connection at the end; an error ends the run.
+type Remote struct {
+	Addr  netip.AddrPort
+	Stats func() (server.Stats, error)
 }
 
 // Result is what a run measured.
@@ -117,6 +133,10 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Workers", s.Workers, "must not be negative"}
 	case math.IsNaN(s.TickRate) || s.TickRate <= 0 || s.TickRate > 10000:
 		return s, &ParamError{"run", "TickRate", s.TickRate, "must be in (0, 10000] Hz"}
+	case s.Remote != nil && (s.Remote.Stats == nil || !s.Remote.Addr.IsValid()):
+		return s, &ParamError{"run", "Remote", s.Remote, "needs an address and a Stats function"}
+	case s.Remote != nil && s.NoLimits:
+		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	}
 	return s, nil
 }
@@ -138,6 +158,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	}
 	if sp.NoLimits {
 		return nil, &ParamError{"run", "NoLimits", true, "is for loopback runs only"}
+	}
+	if sp.Remote != nil {
+		return nil, &ParamError{"run", "Remote", sp.Remote, "is for loopback runs only"}
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
@@ -191,9 +214,10 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 }
 
 // RunLoopback runs spec over real TCP sockets: it starts a loadgen/server
-// with policy p on 127.0.0.1 (a free port), runs the plan's clients on
-// Workers workers (each client dialling from its address group's
-// 127.x.y.z, see Loopback), and stops the server when they are done. The
+// with policy p on 127.0.0.1 (a free port), or drives spec.Remote's server
+// (which it neither starts nor stops), runs the plan's clients on Workers
+// workers (each client dialling from its address group's 127.x.y.z, see
+// Loopback), and stops the server it started when they are done. The
 // server's decisions (Recorder.Decisions and KindDecisions, the series'
 // server outcomes) come from its per-population × channel counters
 // (server.PopulationStats.Channels), read at each interval's end, at the
@@ -205,9 +229,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 // population: those are in no Decisions. Progress is called from the
 // caller's goroutine. When ctx is cancelled, or the run passes Duration +
 // Timeout + 30s, it stops everything promptly and returns what it measured
-// with Complete false; errors are for a bad spec or policy, or a server
-// that would not start. Every goroutine it starts has ended when it
-// returns.
+// with Complete false; errors are for a bad spec or policy, a server that
+// would not start, or a remote server whose counters could not be read.
+// Every goroutine it starts has ended when it returns.
 func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	sp, err := spec.normalize()
 	if err != nil {
@@ -219,20 +243,31 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}
 	clients := sp.Plan.Clients()
 	labels := sp.Plan.Labels()
-	srv, err := server.New(server.Config{
-		Policy:         p,
-		TickRate:       sp.TickRate,
-		MaxConns:       serverMaxConns(len(clients)),
-		MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
-		NoLimits:       sp.NoLimits,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
+	var (
+		addr        netip.AddrPort
+		stats       func() (server.Stats, error)
+		closeServer = func() {}
+	)
+	if sp.Remote != nil {
+		addr, stats = sp.Remote.Addr, sp.Remote.Stats
+	} else {
+		srv, err := server.New(server.Config{
+			Policy:         p,
+			TickRate:       sp.TickRate,
+			MaxConns:       serverMaxConns(len(clients)),
+			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
+			NoLimits:       sp.NoLimits,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		defer srv.Close()
+		addr, stats = srv.Addr(), func() (server.Stats, error) { return srv.Stats(), nil }
+		closeServer = func() { srv.Close() }
 	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
-	}
-	defer srv.Close()
 
 	nw := sp.Workers
 	if nw == 0 {
@@ -251,7 +286,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
 			return nil, err
 		}
-		if drivers[i], err = NewLoopback(rctx, srv.Addr(), rt.Clone(), sp.Config.Timeout); err != nil {
+		if drivers[i], err = NewLoopback(rctx, addr, rt.Clone(), sp.Config.Timeout); err != nil {
 			return nil, err
 		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
@@ -267,7 +302,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	for _, d := range drivers {
 		d.rt.start = rt.start
 	}
-	mon := newMonitor(srv, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
+	mon := newMonitor(stats, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -304,16 +339,19 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		// Every client has closed its connections; the server reads what
 		// is left in them before it sees the close. Its last decisions
 		// count once it has.
-		waitClosed(rctx, srv, sp.Config.Timeout+time.Second)
+		waitClosed(rctx, mon, sp.Config.Timeout+time.Second)
 	}
 	st := mon.finish(rt.Now(), rec)
+	if mon.err != nil {
+		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
+	}
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, workers, complete)
 	res.Frames = int64(st.Frames)
 	res.ServerCPU = st.ReadService + st.TickService
-	srv.Close()
+	closeServer()
 	return res, nil
 }
 
@@ -321,7 +359,8 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 // series at each interval's end, keeps the counts at the end of the
 // warm-up, and calls Progress.
 type monitor struct {
-	srv    *server.Server
+	stats  func() (server.Stats, error)
+	err    error // the first error of stats; the snapshots after it are empty
 	labels []string
 	kinds  map[string]Kind // channel row name -> kind (absent: KindRaw)
 	ser    *series
@@ -335,8 +374,8 @@ type monitor struct {
 // kindCounts are one population's server decisions by kind and outcome.
 type kindCounts [NumKinds][NumOutcomes]int64
 
-func newMonitor(srv *server.Server, labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
-	return &monitor{srv: srv, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
+func newMonitor(stats func() (server.Stats, error), labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+	return &monitor{stats: stats, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
 		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
 
@@ -376,7 +415,10 @@ func kindDecisionsOf(ps server.PopulationStats, kinds map[string]Kind) (out kind
 // read takes a snapshot and adds what changed since the last one to point
 // k of the series.
 func (m *monitor) read(k int) server.Stats {
-	st := m.srv.Stats()
+	st := m.snapshot()
+	if m.err != nil {
+		return st
+	}
 	for pop, label := range m.labels {
 		cur := kindDecisionsOf(st.Populations[label], m.kinds)
 		var d Interval
@@ -388,6 +430,20 @@ func (m *monitor) read(k int) server.Stats {
 		d.Accepted = d.Outcomes[Accepted]
 		m.ser.add(pop, k, &d)
 		m.prev[pop] = cur
+	}
+	return st
+}
+
+// snapshot reads the server's counters; after an error (kept in m.err) it
+// reads nothing more.
+func (m *monitor) snapshot() server.Stats {
+	if m.err != nil {
+		return server.Stats{}
+	}
+	st, err := m.stats()
+	if err != nil {
+		m.err = err
+		return server.Stats{}
 	}
 	return st
 }
@@ -453,10 +509,10 @@ func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 }
 
 // waitClosed waits until the server has no connection open, at most d or
-// until ctx ends.
-func waitClosed(ctx context.Context, srv *server.Server, d time.Duration) {
+// until ctx ends or its counters cannot be read.
+func waitClosed(ctx context.Context, m *monitor, d time.Duration) {
 	deadline := time.Now().Add(d)
-	for srv.Stats().Conns.Open != 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for m.snapshot().Conns.Open != 0 && m.err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/server"
 )
 
 func TestMain(m *testing.M) {
@@ -338,6 +339,42 @@ func TestLoopbackEveryBehaviour(t *testing.T) {
 	assert.Positive(t, res.Frames)
 }
 
+// A run against a server started on its own (as another process would
+// run it) reads the server's decisions through Remote.Stats, and agrees
+// with the server's own counters.
+func TestLoopbackRemote(t *testing.T) {
+	p := DefaultPolicy()
+	srv, err := server.New(server.Config{Policy: p})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer srv.Close()
+	plan := Plan{Seed: 3, Duration: time.Second, Populations: []Population{
+		{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}},
+		{Name: "tiny-flood", Clients: 1, Behaviour: &TinyFlood{Persist: Persist{ConnectSpread: 100 * time.Millisecond}}},
+	}}
+	var reads int
+	remote := &Remote{Addr: srv.Addr(), Stats: func() (server.Stats, error) { reads++; return srv.Stats(), nil }}
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Remote: remote, Config: RunConfig{Timeout: 300 * time.Millisecond}}, p)
+	require.NoError(t, err)
+	require.True(t, res.Complete)
+	assert.Positive(t, reads)
+	st := srv.Stats()
+	assert.Equal(t, int64(st.Frames), res.Frames)
+	h := pop(t, res, "honest")
+	assert.Equal(t, int64(4), res.Recorder.Count(h, KindHello, Accepted))
+	d := res.Recorder.Decisions(h)
+	assert.Equal(t, int64(st.Populations["honest"].Frames), sum(d), "every honest frame the server decided is in the decisions")
+	f := pop(t, res, "tiny-flood")
+	assert.Positive(t, sum(res.Recorder.Decisions(f))-res.Recorder.Decisions(f)[Accepted])
+
+	// A server whose counters cannot be read ends the run with the error.
+	broken := errors.New("the child went away")
+	remote = &Remote{Addr: srv.Addr(), Stats: func() (server.Stats, error) { return server.Stats{}, broken }}
+	_, err = RunLoopback(context.Background(), RunSpec{Plan: plan, Remote: remote, Config: RunConfig{Timeout: 300 * time.Millisecond}}, p)
+	assert.ErrorIs(t, err, broken)
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+}
+
 func TestLoopbackCancel(t *testing.T) {
 	plan := Plan{Seed: 1, Duration: time.Minute, Populations: []Population{
 		{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 50 * time.Millisecond}},
@@ -376,6 +413,7 @@ func TestRunSpecErrors(t *testing.T) {
 		{RunSpec{Plan: good, Workers: -1}, "Workers"},
 		{RunSpec{Plan: good, Config: RunConfig{Timeout: -1}}, "Timeout"},
 		{RunSpec{Plan: Plan{Duration: time.Second}}, "Populations"},
+		{RunSpec{Plan: good, Remote: &Remote{}}, "Remote"},
 	}
 	for _, c := range cases {
 		for _, run := range []func(context.Context, RunSpec, core.Policy) (*Result, error){RunSim, RunLoopback} {
@@ -385,9 +423,17 @@ func TestRunSpecErrors(t *testing.T) {
 			assert.Equal(t, c.field, pe.Field)
 		}
 	}
+	remote := &Remote{Addr: mustAddrPort(t, "127.0.0.1:1"), Stats: func() (server.Stats, error) { return server.Stats{}, nil }}
+	_, err := RunSim(context.Background(), RunSpec{Plan: good, Remote: remote}, DefaultPolicy())
+	var pe *ParamError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "Remote", pe.Field)
+	_, err = RunLoopback(context.Background(), RunSpec{Plan: good, Remote: remote, NoLimits: true}, DefaultPolicy())
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "NoLimits", pe.Field)
 	bad := DefaultPolicy()
 	bad.Channels[2].Class = core.ClassInput // chat as an input
-	_, err := RunSim(context.Background(), RunSpec{Plan: good}, bad)
+	_, err = RunSim(context.Background(), RunSpec{Plan: good}, bad)
 	assert.ErrorIs(t, err, ErrChannel)
 	_, err = RunSim(context.Background(), RunSpec{Plan: good}, core.Policy{Channels: []core.Channel{{Name: "move"}}})
 	assert.ErrorIs(t, err, core.ErrPolicy)

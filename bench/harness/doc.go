@@ -2,7 +2,9 @@
 // and the reference server) against the harness targets:
 //
 //   - the loopback driver sustains at least 100k frames/s of a mixed
-//     population with send-lag p99 ≤ 2 ms (BenchmarkLoopback);
+//     population with send-lag p99 ≤ 2 ms (BenchmarkLoopback, the server
+//     in the benchmark's process; BenchmarkLoopbackSplit, the server in a
+//     child process at the lowest CPU priority);
 //   - the sim driver processes at least 2M frames/s (BenchmarkSim);
 //   - under the hostile flood mix, honest request p99 is at most 2× the
 //     honest p99 of the same population without the flood
