@@ -51,17 +51,21 @@ type RunSpec struct {
 	// process: `sluice serve`, or a harness's child) that RunLoopback
 	// drives instead of starting one in-process; RunSim refuses it. The
 	// server must run the policy RunLoopback is given (for the channels'
-	// codes), with room for every client's connection.
+	// codes), with room for every client's connection; its tick rate and
+	// limits are its own, so TickRate and NoLimits must be left unset.
 	Remote *Remote
 }
 
-// Remote is a running server for RunLoopback: where it listens, and how to
-// read its counters. Stats is called from RunLoopback's goroutine only: at
-// the end of each interval and of the warm-up, and until the server has
-// closed every connection at the end; an error ends the run.
+// Remote is a running server for RunLoopback: its loopback address, and
+// how to read its counters. RunLoopback reads them once before the run
+// (everything it reports is the change from then, so a server may serve
+// several runs), at the end of each interval and of the warm-up, and until
+// the server has closed every connection at the end, always from its own
+// goroutine, with the run's context: Stats should return when the context
+// ends. An error stops the run at once, and RunLoopback returns it.
 type Remote struct {
 	Addr  netip.AddrPort
-	Stats func() (server.Stats, error)
+	Stats func(context.Context) (server.Stats, error)
 }
 
 // Result is what a run measured.
@@ -119,7 +123,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 	if s.Interval == 0 {
 		s.Interval = time.Second
 	}
-	if s.TickRate == 0 {
+	tickRateSet := s.TickRate != 0
+	if !tickRateSet {
 		s.TickRate = server.DefaultTickRate
 	}
 	switch {
@@ -133,10 +138,14 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Workers", s.Workers, "must not be negative"}
 	case math.IsNaN(s.TickRate) || s.TickRate <= 0 || s.TickRate > 10000:
 		return s, &ParamError{"run", "TickRate", s.TickRate, "must be in (0, 10000] Hz"}
-	case s.Remote != nil && (s.Remote.Stats == nil || !s.Remote.Addr.IsValid()):
-		return s, &ParamError{"run", "Remote", s.Remote, "needs an address and a Stats function"}
+	case s.Remote != nil && s.Remote.Stats == nil:
+		return s, &ParamError{"run", "Remote", s.Remote.Addr, "needs a Stats function"}
+	case s.Remote != nil && (!s.Remote.Addr.Addr().Unmap().IsLoopback() || s.Remote.Addr.Port() == 0):
+		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port"}
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
+	case s.Remote != nil && tickRateSet:
+		return s, &ParamError{"run", "TickRate", s.TickRate, "is the remote server's own setting"}
 	}
 	return s, nil
 }
@@ -160,7 +169,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		return nil, &ParamError{"run", "NoLimits", true, "is for loopback runs only"}
 	}
 	if sp.Remote != nil {
-		return nil, &ParamError{"run", "Remote", sp.Remote, "is for loopback runs only"}
+		return nil, &ParamError{"run", "Remote", sp.Remote.Addr, "is for loopback runs only"}
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
@@ -245,7 +254,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	labels := sp.Plan.Labels()
 	var (
 		addr        netip.AddrPort
-		stats       func() (server.Stats, error)
+		stats       func(context.Context) (server.Stats, error)
 		closeServer = func() {}
 	)
 	if sp.Remote != nil {
@@ -265,7 +274,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			return nil, fmt.Errorf("loadgen: %w", err)
 		}
 		defer srv.Close()
-		addr, stats = srv.Addr(), func() (server.Stats, error) { return srv.Stats(), nil }
+		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
 		closeServer = func() { srv.Close() }
 	}
 
@@ -297,12 +306,15 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
 	}
 
+	mon := newMonitor(rctx, cancel, stats, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
+	if mon.begin(); mon.err != nil {
+		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
+	}
 	// Time 0 is now, once every worker is ready.
 	rt.start = time.Now()
 	for _, d := range drivers {
 		d.rt.start = rt.start
 	}
-	mon := newMonitor(stats, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -349,8 +361,8 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, workers, complete)
-	res.Frames = int64(st.Frames)
-	res.ServerCPU = st.ReadService + st.TickService
+	res.Frames = int64(st.Frames - mon.base.Frames)
+	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	closeServer()
 	return res, nil
 }
@@ -359,8 +371,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 // series at each interval's end, keeps the counts at the end of the
 // warm-up, and calls Progress.
 type monitor struct {
-	stats  func() (server.Stats, error)
-	err    error // the first error of stats; the snapshots after it are empty
+	ctx    context.Context
+	cancel context.CancelFunc // stops the run when stats fails
+	stats  func(context.Context) (server.Stats, error)
+	err    error        // the first error of stats; the snapshots after it are empty
+	base   server.Stats // the counters before the run
 	labels []string
 	kinds  map[string]Kind // channel row name -> kind (absent: KindRaw)
 	ser    *series
@@ -374,8 +389,8 @@ type monitor struct {
 // kindCounts are one population's server decisions by kind and outcome.
 type kindCounts [NumKinds][NumOutcomes]int64
 
-func newMonitor(stats func() (server.Stats, error), labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
-	return &monitor{stats: stats, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
+func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+	return &monitor{ctx: ctx, cancel: cancel, stats: stats, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
 		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
 
@@ -434,18 +449,31 @@ func (m *monitor) read(k int) server.Stats {
 	return st
 }
 
-// snapshot reads the server's counters; after an error (kept in m.err) it
-// reads nothing more.
+// snapshot reads the server's counters. On an error (kept in m.err) it
+// stops the run, and reads nothing more.
 func (m *monitor) snapshot() server.Stats {
 	if m.err != nil {
 		return server.Stats{}
 	}
-	st, err := m.stats()
+	st, err := m.stats(m.ctx)
 	if err != nil {
 		m.err = err
+		m.cancel()
 		return server.Stats{}
 	}
 	return st
+}
+
+// begin reads the counters before the run: the baseline every later
+// read is measured from (a remote server may have served before).
+func (m *monitor) begin() {
+	m.base = m.snapshot()
+	for pop, label := range m.labels {
+		m.prev[pop] = kindDecisionsOf(m.base.Populations[label], m.kinds)
+	}
+	if m.warmed { // no warm-up: the measured window starts now
+		copy(m.warm, m.prev)
+	}
 }
 
 // run reads the server's counters at each interval's end and at the end

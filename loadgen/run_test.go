@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -339,40 +340,73 @@ func TestLoopbackEveryBehaviour(t *testing.T) {
 	assert.Positive(t, res.Frames)
 }
 
-// A run against a server started on its own (as another process would
-// run it) reads the server's decisions through Remote.Stats, and agrees
-// with the server's own counters.
+// Runs against a server started on their own (as another process would
+// run it) read the server's decisions through Remote.Stats: each run
+// reports the change in the server's counters over that run only, the
+// server keeps running, and a failing Stats stops the run at once.
 func TestLoopbackRemote(t *testing.T) {
 	p := DefaultPolicy()
 	srv, err := server.New(server.Config{Policy: p})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	defer srv.Close()
+	ignore := goleak.IgnoreCurrent()
 	plan := Plan{Seed: 3, Duration: time.Second, Populations: []Population{
 		{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}},
 		{Name: "tiny-flood", Clients: 1, Behaviour: &TinyFlood{Persist: Persist{ConnectSpread: 100 * time.Millisecond}}},
 	}}
-	var reads int
-	remote := &Remote{Addr: srv.Addr(), Stats: func() (server.Stats, error) { reads++; return srv.Stats(), nil }}
-	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Remote: remote, Config: RunConfig{Timeout: 300 * time.Millisecond}}, p)
+	spec := RunSpec{Plan: plan, Interval: 250 * time.Millisecond, Config: RunConfig{Timeout: 300 * time.Millisecond}}
+	for run := range 2 {
+		before := srv.Stats()
+		var reads int
+		spec.Remote = &Remote{Addr: srv.Addr(), Stats: func(context.Context) (server.Stats, error) { reads++; return srv.Stats(), nil }}
+		res, err := RunLoopback(context.Background(), spec, p)
+		require.NoError(t, err)
+		require.True(t, res.Complete)
+		after := srv.Stats()
+		assert.GreaterOrEqual(t, reads, 1+4+1, "run %d: before, at each interval's end and after", run)
+		assert.Equal(t, int64(after.Frames-before.Frames), res.Frames, "run %d", run)
+		assert.Positive(t, res.ServerCPU, "run %d", run)
+		h := pop(t, res, "honest")
+		assert.Equal(t, int64(4), res.Recorder.Count(h, KindHello, Accepted), "run %d", run)
+		assert.Equal(t, int64(after.Populations["honest"].Frames-before.Populations["honest"].Frames), sum(res.Recorder.Decisions(h)),
+			"run %d: every honest frame the server decided in this run, and only those", run)
+		var seen int64
+		for _, pt := range res.Series[h] {
+			for o := range ServerReasons {
+				seen += pt.Outcomes[o]
+			}
+		}
+		assert.Equal(t, sum(res.Recorder.Decisions(h)), seen, "run %d: the series count this run's decisions", run)
+		f := pop(t, res, "tiny-flood")
+		assert.Positive(t, sum(res.Recorder.Decisions(f))-res.Recorder.Decisions(f)[Accepted], "run %d", run)
+	}
+	// RunLoopback leaves a remote server running.
+	c, err := net.Dial("tcp", srv.Addr().String())
 	require.NoError(t, err)
-	require.True(t, res.Complete)
-	assert.Positive(t, reads)
-	st := srv.Stats()
-	assert.Equal(t, int64(st.Frames), res.Frames)
-	h := pop(t, res, "honest")
-	assert.Equal(t, int64(4), res.Recorder.Count(h, KindHello, Accepted))
-	d := res.Recorder.Decisions(h)
-	assert.Equal(t, int64(st.Populations["honest"].Frames), sum(d), "every honest frame the server decided is in the decisions")
-	f := pop(t, res, "tiny-flood")
-	assert.Positive(t, sum(res.Recorder.Decisions(f))-res.Recorder.Decisions(f)[Accepted])
+	c.Close()
 
-	// A server whose counters cannot be read ends the run with the error.
+	// A server whose counters cannot be read stops the run at once.
 	broken := errors.New("the child went away")
-	remote = &Remote{Addr: srv.Addr(), Stats: func() (server.Stats, error) { return server.Stats{}, broken }}
-	_, err = RunLoopback(context.Background(), RunSpec{Plan: plan, Remote: remote, Config: RunConfig{Timeout: 300 * time.Millisecond}}, p)
+	reads := 0
+	spec.Plan.Duration = 10 * time.Second
+	spec.Remote = &Remote{Addr: srv.Addr(), Stats: func(context.Context) (server.Stats, error) {
+		if reads++; reads > 1 {
+			return server.Stats{}, broken
+		}
+		return srv.Stats(), nil
+	}}
+	start := time.Now()
+	_, err = RunLoopback(context.Background(), spec, p)
 	assert.ErrorIs(t, err, broken)
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	assert.Less(t, time.Since(start), 5*time.Second, "stopped at the first failed read, not at the end of the plan")
+	// And one that cannot be read at all sends nothing.
+	spec.Remote = &Remote{Addr: srv.Addr(), Stats: func(context.Context) (server.Stats, error) { return server.Stats{}, broken }}
+	frames := srv.Stats().Frames
+	_, err = RunLoopback(context.Background(), spec, p)
+	assert.ErrorIs(t, err, broken)
+	assert.Equal(t, frames, srv.Stats().Frames)
+	goleak.VerifyNone(t, ignore)
 }
 
 func TestLoopbackCancel(t *testing.T) {
@@ -400,6 +434,10 @@ func TestLoopbackCancel(t *testing.T) {
 	assert.Positive(t, hellos, "the series saw the start")
 }
 
+func noStats(context.Context) (server.Stats, error) { return server.Stats{}, nil }
+
+func mustAddrPortNoT(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
 func TestRunSpecErrors(t *testing.T) {
 	good := mixedPlan(1, 5*time.Second)
 	cases := []struct {
@@ -414,6 +452,8 @@ func TestRunSpecErrors(t *testing.T) {
 		{RunSpec{Plan: good, Config: RunConfig{Timeout: -1}}, "Timeout"},
 		{RunSpec{Plan: Plan{Duration: time.Second}}, "Populations"},
 		{RunSpec{Plan: good, Remote: &Remote{}}, "Remote"},
+		{RunSpec{Plan: good, Remote: &Remote{Addr: mustAddrPortNoT("127.0.0.1:0"), Stats: noStats}}, "Remote"},
+		{RunSpec{Plan: good, Remote: &Remote{Addr: mustAddrPortNoT("10.0.0.1:80"), Stats: noStats}}, "Remote"},
 	}
 	for _, c := range cases {
 		for _, run := range []func(context.Context, RunSpec, core.Policy) (*Result, error){RunSim, RunLoopback} {
@@ -423,7 +463,7 @@ func TestRunSpecErrors(t *testing.T) {
 			assert.Equal(t, c.field, pe.Field)
 		}
 	}
-	remote := &Remote{Addr: mustAddrPort(t, "127.0.0.1:1"), Stats: func() (server.Stats, error) { return server.Stats{}, nil }}
+	remote := &Remote{Addr: mustAddrPort(t, "127.0.0.1:1"), Stats: func(context.Context) (server.Stats, error) { return server.Stats{}, nil }}
 	_, err := RunSim(context.Background(), RunSpec{Plan: good, Remote: remote}, DefaultPolicy())
 	var pe *ParamError
 	require.ErrorAs(t, err, &pe)
@@ -431,6 +471,9 @@ func TestRunSpecErrors(t *testing.T) {
 	_, err = RunLoopback(context.Background(), RunSpec{Plan: good, Remote: remote, NoLimits: true}, DefaultPolicy())
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "NoLimits", pe.Field)
+	_, err = RunLoopback(context.Background(), RunSpec{Plan: good, Remote: remote, TickRate: 60}, DefaultPolicy())
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "TickRate", pe.Field)
 	bad := DefaultPolicy()
 	bad.Channels[2].Class = core.ClassInput // chat as an input
 	_, err = RunSim(context.Background(), RunSpec{Plan: good}, bad)

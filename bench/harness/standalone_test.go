@@ -52,13 +52,28 @@ func serveChild(mode string) int {
 	}
 	defer srv.Close()
 	fmt.Println(srv.Addr())
+	// stdout carries the answers to "stats" until serving ends, then the
+	// final childStats line: once ended, no answer may follow it.
+	var (
+		outMu sync.Mutex
+		ended bool
+	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		in := bufio.NewScanner(os.Stdin)
 		enc := json.NewEncoder(os.Stdout)
 		for in.Scan() {
-			if in.Text() == "stats" && enc.Encode(srv.Stats()) != nil {
+			if in.Text() != "stats" {
+				continue
+			}
+			outMu.Lock()
+			var err error
+			if !ended {
+				err = enc.Encode(srv.Stats())
+			}
+			outMu.Unlock()
+			if err != nil {
 				return
 			}
 		}
@@ -67,6 +82,9 @@ func serveChild(mode string) int {
 	case <-done:
 	case <-time.After(childLimit):
 	}
+	outMu.Lock()
+	ended = true
+	outMu.Unlock()
 	for deadline := time.Now().Add(5 * time.Second); srv.Stats().Conns.Open != 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -140,17 +158,32 @@ func startChild(b *testing.B, mode string, low bool) *child {
 	return c
 }
 
-// stats asks the child for its server's counters.
-func (c *child) stats() (server.Stats, error) {
-	var st server.Stats
-	if _, err := io.WriteString(c.stdin, "stats\n"); err != nil {
-		return st, err
+// stats asks the child for its server's counters (loadgen.Remote.Stats).
+// If ctx ends first, it kills the child, which ends the pending read.
+func (c *child) stats(ctx context.Context) (server.Stats, error) {
+	type reply struct {
+		st  server.Stats
+		err error
 	}
-	line, err := c.out.ReadBytes('\n')
-	if err != nil {
-		return st, err
+	got := make(chan reply, 1)
+	go func() {
+		var r reply
+		if _, r.err = io.WriteString(c.stdin, "stats\n"); r.err == nil {
+			var line []byte
+			if line, r.err = c.out.ReadBytes('\n'); r.err == nil {
+				r.err = json.Unmarshal(line, &r.st)
+			}
+		}
+		got <- r
+	}()
+	select {
+	case r := <-got:
+		return r.st, r.err
+	case <-ctx.Done():
+		c.kill()
+		<-got
+		return server.Stats{}, ctx.Err()
 	}
-	return st, json.Unmarshal(line, &st)
 }
 
 // stop ends the child and returns what it counted.
