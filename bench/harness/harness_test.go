@@ -171,14 +171,14 @@ func BenchmarkLoopback(b *testing.B) {
 // server in a child process (this test binary, see serveChild) at the
 // lowest CPU priority, nice 19, started afresh for each run. On a shared
 // 2-core machine the load generator and the server it loads compete for
-// the same cores; at equal priority the server's thousands of goroutines
-// delay the generator's workers by whole scheduler slices, and a late
-// worker delays every send after it. A load generator must not be slowed
-// by the system it measures (on real hardware they run on different
-// machines): at the lowest priority the server still gets every cycle the
-// generator leaves, and its decisions, read from the child through
-// loadgen.Remote, are counted as in BenchmarkLoopback. Same metrics; the
-// target is read on this benchmark and on BenchmarkLoopback alike.
+// the same cores, and at equal priority the server's goroutines can hold
+// up a worker, which delays every send after it. A load generator should
+// not be slowed by the system it measures (on real hardware they run on
+// different machines): at the lowest priority the server still gets every
+// cycle the generator leaves, and its decisions, read from the child
+// through loadgen.Remote, are counted as in BenchmarkLoopback. Same
+// metrics; the target is read on this benchmark and on BenchmarkLoopback
+// alike.
 func BenchmarkLoopbackSplit(b *testing.B) {
 	for _, fps := range []int{50_000, 100_000} {
 		b.Run(fmt.Sprintf("offered=%dk", fps/1000), func(b *testing.B) {
