@@ -106,7 +106,7 @@ type Config struct {
 	IdleTimeout time.Duration
 	// FrameTimeout closes a connection holding a partial frame for this
 	// long since the frame's first bytes arrived (slowloris, lying length
-	// prefixes). Default 5s.
+	// prefixes); the close comes at most an eighth of it later. Default 5s.
 	FrameTimeout time.Duration
 	// WriteTimeout closes a connection when one write of its buffered
 	// frames (at most WriteBuffer bytes) does not complete within it (or

@@ -85,26 +85,23 @@ func (c *conn) readLoop() {
 	}
 
 	idle, frameTO := int64(s.cfg.IdleTimeout), int64(s.cfg.FrameTimeout)
-	// The idle deadline is armed within [exact, exact+idle/8] and moved
-	// only when it leaves that range, so a busy connection re-arms it once
-	// per idle/8 instead of after every frame: a timer update per frame
-	// was a few percent of a loaded server's CPU. An idle connection is
-	// closed at most idle/8 late, never early. The partial-frame deadline
-	// is armed exactly.
-	slack := idle / 8
+	// The read deadline is the earlier of the idle one (lastFrame+idle) and
+	// the partial-frame one (partialSince+frameTO), armed within [exact,
+	// exact+timeout/8] of it and moved only when it leaves that range: a
+	// busy connection re-arms it about once per eighth of a timeout instead
+	// of after every read (a timer update per read was a few percent of a
+	// loaded server's CPU; reads that end inside a frame restart the
+	// partial-frame clock just as often as frames end). A connection is
+	// closed at most an eighth of its timeout late, never early.
 	lastFrame, partialSince, deadline := now, int64(0), int64(0)
 	for {
-		want := lastFrame + idle
-		arm := deadline < want || deadline > want+slack
+		want, slack := lastFrame+idle, idle/8
 		if partialSince != 0 && partialSince+frameTO < want {
-			want = partialSince + frameTO
-			arm = want != deadline
-		} else if arm {
-			want += slack
+			want, slack = partialSince+frameTO, frameTO/8
 		}
-		if arm {
-			deadline = want
-			c.nc.SetReadDeadline(s.deadline(want))
+		if deadline < want || deadline > want+slack {
+			deadline = want + slack
+			c.nc.SetReadDeadline(s.deadline(deadline))
 		}
 		if c.closing.Load() {
 			return

@@ -73,7 +73,7 @@
 // the close comes up to IdleTimeout/8 later, never earlier), or that holds
 // a partial frame for
 // FrameTimeout since its first bytes (default 5s: slowloris, lying length
-// prefixes), is sent a Disconnect with reason 0 and closed (cause
+// prefixes; at most FrameTimeout/8 late, never early), is sent a Disconnect with reason 0 and closed (cause
 // "Timeout": core has no timeout reason). Replies and pongs go to a
 // per-connection outbound buffer of at most WriteBuffer bytes (default
 // 8192) that the connection's writer goroutine flushes; a frame that

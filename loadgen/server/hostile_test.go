@@ -389,19 +389,63 @@ func TestIdleDeadlineNeverEarly(t *testing.T) {
 	c := mustDial(t, s.Addr())
 	c.mustHello(t, "hostile", "hostile")
 	// Busy for two idle timeouts: a frame every idle/4.
-	for i := 0; i < 8; i++ {
-		b, _ := wire.AppendInput(nil, kMove, []byte{1})
+	b, _ := wire.AppendInput(nil, kMove, []byte{1})
+	var last time.Time
+	for i := range 8 {
+		if i > 0 {
+			time.Sleep(idle / 4)
+		}
+		last = time.Now() // before the write: the server reads the frame after it
 		if err := c.write(b); err != nil {
 			t.Fatalf("write %d: the busy connection was closed: %v", i, err)
 		}
-		time.Sleep(idle / 4)
 	}
-	last := time.Now()
 	if _, ok, err := c.waitClosed(10 * time.Second); err != nil || !ok {
 		t.Fatalf("not closed for idleness: %v (disconnect frame %v)", err, ok)
 	}
-	if waited := time.Since(last); waited < idle-idle/4 {
-		// The last write went out up to idle/4 before last was read.
+	if waited := time.Since(last); waited < idle {
 		t.Fatalf("closed %v after the last frame, before the idle timeout %v", waited, idle)
 	}
+}
+
+// The partial-frame deadline moves lazily too (at most FrameTimeout/8
+// late): a connection whose every read ends inside a frame but that
+// completes a frame every FrameTimeout/4 is never closed, and one that
+// then stops is closed no earlier than FrameTimeout after its last
+// partial frame began.
+func TestFrameDeadlineNeverEarly(t *testing.T) {
+	const frameTO = 1600 * time.Millisecond
+	cfg := testConfig()
+	cfg.FrameTimeout = frameTO
+	cfg.IdleTimeout = time.Minute
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "hostile", "hostile")
+	b, _ := wire.AppendInput(nil, kMove, []byte{1})
+	// Each write ends the frame the one before began and begins the next.
+	var last time.Time
+	for i := range 8 {
+		if i > 0 {
+			time.Sleep(frameTO / 4)
+		}
+		w := append(append([]byte(nil), b[2:]...), b[:2]...)
+		if i == 0 {
+			w = b[:2]
+		}
+		last = time.Now()
+		if err := c.write(w); err != nil {
+			t.Fatalf("write %d: the busy connection was closed: %v", i, err)
+		}
+	}
+	if _, ok, err := c.waitClosed(10 * time.Second); err != nil || !ok {
+		t.Fatalf("not closed for its partial frame: %v (disconnect frame %v)", err, ok)
+	}
+	if waited := time.Since(last); waited < frameTO {
+		t.Fatalf("closed %v after its partial frame began, before the frame timeout %v", waited, frameTO)
+	}
+	// The server counts the disconnect as the connection ends, after the
+	// client has seen the close.
+	eventually(t, 5*time.Second, "the timeout counted", func() bool {
+		return s.Stats().Populations["hostile"].Disconnects[CauseTimeout] == 1
+	})
 }
