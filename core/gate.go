@@ -587,14 +587,14 @@ func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
 	row := len(g.chans) + statsRowTransport
 	s := g.lookup(h)
 	if s == nil {
-		return g.deny(nil, h, row, nil, NoSession, 0, n, now)
+		return g.deny(nil, h, row, nil, NoSession, atomicbucket.Result{}, n, now)
 	}
 	if g.bytesLim == nil {
 		return Verdict{}
 	}
 	r := g.bytesLim.TakeAt(&s.bytes, now, max(uint64(n), g.minCharge))
 	if !r.OK() {
-		return g.deny(s, h, row, nil, ByteLimit, r.RetryAfter(), n, now)
+		return g.deny(s, h, row, nil, ByteLimit, r, n, now)
 	}
 	g.count(s.stripe, row, None, Accept)
 	return Verdict{}
@@ -663,27 +663,27 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 		if reason == None {
 			reason = NoSession
 		}
-		return g.deny(nil, m.Session, kind, c, reason, 0, m.Size, now)
+		return g.deny(nil, m.Session, kind, c, reason, atomicbucket.Result{}, m.Size, now)
 	}
 	if reason != None {
-		return g.deny(s, m.Session, kind, c, reason, 0, m.Size, now)
+		return g.deny(s, m.Session, kind, c, reason, atomicbucket.Result{}, m.Size, now)
 	}
 
 	// Strike stage and lockout: before any bucket.
 	rec, lk := s.strikeTarget()
 	if lk.locked(now) {
-		return g.denyAs(s, m.Session, kind, c, Lockout, Disconnect, lk.remaining(now), m.Size, now)
+		return g.denyAs(s, m.Session, kind, c, Lockout, Disconnect, atomicbucket.DeniedFor(lk.remaining(now)), m.Size, now)
 	}
 	stage := StageNone
 	if !g.ladder.disabled {
 		stage = g.ladder.stageOf(rec.score(now))
 		if stage >= StageDrop {
-			return g.denyAs(s, m.Session, kind, c, Lockout, Drop, 0, m.Size, now)
+			return g.denyAs(s, m.Session, kind, c, Lockout, Drop, atomicbucket.Result{}, m.Size, now)
 		}
 	}
 	if g.locked != nil {
 		if a := s.account.Load(); a != 0 && g.locked(a) {
-			return g.deny(s, m.Session, kind, c, Locked, 0, m.Size, now)
+			return g.deny(s, m.Session, kind, c, Locked, atomicbucket.Result{}, m.Size, now)
 		}
 	}
 
@@ -692,14 +692,14 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	if g.bytesLim != nil && m.Flags&FlagCharged == 0 {
 		n := max(uint64(m.Size), g.minCharge)
 		if r := g.bytesLim.TakeAt(&s.bytes, now, n); !r.OK() {
-			return g.deny(s, m.Session, kind, c, ByteLimit, r.RetryAfter(), m.Size, now)
+			return g.deny(s, m.Session, kind, c, ByteLimit, r, m.Size, now)
 		}
 		h.bytes = n
 	}
 	if g.framesLim != nil {
 		if r := g.framesLim.TakeAt(&s.frames, now, 1); !r.OK() {
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, FrameLimit, r.RetryAfter(), m.Size, now)
+			return g.deny(s, m.Session, kind, c, FrameLimit, r, m.Size, now)
 		}
 		h.frame = true
 	}
@@ -708,7 +708,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	if c.class == ClassRequest {
 		if r := g.admitRequest(s, c, kind, m, &h); r != None {
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, r, 0, m.Size, now)
+			return g.deny(s, m.Session, kind, c, r, atomicbucket.Result{}, m.Size, now)
 		}
 	}
 
@@ -727,7 +727,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 		r := layer.takeAt(key, now, cost)
 		if !r.ok {
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, r.reason, r.retry, m.Size, now)
+			return g.deny(s, m.Session, kind, c, r.reason, atomicbucket.DeniedFor(r.retry), m.Size, now)
 		}
 		if r.reason == None { // a fail-open TableFull pass took nothing
 			h.keyed, h.key = layer, key
@@ -735,13 +735,13 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	if r := c.lim.TakeAt(&s.kinds[kind], now, cost); !r.OK() {
 		g.undo(s, c, now, &h)
-		return g.deny(s, m.Session, kind, c, ChannelLimit, r.RetryAfter(), m.Size, now)
+		return g.deny(s, m.Session, kind, c, ChannelLimit, r, m.Size, now)
 	}
 	h.kind = true
 	if g.match != nil && m.Match != 0 {
 		if r := g.match.takeAt(m.Match, now, cost); !r.ok {
 			g.undo(s, c, now, &h)
-			return g.deny(s, m.Session, kind, c, r.reason, r.retry, m.Size, now)
+			return g.deny(s, m.Session, kind, c, r.reason, atomicbucket.DeniedFor(r.retry), m.Size, now)
 		}
 	}
 	g.count(s.stripe, kind, None, Accept)
@@ -813,12 +813,12 @@ func actionFor(c *chanSpec, r Reason) Action {
 // deny records a denial: strikes (escalating the action), the flood
 // accumulator or a RateLimited event, counters; and returns the verdict.
 // s is nil for a message without a session (nothing is created for it).
-func (g *Gate) deny(s *session, h Session, row int, c *chanSpec, r Reason, retry time.Duration, size uint32, now int64) Verdict {
-	return g.denyAs(s, h, row, c, r, actionFor(c, r), retry, size, now)
+func (g *Gate) deny(s *session, h Session, row int, c *chanSpec, r Reason, wait atomicbucket.Result, size uint32, now int64) Verdict {
+	return g.denyAs(s, h, row, c, r, actionFor(c, r), wait, size, now)
 }
 
 // denyAs is deny with the action before escalation given.
-func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act Action, retry time.Duration, size uint32, now int64) Verdict {
+func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act Action, wait atomicbucket.Result, size uint32, now int64) Verdict {
 	stripe := int(h.index())
 	stage := StageNone
 	var account uint64
@@ -861,8 +861,12 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			st.floodB.Add(uint64(size))
 		}
 	}
-	if act != Reject || (c != nil && !c.retry) {
-		retry = 0
+	// The retry time is worked out only for a verdict that carries it: a
+	// Reject on a channel with retry guidance. Every other denial, and
+	// most denials are drops, skips the bucket's division.
+	var retry time.Duration
+	if act == Reject && (c == nil || c.retry) {
+		retry = wait.RetryAfter()
 	}
 	g.count(stripe, row, r, act)
 	if s != nil && floodSlot[r] < 0 {
