@@ -59,10 +59,13 @@ type RunSpec struct {
 // Remote is a running server for RunLoopback: its loopback address, and
 // how to read its counters. RunLoopback reads them once before the run
 // (everything it reports is the change from then, so a server may serve
-// several runs), at the end of each interval and of the warm-up, and until
-// the server has closed every connection at the end, always from its own
-// goroutine, with the run's context: Stats should return when the context
-// ends. An error stops the run at once, and RunLoopback returns it.
+// several runs, one at a time), at the end of each interval and of the
+// warm-up, and at the end until the server has no more connections open
+// than before the run, always from its own goroutine. Each read gets a
+// context that ends after the run's reply timeout (at least a second):
+// Stats should return when it ends. An error stops the run at once, and
+// RunLoopback returns it. The server must count the run's populations
+// apart: its MaxPopulations at least the plan's population count.
 type Remote struct {
 	Addr  netip.AddrPort
 	Stats func(context.Context) (server.Stats, error)
@@ -253,9 +256,8 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	clients := sp.Plan.Clients()
 	labels := sp.Plan.Labels()
 	var (
-		addr        netip.AddrPort
-		stats       func(context.Context) (server.Stats, error)
-		closeServer = func() {}
+		addr  netip.AddrPort
+		stats func(context.Context) (server.Stats, error)
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -275,7 +277,6 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		defer srv.Close()
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
-		closeServer = func() { srv.Close() }
 	}
 
 	nw := sp.Workers
@@ -306,7 +307,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
 	}
 
-	mon := newMonitor(rctx, cancel, stats, labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
+	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
 	if mon.begin(); mon.err != nil {
 		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
 	}
@@ -363,7 +364,6 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res := newResult(labels, rec, ser, workers, complete)
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
-	closeServer()
 	return res, nil
 }
 
@@ -371,26 +371,27 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 // series at each interval's end, keeps the counts at the end of the
 // warm-up, and calls Progress.
 type monitor struct {
-	ctx    context.Context
-	cancel context.CancelFunc // stops the run when stats fails
-	stats  func(context.Context) (server.Stats, error)
-	err    error        // the first error of stats; the snapshots after it are empty
-	base   server.Stats // the counters before the run
-	labels []string
-	kinds  map[string]Kind // channel row name -> kind (absent: KindRaw)
-	ser    *series
-	warmup int64
-	prev   []kindCounts // per population, at the last read
-	warm   []kindCounts // at the end of the warm-up
-	next   int          // the interval whose end is the next read
-	warmed bool
+	ctx         context.Context
+	cancel      context.CancelFunc // stops the run when stats fails
+	stats       func(context.Context) (server.Stats, error)
+	readTimeout time.Duration // the bound on one read of stats
+	err         error         // the first error of stats; the snapshots after it are empty
+	base        server.Stats  // the counters before the run
+	labels      []string
+	kinds       map[string]Kind // channel row name -> kind (absent: KindRaw)
+	ser         *series
+	warmup      int64
+	prev        []kindCounts // per population, at the last read
+	warm        []kindCounts // at the end of the warm-up
+	next        int          // the interval whose end is the next read
+	warmed      bool
 }
 
 // kindCounts are one population's server decisions by kind and outcome.
 type kindCounts [NumKinds][NumOutcomes]int64
 
-func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
-	return &monitor{ctx: ctx, cancel: cancel, stats: stats, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
+func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), statsTimeout time.Duration, labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+	return &monitor{ctx: ctx, cancel: cancel, stats: stats, readTimeout: statsTimeout, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
 		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
 
@@ -455,7 +456,11 @@ func (m *monitor) snapshot() server.Stats {
 	if m.err != nil {
 		return server.Stats{}
 	}
-	st, err := m.stats(m.ctx)
+	// A read is bounded on its own, not by the run's context: the reads
+	// that end a cancelled or timed-out run must still succeed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), m.readTimeout)
+	st, err := m.stats(ctx)
+	cancel()
 	if err != nil {
 		m.err = err
 		m.cancel()
@@ -536,12 +541,13 @@ func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 	return st
 }
 
-// waitClosed waits until the server has no connection open, at most d or
-// until ctx ends or its counters cannot be read.
+// waitClosed waits until the server has no more connections open than
+// before the run, at most d or until ctx ends or its counters cannot be
+// read.
 func waitClosed(ctx context.Context, m *monitor, d time.Duration) {
 	deadline := time.Now().Add(d)
-	for m.snapshot().Conns.Open != 0 && m.err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
+	for m.snapshot().Conns.Open > m.base.Conns.Open && m.err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -635,6 +641,7 @@ func (r *Result) Canonical() ([]byte, error) {
 		str(l)
 	}
 	rec := r.Recorder
+	rec.flush() // runs of equal values the recorder still holds
 	for _, l := range rec.labels {
 		str(l)
 	}
