@@ -183,11 +183,7 @@ func BenchmarkLoopbackSplit(b *testing.B) {
 	for _, fps := range []int{50_000, 100_000} {
 		b.Run(fmt.Sprintf("offered=%dk", fps/1000), func(b *testing.B) {
 			benchLoopback(b, fps, func(spec loadgen.RunSpec) *loadgen.Result {
-				c := startChild(b, "gate", true)
-				defer c.kill()
-				spec.Remote = &loadgen.Remote{Addr: c.addr, Stats: c.stats}
-				res := runLoopback(b, spec, policy())
-				c.stop(b)
+				res, _ := runChild(b, spec, "gate", true)
 				return res
 			})
 		})
@@ -228,7 +224,7 @@ func benchLoopback(b *testing.B, fps int, run func(loadgen.RunSpec) *loadgen.Res
 	}
 }
 
-// BenchmarkSim runs a mixed population of about 2,200 clients (offering
+// BenchmarkSim runs a mixed population of 2,326 clients (offering
 // about 50k frames/s) for 10s of virtual time in the sim driver. One op is
 // one run; frames/s is the frames the simulated server decoded per second
 // of wall time (target: 2M).
@@ -279,7 +275,7 @@ func floodPlan(flood bool) loadgen.Plan {
 // BenchmarkFloodImpact measures honest request latency (Response, from the
 // intended send time to the reply, of chat and purchase requests) with
 // and without the hostile flood mix, same seed, same honest clients, over
-// loopback with loadgen.DefaultPolicy: 3s runs after a 500ms warm-up. One
+// loopback with loadgen.DefaultPolicy: 3s runs, the first 500ms warm-up. One
 // op is both runs (the order alternates). Metrics: quiet-p99-ns and
 // flood-p99-ns, and p99-ratio = flood ÷ quiet (target ≤ 2), each a mean
 // over the ops; the same for p50.
@@ -352,7 +348,11 @@ func BenchmarkServerCPU(b *testing.B) {
 		var c, s [2]float64
 		for j := range 2 {
 			k := (i + j) % 2 // 1: no limits
-			st := runStandalone(b, cpuPlan(), k == 1)
+			mode := "gate"
+			if k == 1 {
+				mode = "nolimits"
+			}
+			_, st := runChild(b, loadgen.RunSpec{Plan: cpuPlan()}, mode, false)
 			if st.Refused != 0 {
 				b.Fatalf("the server refused %d honest frames (no-limits %v): the runs would not do the same work", st.Refused, k == 1)
 			}

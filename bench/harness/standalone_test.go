@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -211,67 +210,14 @@ func (c *child) kill() {
 	}
 }
 
-// runStandalone starts a child server, runs plan's clients against it
-// through loadgen's loopback driver (GOMAXPROCS workers), stops the child
-// and returns what it counted.
-func runStandalone(b *testing.B, plan loadgen.Plan, noLimits bool) childStats {
+// runChild starts a child server (mode and priority as startChild's), runs
+// spec's clients against it through loadgen.RunLoopback with spec.Remote,
+// stops the child and returns both sides' figures.
+func runChild(b *testing.B, spec loadgen.RunSpec, mode string, low bool) (*loadgen.Result, childStats) {
 	b.Helper()
-	mode := "gate"
-	if noLimits {
-		mode = "nolimits"
-	}
-	c := startChild(b, mode, false)
+	c := startChild(b, mode, low)
 	defer c.kill()
-	if err := drive(c.addr, plan); err != nil {
-		b.Fatal(err)
-	}
-	return c.stop(b)
-}
-
-// drive runs plan's clients against the server at addr, as RunLoopback
-// does with its own server, bounded by the plan's duration plus 30s.
-func drive(addr netip.AddrPort, plan loadgen.Plan) error {
-	if err := plan.Validate(); err != nil {
-		return err
-	}
-	p := policy()
-	chans, err := loadgen.ChannelsOf(&p)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), plan.Duration+30*time.Second)
-	defer cancel()
-	clients, labels := plan.Clients(), plan.Labels()
-	parts := loadgen.Split(clients, min(runtime.GOMAXPROCS(0), len(clients)))
-	rt := loadgen.NewRealTime()
-	workers := make([]*loadgen.Worker, len(parts))
-	drivers := make([]*loadgen.Loopback, len(parts))
-	for i, part := range parts {
-		rec, err := loadgen.NewRecorder(labels, loadgen.HistConfig{})
-		if err != nil {
-			return err
-		}
-		if drivers[i], err = loadgen.NewLoopback(ctx, addr, rt.Clone(), 2*time.Second); err != nil {
-			return err
-		}
-		if workers[i], err = loadgen.NewWorker(drivers[i], rec, part, loadgen.RunConfig{}); err != nil {
-			return err
-		}
-		workers[i].SetChannels(chans)
-	}
-	errs := make([]error, len(workers))
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Go(func() {
-			errs[i] = workers[i].Run(ctx)
-			drivers[i].Stop()
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	spec.Remote = &loadgen.Remote{Addr: c.addr, Stats: c.stats}
+	res := runLoopback(b, spec, policy())
+	return res, c.stop(b)
 }
