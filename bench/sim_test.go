@@ -31,7 +31,7 @@ func BenchmarkSim(b *testing.B) {
 		var frames int64
 		b.ReportAllocs()
 		b.ResetTimer()
-		m := parallelCPU() // the process's CPU time: RunSim may use goroutines
+		m := parallelCPU() // the process's CPU time: it counts the garbage collector's background work
 		for i := 0; i < b.N; i++ {
 			r, err := loadgen.RunSim(ctx, loadgen.RunSpec{Plan: plan}, pol)
 			if err != nil {

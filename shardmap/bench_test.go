@@ -237,42 +237,47 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 		s, _ := t.lookup(k, h)
 		return s
 	}
-	names := []string{"home-load", "home-cas", "probe-load", "probe-cas", "take"}
-	var spent [5]time.Duration
+	parts := []struct {
+		name       string
+		probe, cas bool // find the slot by probing; CompareAndSwap its word
+		take       bool // Map.TakeAt instead
+	}{
+		{name: "home-load"},
+		{name: "home-cas", cas: true},
+		{name: "probe-load", probe: true},
+		{name: "probe-cas", probe: true, cas: true},
+		{name: "take", take: true},
+	}
+	spent := make([]time.Duration, len(parts))
 	const block = 4096
 	x, now := uint64(88172645463325252), int64(1e9)
 	var s uint64
 	b.ResetTimer()
 	for done := 0; done < b.N; done += block {
-		for part := range names {
+		for i, p := range parts {
 			t0 := time.Now()
-			for i := 0; i < block; i++ {
+			for range block {
 				x = xorshift(x)
 				k := keys[pick(x, len(keys))]
-				switch part {
-				case 0:
-					s += slotOf(k, false).word.Load()
-				case 1:
-					w := &slotOf(k, false).word
-					old := w.Load()
-					w.CompareAndSwap(old, old)
-				case 2:
-					s += slotOf(k, true).word.Load()
-				case 3:
-					w := &slotOf(k, true).word
-					old := w.Load()
-					w.CompareAndSwap(old, old)
-				default:
+				if p.take {
 					now += 1000
 					m.TakeAt(k, now, 1)
+					continue
+				}
+				w := &slotOf(k, p.probe).word
+				old := w.Load()
+				if p.cas {
+					w.CompareAndSwap(old, old)
+				} else {
+					s += old
 				}
 			}
-			spent[part] += time.Since(t0)
+			spent[i] += time.Since(t0)
 		}
 	}
 	sink = s
 	ops := float64((b.N + block - 1) / block * block)
-	for part, name := range names {
-		b.ReportMetric(float64(spent[part].Nanoseconds())/ops, "ns/"+name)
+	for i, p := range parts {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/ops, "ns/"+p.name)
 	}
 }
