@@ -2,25 +2,44 @@ package gate_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/sluicedev/sluice/bench/gate"
 )
 
-// FuzzParseConfig: any input is a config or an error wrapping ErrConfig
-// (or a YAML error), never a panic; a parsed config validates.
+// FuzzParseConfig: any input is a config or an error wrapping ErrConfig,
+// never a panic; a parsed config compares a set with itself without an
+// error (but too few samples for its min_samples) and finds no regression.
 func FuzzParseConfig(f *testing.F) {
 	f.Add("alpha: 0.05\nmin_effect: 5%\nrules:\n  - match: '^Floor/'\n    role: floor\n")
 	f.Add("normalize: never\ncorrection: none\nunits: [sec/op]\n")
 	f.Add("rules:\n  - match: '('\n")
+	var lines strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&lines, "BenchmarkFloor/cas-2 100 %d ns/op\nBenchmarkBucket/pass/serial-2 100 %d ns/op 0 allocs/op\n", 3+i%2, 5+i%3)
+	}
+	set, err := gate.Read(strings.NewReader(lines.String()), "fixed")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		c, err := gate.ParseConfig(strings.NewReader(in), "fuzz.yaml")
 		if err != nil {
+			if !errors.Is(err, gate.ErrConfig) {
+				t.Fatalf("error does not wrap ErrConfig: %v", err)
+			}
 			return
 		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("parsed config does not validate: %v", err)
+		rep, err := gate.Compare(set, set, c)
+		switch {
+		case errors.Is(err, gate.ErrTooFewSamples):
+		case err != nil:
+			t.Fatalf("a parsed config cannot compare: %v", err)
+		case rep.Regressed():
+			t.Fatalf("a set regressed against itself under %q", in)
 		}
 	})
 }
