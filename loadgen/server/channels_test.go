@@ -13,41 +13,6 @@ import (
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
-// checkChannels asserts that a population's channel rows add up to its
-// totals (valid once every connection is closed).
-func checkChannels(t testing.TB, name string, p PopulationStats) {
-	t.Helper()
-	var frames, accepted uint64
-	dropped, rejected := map[string]uint64{}, map[string]uint64{}
-	for ch, cs := range p.Channels {
-		n := cs.Accepted
-		for r, v := range cs.Dropped {
-			dropped[r] += v
-			n += v
-		}
-		for r, v := range cs.Rejected {
-			rejected[r] += v
-			n += v
-		}
-		if n != cs.Frames || n == 0 {
-			t.Errorf("population %q channel %q: %d frames, but the counts add up to %d: %+v", name, ch, cs.Frames, n, cs)
-		}
-		frames += cs.Frames
-		accepted += cs.Accepted
-	}
-	if frames != p.Frames || accepted != p.Accepted {
-		t.Errorf("population %q: channels count %d frames, %d accepted; the population %d, %d", name, frames, accepted, p.Frames, p.Accepted)
-	}
-	for _, m := range []struct {
-		what       string
-		rows, want map[string]uint64
-	}{{"dropped", dropped, p.Dropped}, {"rejected", rejected, p.Rejected}} {
-		if !maps.Equal(m.rows, m.want) {
-			t.Errorf("population %q %s: channels %v, population %v", name, m.what, m.rows, m.want)
-		}
-	}
-}
-
 func TestChannelStats(t *testing.T) {
 	s := startServer(t, testConfig())
 	c := mustDial(t, s.Addr())
@@ -238,7 +203,7 @@ func TestReadPathDoesNotAllocate(t *testing.T) {
 	}
 	st := s.Stats()
 	p := st.Populations[PopulationNone]
-	checkChannels(t, PopulationNone, p)
+	checkPopulation(t, PopulationNone, p)
 	if p.Channels["move"].Frames == 0 || p.Channels["ping"].Frames == 0 || p.Dropped["QueueFull"] == 0 {
 		t.Errorf("counts: %+v", p)
 	}
@@ -267,5 +232,5 @@ func TestTallySpills(t *testing.T) {
 	if ps.Frames != 80 || ps.Accepted != 40 || ps.Dropped["ChannelLimit"] != 40 || len(ps.Channels) != 40 {
 		t.Errorf("totals: %+v", ps)
 	}
-	checkChannels(t, "none", ps)
+	checkPopulation(t, "none", ps)
 }

@@ -109,6 +109,20 @@ const rowStride = 1 + 2*core.NumReasons
 func codeDropped(r core.Reason) uint32  { return 1 + uint32(r) }
 func codeRejected(r core.Reason) uint32 { return 1 + uint32(core.NumReasons) + uint32(r) }
 
+// addReasons adds the non-zero counters of one row's reasons (indexed by
+// core.Reason) to row and to total, by reason name, and returns their sum.
+func addReasons(row, total map[string]uint64, counters []atomic.Uint64) (sum uint64) {
+	for r := range counters {
+		if n := counters[r].Load(); n != 0 {
+			rn := core.Reason(r).String()
+			row[rn] = n
+			total[rn] += n
+			sum += n
+		}
+	}
+	return sum
+}
+
 // rowKey is the index in popCounters.chans of outcome code of row.
 func rowKey(row int, code uint32) uint32 { return uint32(row*rowStride) + code }
 
@@ -337,34 +351,11 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 		Channels:    map[string]ChannelStats{},
 	}
 	for row, name := range rows {
-		cs := ChannelStats{Accepted: c.chans[rowKey(row, 0)].Load()}
-		cs.Frames = cs.Accepted
-		for r := range core.NumReasons {
-			rn := core.Reason(r).String()
-			if n := c.chans[rowKey(row, codeDropped(core.Reason(r)))].Load(); n != 0 {
-				if cs.Dropped == nil {
-					cs.Dropped = map[string]uint64{}
-				}
-				cs.Dropped[rn] = n
-				s.Dropped[rn] += n
-				cs.Frames += n
-			}
-			if n := c.chans[rowKey(row, codeRejected(core.Reason(r)))].Load(); n != 0 {
-				if cs.Rejected == nil {
-					cs.Rejected = map[string]uint64{}
-				}
-				cs.Rejected[rn] = n
-				s.Rejected[rn] += n
-				cs.Frames += n
-			}
-		}
+		cs := ChannelStats{Accepted: c.chans[rowKey(row, 0)].Load(), Dropped: map[string]uint64{}, Rejected: map[string]uint64{}}
+		cs.Frames = cs.Accepted +
+			addReasons(cs.Dropped, s.Dropped, c.chans[rowKey(row, codeDropped(0)):][:core.NumReasons]) +
+			addReasons(cs.Rejected, s.Rejected, c.chans[rowKey(row, codeRejected(0)):][:core.NumReasons])
 		if cs.Frames != 0 {
-			if cs.Dropped == nil {
-				cs.Dropped = map[string]uint64{}
-			}
-			if cs.Rejected == nil {
-				cs.Rejected = map[string]uint64{}
-			}
 			s.Accepted += cs.Accepted
 			s.Channels[name] = cs
 		}
