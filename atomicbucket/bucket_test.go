@@ -354,4 +354,26 @@ func TestTakeLiveAtNeverTouchesOrStoresDead(t *testing.T) {
 	r, ok = l.TakeLiveAt(&w, 0, 9, dead)
 	assert.True(t, ok)
 	assert.Equal(t, Invalid, r.Status())
+
+	// Each arm that stores nudges a new word equal to dead: a take from a
+	// partly empty bucket, and the rebase after a clock reset backwards.
+	back := -int64(time.Second) - int64(StepBack) - int64(time.Minute) // beyond a fill time (0.3s) and StepBack
+	for _, c := range []struct {
+		name string
+		old  uint64
+		now  int64
+		st   Status
+	}{
+		{"partly empty", l.FullWord(0) + 1<<l.p.Load().shift, 0, Allowed},
+		{"rebase", l.FullWord(0), back, Denied},
+	} {
+		w.Store(c.old)
+		next, want := l.Decide(c.old, c.now, 1)
+		require.NotEqual(t, c.old, next, c.name)
+		r, ok := l.TakeLiveAt(&w, c.now, 1, next)
+		require.True(t, ok, c.name)
+		assert.Equal(t, c.st, r.Status(), c.name)
+		assert.Equal(t, decisionOf(want), decisionOf(r), c.name)
+		assert.Equal(t, next+1, w.Load(), "%s: the dead value is never stored", c.name)
+	}
 }
