@@ -294,9 +294,16 @@ type Escalation struct {
 	TableFull string `yaml:"tableFull,omitempty" json:"tableFull,omitempty"`
 }
 
-// maxStrikePoints bounds strike weights and ladder rungs, so that scores
-// converted to the ladder's fixed-point time never overflow.
+// maxStrikePoints bounds strike weights and ladder rungs.
 const maxStrikePoints = 1e6
+
+// maxStrikeDrain bounds how long a strike weight or the lockout rung takes
+// to drain (points × window ÷ the disconnect rung): the ladder keeps
+// scores as nanoseconds of drain in an int64, up to twice the lockout rung
+// plus one weight, so this keeps every score far from overflow whatever
+// the window. Bounding the points alone does not: a long window or a low
+// disconnect rung scales them up.
+const maxStrikeDrain = 50 * 365 * 24 * time.Hour
 
 // Defaults (documented on the fields).
 const (
@@ -616,6 +623,17 @@ func (p *Policy) validate() error {
 			v.add(path, fmt.Sprintf("must be greater than %s (%g)", rungs[i-1].name, prev))
 		}
 		prev = r.v
+	}
+	if d := *s.Ladder.Disconnect; *s.Window > 0 && d > 0 && !math.IsInf(d, 0) {
+		tooLong := func(path string, points float64) {
+			if drain := points * float64(*s.Window) / d; drain > float64(maxStrikeDrain) {
+				v.add(path, fmt.Sprintf("takes %.3g years to drain at window %v and disconnect %g; at most %v", drain/float64(365*24*time.Hour), time.Duration(*s.Window), d, "50 years"))
+			}
+		}
+		for _, r := range slices.Sorted(maps.Keys(s.Weights)) {
+			tooLong("strikes.weights."+r.String(), s.Weights[r])
+		}
+		tooLong("strikes.ladder.lockout", *s.Ladder.Lockout)
 	}
 	tb := &p.Tables
 	if n := *tb.Sessions; n < 1 || n > maxSessions {

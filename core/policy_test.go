@@ -181,6 +181,10 @@ func TestPolicyValidation(t *testing.T) {
 		{"negative weight", Policy{Strikes: Strikes{Weights: map[Reason]float64{ByteLimit: -1}}}, "strikes.weights.ByteLimit", "at least 0", nil},
 		{"huge weight", Policy{Strikes: Strikes{Weights: map[Reason]float64{ByteLimit: 1e300}}}, "strikes.weights.ByteLimit", "at most", nil},
 		{"huge rung", Policy{Strikes: Strikes{Ladder: Ladder{Lockout: new(1e300)}}}, "strikes.ladder.lockout", "at most", nil},
+		// Within the point bounds, but converted to drain time they would
+		// overflow the ladder's int64 nanoseconds.
+		{"weight over a long window", Policy{Strikes: Strikes{Window: new(Duration(365 * 24 * time.Hour)), Weights: map[Reason]float64{Malformed: 1e6}}}, "strikes.weights.Malformed", "to drain", nil},
+		{"lockout over a low disconnect", Policy{Strikes: Strikes{Window: new(Duration(time.Hour)), Ladder: Ladder{Warn: new(1e-4), Shed: new(2e-4), Drop: new(5e-4), Disconnect: new(1e-3), Lockout: new(1e6)}}}, "strikes.ladder.lockout", "to drain", nil},
 		{"table full mode", Policy{Escalation: Escalation{TableFull: "maybe"}}, "escalation.tableFull", "deny or allow", nil},
 		{"sessions", Policy{Tables: Tables{Sessions: new(uint32(0))}}, "tables.sessions", "between", nil},
 	}
