@@ -129,8 +129,7 @@ func audit(p Policy, strict bool) []Finding {
 	add := func(kind string, sev Severity, channel, path, format string, args ...any) {
 		out = append(out, Finding{Kind: kind, Severity: sev, Channel: channel, Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	q := p.clone()
-	q.Normalize()
+	q := p.Normalized()
 	if err := q.validate(); err != nil {
 		var pe *PolicyError
 		for _, e := range unjoin(err) {

@@ -214,8 +214,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	pol := p.clone()
-	pol.Normalize()
+	pol := p.Normalized()
 	if err := pol.validate(); err != nil {
 		return nil, err
 	}

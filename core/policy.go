@@ -528,8 +528,7 @@ var defaultStrikeWeights = DefaultStrikeWeights()
 // errors.Join; nil if the policy is usable. It validates a normalized copy,
 // so unset fields are fine.
 func (p *Policy) Validate() error {
-	q := p.clone()
-	q.Normalize()
+	q := p.Normalized()
 	return q.validate()
 }
 

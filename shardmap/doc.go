@@ -76,7 +76,8 @@
 // deviations of the hash's binomial spread (and 8), so MaxKeys keys fit
 // without one shard filling first except with negligible probability.
 //
-// An insert into a full shard first evicts: it scans from a rotating hand
+// An insert into a full shard, or into any shard while the map holds
+// MaxKeys, first evicts from its own shard: it scans from a rotating hand
 // and kills up to perShard/16 (at least one) slots whose bucket is full at
 // the insert's time (atomicbucket.Limit.IsFull: indistinguishable from a new
 // bucket) and whose mark carries no escalation state (none, or its deadline

@@ -93,8 +93,8 @@ const (
 	// Result is a denial whose RetryAfter is the time left until the
 	// deadline.
 	Held
-	// Full: the key was not tracked, its shard is full and nothing could be
-	// evicted; nothing was taken.
+	// Full: the key was not tracked, its shard (or the map, at MaxKeys) is
+	// full and nothing could be evicted; nothing was taken.
 	Full
 )
 
