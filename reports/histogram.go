@@ -164,10 +164,10 @@ func (k *KindStats) AddHistogram(m Metric, h *hdrhistogram.Histogram) error {
 	return nil
 }
 
-// mergeHistograms decodes and merges hs into one histogram whose range
-// covers all of them. Nil entries are skipped; it returns nil when there is
+// MergeHistograms decodes and merges hs into one histogram whose range
+// covers all of them, so no value is dropped. Nil entries are skipped; it returns nil when there is
 // nothing to merge.
-func mergeHistograms(hs ...*Histogram) (*hdrhistogram.Histogram, error) {
+func MergeHistograms(hs ...*Histogram) (*hdrhistogram.Histogram, error) {
 	var ds []*hdrhistogram.Histogram
 	for _, h := range hs {
 		if h == nil {

@@ -84,7 +84,7 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	} else {
 		s.admittedPS, s.admittedBS = p.Summary.AdmittedPerSec, p.Summary.AdmittedBytesPerSec
 	}
-	h, err := mergeHistograms(rts...)
+	h, err := MergeHistograms(rts...)
 	if err != nil {
 		return nil, fmt.Errorf("reports: population %q: %w", p.Name, err)
 	}

@@ -290,7 +290,7 @@ var knownReasons = []string{
 	"Replay", "NoSession", "Locked", "Lockout", "TableFull", "QueueFull",
 	"Closed",
 	// client-seen
-	"NotSent", "Timeout", "Disconnected", "Refused",
+	"NotSent", "Timeout", "Disconnected", "Refused", "Overflow",
 }
 
 // KnownReasons returns the drop-reason names this package knows, in the

@@ -144,25 +144,20 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	return math.NaN()
 }
 
-// merged merges metric m of kinds into one histogram, or returns nil (and
-// the threshold fails with NaN) if one cannot be decoded or the merge drops
-// values: a percentile of part of the data would pass for the whole.
+// merged merges metric m of kinds as the report does
+// (reports.MergeHistograms: a range wide enough for every input), or
+// returns nil (and the threshold fails with NaN) if one cannot be decoded:
+// a percentile of part of the data would pass for the whole.
 func merged(kinds []*reports.KindStats, m reports.Metric) *hdrhistogram.Histogram {
-	var out *hdrhistogram.Histogram
+	var hs []*reports.Histogram
 	for _, k := range kinds {
-		h := k.Histogram(m)
-		if h == nil || h.Count == 0 {
-			continue
+		if h := k.Histogram(m); h != nil && h.Count != 0 {
+			hs = append(hs, h)
 		}
-		d, err := h.Decode()
-		if err != nil {
-			return nil
-		}
-		if out == nil {
-			out = d
-		} else if out.Merge(d) != 0 {
-			return nil
-		}
+	}
+	out, err := reports.MergeHistograms(hs...)
+	if err != nil {
+		return nil
 	}
 	return out
 }

@@ -39,7 +39,7 @@ func TestThresholdDropReasonIsChecked(t *testing.T) {
 	_, err := ParseThreshold("crowd.drops.AdressLimit == 0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"AddressLimit"`, "with a suggestion")
-	for _, ok := range []string{"crowd.drops.AddressLimit == 0", "crowd.drops.Refused == 0", "all.chat.drops.Timeout < 3"} {
+	for _, ok := range []string{"crowd.drops.AddressLimit == 0", "crowd.drops.Refused == 0", "all.chat.drops.Timeout < 3", "crowd.drops.Overflow == 0"} {
 		_, err := ParseThreshold(ok)
 		assert.NoError(t, err, ok)
 	}
@@ -72,9 +72,10 @@ func TestPercentileOverPartOfTheDataIsNaN(t *testing.T) {
 	res, v = build(same, true)
 	assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "", "p99")), "one histogram cannot be decoded")
 
-	// A wider range than the first kind's: merging into it drops the value.
+	// A wider range than the first kind's: the merge widens to hold it, as
+	// the report's does, and the threshold sees the same p99.
 	wider := hdrhistogram.New(1, int64(time.Hour), 3)
 	require.NoError(t, wider.RecordValue(int64(30*time.Minute)))
 	res, v = build(wider, false)
-	assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "", "p99")), "the merge drops a value")
+	assert.InDelta(t, float64(30*time.Minute), MetricValue(res, v, "honest", "", "p99"), float64(time.Second), "the value past the first kind's range counts")
 }

@@ -81,10 +81,13 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 }
 
 // fillKind sets a kind's counts. The server's decisions say what became of
-// every frame it saw; the client adds what the server never decided on
-// (never sent, refused connections, timeouts and disconnects while a reply
-// was awaited). Sent is at least the sum, so every message is accounted
-// for once.
+// every frame it saw; the client adds what went wrong on its side: never
+// sent and refused connections (frames the server never saw), and
+// timeouts, disconnects while a reply was awaited and pending-table
+// overflows (frames the server usually did see and decide). A frame of the
+// second kind is counted twice, under the server's decision and the
+// client's outcome: a request the server accepted but answered late is one
+// accepted and one Timeout. Sent is at least the sum of all counts.
 func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) {
 	ks.Accepted = server[loadgen.Accepted]
 	decided := ks.Accepted

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -155,6 +156,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		out.Passed = false
 		if runErr == nil {
 			runErr = ctx.Err()
+		}
+		if runErr == nil { // nobody cancelled it: a run hit its own time bound
+			runErr = errors.New("scenarios: a variant's run did not complete within its time bound (duration + reply timeout + 30s)")
 		}
 	}
 	return out, runErr

@@ -98,8 +98,6 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 			return withCode(exitError, runErr)
 		}
 		return withCode(exitInterrupted, nil)
-	case runErr != nil:
-		return runErr
 	case len(out.Invalid) > 0:
 		fmt.Fprintf(w, "measurements invalid for %v: the load generator could not keep its schedule\n", out.Invalid)
 		return withCode(exitThresholds, nil)
