@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	uatomic "go.uber.org/atomic"
+
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/shardmap"
 )
@@ -41,8 +43,8 @@ type Limiter struct {
 	cfg     LimiterConfig   // with defaults
 	stripes []limiterStripe // counters, one per shard
 
-	mu       sync.Mutex    // serialises SetRefillFactor, janitors and Close
-	factor   atomic.Uint64 // float64 bits of the refill factor
+	mu       sync.Mutex      // serialises SetRefillFactor, janitors and Close
+	factor   uatomic.Float64 // the refill factor
 	janitors []*Janitor
 }
 
@@ -84,7 +86,7 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 		cfg:     cfg,
 		stripes: make([]limiterStripe, m.Shards()),
 	}
-	l.factor.Store(math.Float64bits(1))
+	l.factor.Store(1)
 	return l, nil
 }
 
@@ -271,12 +273,12 @@ func (l *Limiter) SetRefillFactor(f float64, now int64) error {
 	if err := l.lim.SetRateAt(l.cfg.Rate*f, now); err != nil {
 		return cfgErr("RefillFactor", f, err.Error(), err)
 	}
-	l.factor.Store(math.Float64bits(f))
+	l.factor.Store(f)
 	return nil
 }
 
 // RefillFactor returns the current refill factor.
-func (l *Limiter) RefillFactor() float64 { return math.Float64frombits(l.factor.Load()) }
+func (l *Limiter) RefillFactor() float64 { return l.factor.Load() }
 
 // SweepAt forgets every idle key (bucket full at now, no soft-violation
 // window or lockout running) and returns how many. It locks one shard at a
