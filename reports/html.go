@@ -653,6 +653,49 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 	return c
 }
 
+// ComparisonRow is one measure of the comparison of variants that
+// report.html shows: its group ("all honest", "all hostile", "server", or
+// a population) and, per variant in Results order, the value formatted as
+// the report formats it ("–" where the variant has none) and its change
+// against the first variant ("" for the first, or with no value).
+type ComparisonRow struct {
+	Group, Measure string
+	Cells          []ComparisonCell
+}
+
+// ComparisonCell is one variant's value of a ComparisonRow.
+type ComparisonCell struct {
+	Value, Delta string
+}
+
+// Compare returns the report's comparison of r's variants, for a caller
+// that shows it elsewhere (the CLI prints its summary rows), so that both
+// say the same thing.
+func Compare(r *Results) ([]ComparisonRow, error) {
+	if r == nil || len(r.Variants) == 0 {
+		return nil, nil
+	}
+	measured := r.Run.Measured()
+	stats := make([]*variantStats, 0, len(r.Variants))
+	for _, v := range r.Variants {
+		vs, err := computeVariant(v, measured)
+		if err != nil {
+			return nil, err
+		}
+		stats = append(stats, vs)
+	}
+	c := makeComparison(stats, r)
+	rows := make([]ComparisonRow, 0, len(c.Rows))
+	for _, row := range c.Rows {
+		out := ComparisonRow{Group: row.Group, Measure: row.Measure}
+		for _, cell := range row.Cells {
+			out.Cells = append(out.Cells, ComparisonCell{Value: cell.Value, Delta: cell.Delta})
+		}
+		rows = append(rows, out)
+	}
+	return rows, nil
+}
+
 // populationNames lists the populations of every variant by name, each
 // once, in the order they first appear: a population may be missing from
 // some variants.

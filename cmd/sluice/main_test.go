@@ -74,6 +74,18 @@ func TestRunWritesResultsAndReport(t *testing.T) {
 	r, err := reports.ReadFile(filepath.Join(dir, reports.ResultsFile))
 	require.NoError(t, err)
 	assert.True(t, r.Run.Complete)
+	// The terminal's comparison is the report's: the same rows, formatted
+	// the same way.
+	rows, err := reports.Compare(r)
+	require.NoError(t, err)
+	for _, row := range rows {
+		if row.Group == "all honest" || row.Group == "all hostile" {
+			assert.Contains(t, out, row.Group+" "+row.Measure)
+			if c := row.Cells[1]; c.Delta != "" {
+				assert.Contains(t, out, c.Value+" ("+c.Delta+")")
+			}
+		}
+	}
 	assert.Len(t, r.Variants, 2)
 	html, err := os.ReadFile(filepath.Join(dir, reports.ReportFile))
 	require.NoError(t, err)

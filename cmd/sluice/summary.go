@@ -73,87 +73,49 @@ func sortedPops(ps []*reports.Population) []*reports.Population {
 	return out
 }
 
+// printComparison prints the report's comparison (reports.Compare) for the
+// whole-run groups, and how many thresholds each variant passed; the
+// per-population rows are in report.html.
 func printComparison(w io.Writer, r *reports.Results) {
 	fmt.Fprintf(w, "\n== comparison (delta against %s)\n", r.Variants[0].Name)
+	rows, err := reports.Compare(r)
+	if err != nil {
+		fmt.Fprintf(w, "  (no comparison: %v)\n", err)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "measure\t")
 	for _, v := range r.Variants {
 		fmt.Fprintf(tw, "%s\t", v.Name)
 	}
 	fmt.Fprintln(tw)
-	type row struct {
-		name string
-		get  func(v *reports.Variant) float64
-		fmt  func(float64) string
-	}
-	// sum totals f over the populations of one role.
-	sum := func(role reports.Role, f func(s reports.Summary) float64) func(v *reports.Variant) float64 {
-		return func(v *reports.Variant) float64 {
-			var total float64
-			for _, p := range v.Populations {
-				if p.Role == role {
-					total += f(p.Summary)
-				}
-			}
-			return total
+	for _, row := range rows {
+		if !strings.HasPrefix(row.Group, "all ") && row.Group != "server" {
+			continue
 		}
-	}
-	dropped := sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.Dropped) })
-	sent := sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.Sent) })
-	rows := []row{
-		{"honest dropped", dropped, count},
-		{"honest drop rate", func(v *reports.Variant) float64 {
-			s := sent(v)
-			if s == 0 {
-				return math.NaN()
+		fmt.Fprintf(tw, "%s %s\t", row.Group, row.Measure)
+		for _, c := range row.Cells {
+			if c.Delta != "" {
+				fmt.Fprintf(tw, "%s (%s)\t", c.Value, c.Delta)
+			} else {
+				fmt.Fprintf(tw, "%s\t", c.Value)
 			}
-			return dropped(v) / s
-		}, pct},
-		{"honest p99 (worst population)", func(v *reports.Variant) float64 {
-			var m int64
-			for _, p := range v.Populations {
-				if p.Role == reports.Honest {
-					m = max(m, p.Summary.ResponseP99)
-				}
-			}
-			return float64(m)
-		}, func(f float64) string { return latency(int64(f)) }},
-		{"honest false disconnects", sum(reports.Honest, func(s reports.Summary) float64 { return float64(s.FalseDisconnects) }), count},
-		{"hostile admitted/s", sum(reports.Hostile, func(s reports.Summary) float64 { return s.AdmittedPerSec }), func(f float64) string { return fmt.Sprintf("%.1f", f) }},
-		{"thresholds passed", func(v *reports.Variant) float64 {
-			n := 0
-			for _, t := range v.Thresholds {
-				if t.Pass {
-					n++
-				}
-			}
-			return float64(n)
-		}, count},
-	}
-	for _, rw := range rows {
-		fmt.Fprintf(tw, "%s\t", rw.name)
-		base := rw.get(r.Variants[0])
-		for i, v := range r.Variants {
-			val := rw.get(v)
-			cell := rw.fmt(val)
-			if i > 0 && !math.IsNaN(val) && !math.IsNaN(base) && val != base {
-				cell += " (" + delta(base, val) + ")"
-			}
-			fmt.Fprintf(tw, "%s\t", cell)
 		}
 		fmt.Fprintln(tw)
 	}
+	fmt.Fprint(tw, "thresholds passed\t")
+	for _, v := range r.Variants {
+		n := 0
+		for _, t := range v.Thresholds {
+			if t.Pass {
+				n++
+			}
+		}
+		fmt.Fprintf(tw, "%d of %d\t", n, len(v.Thresholds))
+	}
+	fmt.Fprintln(tw)
 	tw.Flush()
 }
-
-func delta(base, v float64) string {
-	if base == 0 {
-		return fmt.Sprintf("%+g", v)
-	}
-	return fmt.Sprintf("%+.0f%%", (v-base)/math.Abs(base)*100)
-}
-
-func count(f float64) string { return fmt.Sprintf("%.0f", f) }
 
 func pct(f float64) string {
 	if math.IsNaN(f) {
