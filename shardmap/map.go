@@ -733,14 +733,9 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 	return n
 }
 
-// Len returns the number of tracked keys.
-func (m *Map) Len() int {
-	n := int64(0)
-	for i := range m.shards {
-		n += m.shards[i].live.Load()
-	}
-	return int(n)
-}
+// Len returns the number of tracked keys: the map-wide count the MaxKeys
+// bound is kept with, exact when no insert or removal is in flight.
+func (m *Map) Len() int { return int(m.total.Load()) }
 
 // Counters returns the map's running totals.
 func (m *Map) Counters() Counters {
