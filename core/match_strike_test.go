@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Bots that spend a shared match budget, each within its own limits, do not
@@ -21,11 +20,11 @@ func TestMatchDenialsDoNotEscalateBystanders(t *testing.T) {
 	for i := range 4 {
 		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 4000)
 		s := mustOpen(t, g, src, 0)
-		require.True(t, g.Authenticate(s, uint64(100+i), 0).OK())
+		mustAuth(t, g, s, uint64(100+i), 0)
 		bots = append(bots, s)
 	}
 	honest := mustOpen(t, g, addrA, 0)
-	require.True(t, g.Authenticate(honest, 1, 0).OK())
+	mustAuth(t, g, honest, 1, 0)
 	denied := 0
 	var last Verdict
 	for tick := int64(0); tick < 200; tick++ { // 20 s at 10 ticks a second
