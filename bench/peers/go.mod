@@ -20,5 +20,6 @@ require (
 	github.com/benbjohnson/clock v1.3.0 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
