@@ -40,9 +40,10 @@ import (
 // ever the now passed in (nanoseconds on the server's monotonic clock, one
 // clock for all calls).
 //
-// Check and Done of one session may run on any goroutines; a message
-// racing Close of its own session may be admitted after Close released the
-// session's requests, and its in-flight count is then not released.
+// Check, Done and Close of one session may run on any goroutines: every
+// admitted request is released exactly once, whichever of Done, Close or
+// the refusal of a later layer comes first, including a request admitted
+// while Close of its session runs (see admitRequest).
 type Gate struct {
 	shadow bool
 	chans  []chanSpec
@@ -85,7 +86,7 @@ type chanSpec struct {
 	idx         int
 	lim         *atomicbucket.Limit
 	cost        uint64
-	maxCost     uint64 // floor(burst): the most one take may ask
+	maxCost     uint64 // the most a shed message may be charged: see NewGate
 	maxSize     uint32
 	inflight    int32 // per-account cap, 0 for none
 	inflightIdx int
@@ -222,7 +223,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		shadow:     pol.Shadow,
 		policy:     pol,
 		locked:     cfg.locked,
-		minCharge:  uint64(*pol.Transport.MinCharge),
+		minCharge:  max(1, uint64(*pol.Transport.MinCharge)), // a take of 0 tokens is invalid: an empty read costs one byte
 		maxFrame:   *pol.Transport.MaxFrame,
 		queueCmds:  int32(*pol.Queue.Commands),
 		queueBytes: int64(*pol.Queue.PendingBytes),
@@ -262,12 +263,19 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		g.framesLim = mk(b)
 		g.framesBurst = uint64(*b.Burst)
 	}
-	esc := &pol.Escalation
 	keyed := func(b *Budget, path string, maxKeys uint32, reason Reason) (keyedBuckets, error) {
 		if b.Disabled {
 			return nil, nil
 		}
-		k, err := newLimiterKeyed(b, int(maxKeys), esc, reason, now)
+		esc := pol.Escalation
+		if reason == MatchLimit {
+			// A match key is shared by every player of the match: locking
+			// it out would refuse them all, with a reason (Lockout) that
+			// earns strikes, for what a few of them did. MatchLimit weighs
+			// no strikes for the same reason.
+			esc.Violations = new(uint32(0))
+		}
+		k, err := newLimiterKeyed(b, int(maxKeys), &esc, reason, now)
 		if err != nil {
 			return nil, &PolicyError{Path: path, Line: pol.lines[path], Msg: err.Error(), Err: err}
 		}
@@ -282,6 +290,18 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 	}
 	if g.match, err = keyed(&pol.Match, "match", *pol.Tables.Matches, MatchLimit); err != nil {
 		return nil, err
+	}
+	// The shed stage multiplies a message's cost, but never past the burst
+	// of its channel or of a keyed layer it may pass through: a cost no
+	// bucket can hold would be refused forever, with no time to wait.
+	for _, b := range []*Budget{&pol.Account, &pol.Address, &pol.Match} {
+		if b.Disabled {
+			continue
+		}
+		for i := range g.chans {
+			c := &g.chans[i]
+			c.maxCost = max(c.cost, min(c.maxCost, uint64(math.Floor(*b.Burst))))
+		}
 	}
 	n := int(*pol.Tables.Sessions)
 	g.slots = make([]atomic.Pointer[session], n)
@@ -329,7 +349,8 @@ type session struct {
 	kinds         []atomic.Uint64
 
 	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
-	meta        []atomic.Uint64 // kind | account flag | size of each pending request
+	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
+	closed      atomic.Bool     // set by Close before it releases the pending requests
 	done        []atomic.Uint64 // completed request ids, direct-mapped by id
 	queued      atomic.Int32
 	queuedBytes atomic.Int64
@@ -360,8 +381,15 @@ func (s *session) inflightCounter(idx int, acct bool) *atomic.Int32 {
 	return &s.preInflight[idx]
 }
 
+// A pending request's meta word: its size (bits 0–31), channel (32–47),
+// whether the account holds its in-flight count (48), a bit always set so
+// that a meta word is never 0 (49) and, above, the top bits of its id, so
+// that the meta words of two requests in the same slot rarely compare
+// equal.
 const (
 	metaAcct      = 1 << 48
+	metaSet       = 1 << 49
+	metaTagShift  = 50
 	metaKindShift = 32
 )
 
@@ -486,7 +514,14 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 		return g.tableFull(row, s.stripe)
 	}
 	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageDisconnect) {
-		v := g.lifecycleDeny(row, s.stripe, Lockout, ent.lock.remaining(now))
+		// Refused while locked out, and after that while the score is
+		// still at the disconnect stage: the wait is until both are over
+		// (the score drains one ns per ns, and must fall below the rung).
+		retry := ent.lock.remaining(now)
+		if over := ent.strikes.score(now) - g.ladder.rung[StageDisconnect]; !g.ladder.disabled && over >= 0 {
+			retry = max(retry, time.Duration(over+1))
+		}
+		v := g.lifecycleDeny(row, s.stripe, Lockout, retry)
 		if !v.OK() {
 			g.accounts.release(ent, now)
 			return v
@@ -542,9 +577,10 @@ func (g *Gate) Close(h Session, now int64) {
 		g.accounts.release(a, now)
 	}
 	g.mu.Unlock()
+	s.closed.Store(true) // before the scan: an admission that misses the flag is seen by the scan
 	for i := range s.pending {
 		if id := s.pending[i].Load(); id != 0 && s.pending[i].CompareAndSwap(id, 0) {
-			g.release(s, s.meta[i].Load())
+			g.takeRelease(s, uint64(i))
 		}
 	}
 	g.flushFloods(s, now)
@@ -563,13 +599,24 @@ func (g *Gate) Done(h Session, requestID uint64) {
 	if s.pending[i].Load() != requestID {
 		return
 	}
-	meta := s.meta[i].Load()
 	s.done[requestID&g.replayMask].Store(requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
 	if s.pending[i].CompareAndSwap(requestID, 0) {
+		g.takeRelease(s, i)
+	}
+}
+
+// takeRelease releases the request whose pending slot i its caller has
+// just cleared, if its meta is there to take: the one Swap that finds it
+// owns the release, so a request is released exactly once by Done, Close,
+// undo or its own admission (see admitRequest).
+func (g *Gate) takeRelease(s *session, i uint64) {
+	if meta := s.meta[i].Swap(0); meta != 0 {
 		g.release(s, meta)
 	}
 }
 
+// release gives back what an admitted request holds: its place and bytes
+// in the session's queue and its in-flight count.
 func (g *Gate) release(s *session, meta uint64) {
 	s.queued.Add(-1)
 	s.queuedBytes.Add(-int64(uint32(meta)))
@@ -601,15 +648,14 @@ func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
 
 // held is what a message has taken so far, so a denial can give it back.
 type held struct {
-	bytes    uint64 // bytes charged, 0 for none
-	frame    bool
-	pend     uint64 // pending slot index + 1, 0 for none
-	size     int64
-	inflight *atomic.Int32
-	keyed    keyedBuckets // address or account layer
-	key      uint64
-	kind     bool
-	cost     uint64
+	bytes uint64 // bytes charged, 0 for none
+	frame bool
+	pend  uint64       // pending slot index + 1, 0 for none
+	id    uint64       // the request id in that slot
+	keyed keyedBuckets // address or account layer
+	key   uint64
+	kind  bool
+	cost  uint64
 }
 
 // undo returns everything held, in reverse order.
@@ -620,13 +666,8 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 	if h.keyed != nil {
 		h.keyed.refundAt(h.key, now, h.cost)
 	}
-	if h.inflight != nil {
-		h.inflight.Add(-1)
-	}
-	if h.pend != 0 {
-		s.pending[h.pend-1].Store(0)
-		s.queued.Add(-1)
-		s.queuedBytes.Add(-h.size)
+	if h.pend != 0 && s.pending[h.pend-1].CompareAndSwap(h.id, 0) { // unless a Close released it
+		g.takeRelease(s, h.pend-1)
 	}
 	if h.frame {
 		g.framesLim.RefundAt(&s.frames, now, 1)
@@ -749,6 +790,16 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 
 // admitRequest registers a request in the session's pending table and
 // in-flight count, or says why not.
+//
+// A request is released exactly once, by whoever takes its meta word: Done
+// or Close after clearing its pending slot, undo when a later layer refuses
+// the message, or the admission itself when a Close (or a Done that came
+// too early) cleared the slot before the meta was published. The meta is
+// published only after the counts it gives back are taken, and the slot is
+// claimed before that, so a Close that clears the slot in between finds no
+// meta and leaves the release to the admission, which checks for it after
+// publishing. An admission that runs entirely after Close's scan sees the
+// session closed and releases itself.
 func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *held) Reason {
 	id := m.Request
 	i := id & g.pendMask
@@ -758,38 +809,59 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 	if s.done[id&g.replayMask].Load() == id {
 		return Replay
 	}
+	size := int64(m.Size)
 	if s.queued.Add(1) > g.queueCmds {
 		s.queued.Add(-1)
 		return QueueFull
 	}
-	if s.queuedBytes.Add(int64(m.Size)) > g.queueBytes {
-		s.queuedBytes.Add(-int64(m.Size))
+	if s.queuedBytes.Add(size) > g.queueBytes {
+		s.queuedBytes.Add(-size)
 		s.queued.Add(-1)
 		return QueueFull
 	}
-	if !s.pending[i].CompareAndSwap(0, id) {
-		s.queuedBytes.Add(-int64(m.Size))
+	unqueue := func() {
+		s.queuedBytes.Add(-size)
 		s.queued.Add(-1)
+	}
+	if !s.pending[i].CompareAndSwap(0, id) {
+		unqueue()
 		if s.pending[i].Load() == id { // the same id, admitted concurrently
 			return Duplicate
 		}
 		return QueueFull // another pending request holds the slot
 	}
-	h.pend, h.size = i+1, int64(m.Size)
 	acct := s.acct.Load() != nil
-	meta := uint64(kind)<<metaKindShift | uint64(m.Size)
-	if acct {
-		meta |= metaAcct
-	}
-	s.meta[i].Store(meta)
 	if c.inflight > 0 {
 		ctr := s.inflightCounter(c.inflightIdx, acct)
 		if ctr.Add(1) > c.inflight {
 			ctr.Add(-1)
+			s.pending[i].CompareAndSwap(id, 0) // unless a Close cleared it: no meta, nothing released
+			unqueue()
 			return InFlightLimit
 		}
-		h.inflight = ctr
 	}
+	meta := uint64(kind)<<metaKindShift | uint64(m.Size) | metaSet | (id>>metaTagShift)<<metaTagShift
+	if acct {
+		meta |= metaAcct
+	}
+	if !s.meta[i].CompareAndSwap(0, meta) {
+		// A Close cleared the slot and another request of the session
+		// claimed it and published first: this one gives its counts back.
+		g.release(s, meta)
+		s.pending[i].CompareAndSwap(id, 0)
+		return QueueFull
+	}
+	if s.closed.Load() || s.pending[i].Load() != id {
+		// Close has run (its scan may have passed this slot) or cleared
+		// the slot before the meta was there: take the slot back if it is
+		// still this request's, and release unless Close took the meta.
+		s.pending[i].CompareAndSwap(id, 0)
+		if s.meta[i].CompareAndSwap(meta, 0) {
+			g.release(s, meta)
+		}
+		return None
+	}
+	h.pend, h.id = i+1, id
 	return None
 }
 

@@ -80,11 +80,16 @@ func TestGateMatchLayerOnLimiter(t *testing.T) {
 		require.True(t, g.Check(Message{Session: s, Kind: kMove, Size: 10, Match: 3}, 0).OK())
 	}
 	assert.Equal(t, MatchLimit, g.Check(Message{Session: s, Kind: kMove, Size: 10, Match: 3}, 0).Reason)
-	v := g.Check(Message{Session: s, Kind: kAsk, Size: 10, Match: 3, Request: 1}, 0)
-	assert.Equal(t, Lockout, v.Reason, "the second violation locks the match key out")
-	assert.Equal(t, Reject, v.Action)
-	assert.Equal(t, time.Minute, v.RetryAfter)
+	for id := uint64(1); id <= 4; id++ {
+		// Escalation is on, but a match key is shared: it is never locked
+		// out, so every denial stays MatchLimit with the bucket's own wait.
+		v := g.Check(Message{Session: s, Kind: kAsk, Size: 10, Match: 3, Request: id}, 0)
+		assert.Equal(t, MatchLimit, v.Reason, "violation %d of the match key", id+1)
+		assert.Equal(t, Reject, v.Action)
+		assert.Equal(t, time.Second, v.RetryAfter, "one token at 1/s")
+	}
 	assert.True(t, g.Check(Message{Session: s, Kind: kMove, Size: 10, Match: 4}, 0).OK(), "other matches are unaffected")
+	assert.True(t, g.Check(Message{Session: s, Kind: kMove, Size: 10, Match: 3}, int64(time.Second)).OK(), "the match passes again once its bucket refills")
 
 	q := testPolicy()
 	q.Tables.Matches = new(uint32(1))

@@ -147,7 +147,7 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 		started bool
 		heldFor time.Duration
 	)
-	_, ok := l.m.UpdateMark(key, func(old shardmap.Mark) (shardmap.Mark, bool) {
+	mk, ok := l.m.UpdateMark(key, func(old shardmap.Mark) (shardmap.Mark, bool) {
 		started, heldFor = false, 0
 		if rest, held := l.m.HeldAt(old, now); held {
 			heldFor = rest // another denial started a lockout meanwhile
@@ -172,7 +172,10 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 	st := &l.stripes[l.m.ShardOf(key)]
 	if started {
 		st.lockouts.Add(1)
-		return Decision{Reason: Lockout, RetryAfter: max(l.cfg.LockoutDuration, d.RetryAfter), Remaining: d.Remaining}
+		// The hold as stored: its deadline is rounded up to the mark's
+		// microsecond, so LockoutDuration alone could be up to 999ns short.
+		hold, _ := l.m.HeldAt(mk, now)
+		return Decision{Reason: Lockout, RetryAfter: max(hold, d.RetryAfter), Remaining: d.Remaining}
 	}
 	st.soft.Add(1)
 	return d

@@ -214,7 +214,8 @@ type Transport struct {
 	// per 1/60 s heartbeat) with a burst of 8,000.
 	Bytes Budget `yaml:"bytes,omitempty" json:"bytes,omitempty"`
 	// MinCharge is the least a read is charged, so tiny payloads still
-	// cost; default 800 bytes (10 reads per 8,000-byte heartbeat).
+	// cost; default 800 bytes (10 reads per 8,000-byte heartbeat). An
+	// empty read or frame costs at least 1 even with MinCharge 0.
 	MinCharge *uint32 `yaml:"minCharge,omitempty" json:"minCharge,omitempty"`
 	// Frames is one token per frame; default 240/s with a burst of 128.
 	Frames Budget `yaml:"frames,omitempty" json:"frames,omitempty"`
@@ -281,7 +282,9 @@ type Tables struct {
 }
 
 // Escalation configures soft-throttle to lockout escalation in the keyed
-// limiter, and what a full table does.
+// limiter, and what a full table does. Escalation applies to the account
+// and address layers; the match layer never escalates (its key is shared
+// by every player of a match, so a lockout would refuse them all).
 type Escalation struct {
 	// Violations denials of one key within Window lock it out for Lockout;
 	// 0 turns escalation off. Defaults: 0 (off; the gate's strikes do this
@@ -629,8 +632,12 @@ func (p *Policy) validate() error {
 				v.add(path, fmt.Sprintf("takes %.3g years to drain at window %v and disconnect %g; at most %v", drain/float64(365*24*time.Hour), time.Duration(*s.Window), d, "50 years"))
 			}
 		}
-		for _, r := range slices.Sorted(maps.Keys(s.Weights)) {
-			tooLong("strikes.weights."+r.String(), s.Weights[r])
+		// Every weight in force, the defaults included: a default weight
+		// far above a small ladder overflows as surely as a written one.
+		for r := Reason(0); r < numReasons; r++ {
+			if w := s.StrikeWeight(r); w > 0 && r.Valid() && r != None {
+				tooLong("strikes.weights."+r.String(), w)
+			}
 		}
 		tooLong("strikes.ladder.lockout", *s.Ladder.Lockout)
 	}
@@ -650,13 +657,13 @@ func (p *Policy) validate() error {
 	if *e.Violations > shardmap.MaxCount {
 		v.add("escalation.violations", fmt.Sprintf("must be at most %d", shardmap.MaxCount))
 	}
-	if *e.Violations > 0 {
-		if *e.Window <= 0 {
-			v.add("escalation.window", "must be positive")
-		}
-		if *e.Lockout <= 0 {
-			v.add("escalation.lockout", "must be positive")
-		}
+	// Checked even with escalation off: the keyed limiters are built with
+	// them either way, and would refuse a negative one.
+	if *e.Window < 0 || *e.Violations > 0 && *e.Window == 0 {
+		v.add("escalation.window", "must be positive")
+	}
+	if *e.Lockout < 0 || *e.Violations > 0 && *e.Lockout == 0 {
+		v.add("escalation.lockout", "must be positive")
 	}
 	if e.TableFull != "deny" && e.TableFull != "allow" {
 		v.add("escalation.tableFull", fmt.Sprintf("%q is not deny or allow", e.TableFull))

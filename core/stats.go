@@ -100,7 +100,8 @@ type KindStats struct {
 }
 
 // Count returns the decisions for the named channel (or "(unknown)",
-// "(session)") and reason; reason None counts accepted messages.
+// "(transport)", "(session)") and reason; reason None counts accepted
+// messages.
 func (s *GateStats) Count(kind string, r Reason) uint64 {
 	for i := range s.Kinds {
 		if s.Kinds[i].Name == kind {
