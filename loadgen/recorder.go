@@ -97,7 +97,8 @@ type popRecord struct {
 	clamped  [NumKinds][NumMetrics]int64
 	dropped  [NumKinds][NumMetrics]int64
 	outcomes [NumKinds][NumOutcomes]int64
-	bytes    [NumKinds]int64
+	bytes    [NumKinds]int64 // bytes written
+	written  [NumKinds]int64 // frames written
 	// kdec are the server's decisions, by kind, on every frame the
 	// population sent (Accepted, or the reason it refused it): outcomes
 	// below ServerReasons only. Their sum over the kinds is Decisions.
@@ -241,9 +242,10 @@ func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].de
 // of kind k.
 func (r *Recorder) KindDecisions(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].kdec[k] }
 
-// AddBytes counts n bytes written for kind k.
-func (r *Recorder) AddBytes(pop int, k Kind, n int64) {
-	r.pops[pop].bytes[k] += n
+// AddWritten counts frames of kind k written together, bytes in all.
+func (r *Recorder) AddWritten(pop int, k Kind, frames, bytes int64) {
+	r.pops[pop].written[k] += frames
+	r.pops[pop].bytes[k] += bytes
 }
 
 // Histogram returns the histogram of metric m, or nil when nothing was
@@ -261,6 +263,10 @@ func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.pops[
 
 // Bytes returns the bytes written for kind k.
 func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
+
+// Written returns the frames written for kind k: those Bytes counts. A
+// frame the client never wrote (NotSent, Refused) is in neither.
+func (r *Recorder) Written(pop int, k Kind) int64 { return r.pops[pop].written[k] }
 
 // Clamped returns how many values of metric m were out of the histogram's
 // range and clamped into it.
@@ -318,6 +324,7 @@ func (r *Recorder) Merge(from *Recorder) error {
 				p.kdec[k][o] += q.kdec[k][o]
 			}
 			p.bytes[k] += q.bytes[k]
+			p.written[k] += q.written[k]
 		}
 	}
 	r.Stats.add(from.Stats)

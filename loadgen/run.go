@@ -606,7 +606,7 @@ var ErrNoResult = errors.New("loadgen: no result")
 // Canonical returns a byte encoding of everything the run measured except
 // ServerCPU (a wall time) and the per-kind split of the server's decisions
 // (KindDecisions; the per-population decisions are in): the labels, every
-// count (outcomes, decisions, bytes, clamped and dropped values, the
+// count (outcomes, decisions, bytes and frames written, clamped and dropped values, the
 // workers' Stats), every histogram (its geometry and non-zero counts), the
 // series, the cut-offs, the clients, the disconnected and locked-out
 // counts, the frames and whether the run completed. Two sim runs of the
@@ -659,6 +659,7 @@ func (r *Result) Canonical() ([]byte, error) {
 		}
 		for k := range NumKinds {
 			num(p.bytes[k])
+			num(p.written[k])
 			for _, v := range p.outcomes[k] {
 				num(v)
 			}

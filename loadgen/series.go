@@ -172,7 +172,7 @@ func (w *Worker) wrote(t int64, cs *clientState, k Kind, n, bytes int64) {
 		cs.firstSend = t
 	}
 	if t >= w.warmup {
-		w.rec.AddBytes(cs.pop, k, bytes)
+		w.rec.AddWritten(cs.pop, k, n, bytes)
 	}
 	if w.series != nil {
 		w.point(t, cs.pop).Sent += n

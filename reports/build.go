@@ -207,7 +207,7 @@ func (p *Population) AddInterval(start, length time.Duration, sent, accepted int
 // CutOffTimes summarises the times it took to cut off each of clients
 // hostile clients; times holds one entry per client that was cut off.
 func CutOffTimes(times []time.Duration, clients int) *CutOff {
-	c := &CutOff{Clients: len(times), Of: max(clients, len(times))}
+	c := &CutOff{Clients: len(times), Of: max(clients, len(times)), AllP50: Never}
 	if len(times) == 0 {
 		return c
 	}
@@ -215,6 +215,9 @@ func CutOffTimes(times []time.Duration, clients int) *CutOff {
 	slices.Sort(s)
 	c.P50 = s[(len(s)-1)/2]
 	c.Max = s[len(s)-1]
+	if m := (c.Of - 1) / 2; m < len(s) { // the clients never cut off sort last
+		c.AllP50 = s[m]
+	}
 	return c
 }
 

@@ -370,8 +370,8 @@ func validateSummary(s *Summary) error {
 	if s.DropRate < 0 || s.DropRate > 1 {
 		return fmt.Errorf("drop_rate %v is outside [0, 1]", s.DropRate)
 	}
-	if c := s.CutOff; c != nil && (c.Clients < 0 || c.Of < c.Clients || c.P50 < 0 || c.Max < c.P50) {
-		return fmt.Errorf("cut_off is inconsistent (%d of %d clients, p50 %v, max %v)", c.Clients, c.Of, c.P50, c.Max)
+	if c := s.CutOff; c != nil && (c.Clients < 0 || c.Of < c.Clients || c.P50 < 0 || c.Max < c.P50 || c.AllP50 < c.P50 || c.Clients == 0 && c.AllP50 != Never) {
+		return fmt.Errorf("cut_off is inconsistent (%d of %d clients, p50 %v, max %v, all_p50 %v)", c.Clients, c.Of, c.P50, c.Max, c.AllP50)
 	}
 	return nil
 }

@@ -2,13 +2,14 @@ package reports
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
 // SchemaVersion is the version of the results file format this package writes
 // and the only one it reads. It changes whenever a field changes meaning or a
 // reader of the previous version could not read the new files.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Drivers of a run.
 const (
@@ -165,7 +166,10 @@ type KindStats struct {
 	Sent int64 `json:"sent"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
-	// SentBytes and AcceptedBytes are the same counts in frame bytes.
+	// SentBytes counts the frame bytes of the messages written (one never
+	// written has none); AcceptedBytes those of the messages accepted,
+	// which a harness may estimate (sluice's scenarios take the accepted
+	// share of the frames written).
 	SentBytes     int64 `json:"sent_bytes,omitempty"`
 	AcceptedBytes int64 `json:"accepted_bytes,omitempty"`
 	// Drops counts dropped messages by stable reason name (see
@@ -251,6 +255,21 @@ type CutOff struct {
 	// P50 and Max are over the clients that were cut off.
 	P50 time.Duration `json:"p50_ns"`
 	Max time.Duration `json:"max_ns"`
+	// AllP50 is the median over all Of clients, a client never cut off
+	// counting as never: Never when fewer than half were cut off.
+	AllP50 time.Duration `json:"all_p50_ns"`
+}
+
+// Never is a CutOff time for a client that was never cut off.
+const Never = time.Duration(math.MaxInt64)
+
+// MaxAll is the longest time until a client was cut off, over all Of
+// clients: Never when any of them was not.
+func (c *CutOff) MaxAll() time.Duration {
+	if c.Clients < c.Of {
+		return Never
+	}
+	return c.Max
 }
 
 // ServerCPU is the server's CPU cost per inbound frame for one variant. The

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -248,7 +249,7 @@ func TestRejectMalformed(t *testing.T) {
 		{"trailing data", append(append([]byte{}, good...), []byte(`{"x":1}`)...), "after the results object"},
 		{"syntax error", []byte(`{"schema_version": 1,, }`), "syntax error"},
 		{"not an object", []byte(`[1, 2]`), "not a results object"},
-		{"wrong type", []byte(`{"schema_version": 1, "run": {"seed": "x"}}`), "run.seed"},
+		{"wrong type", fmt.Appendf(nil, `{"schema_version": %d, "run": {"seed": "x"}}`, SchemaVersion), "run.seed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -420,10 +421,17 @@ func TestAddIntervalOrder(t *testing.T) {
 
 func TestCutOffTimes(t *testing.T) {
 	c := CutOffTimes([]time.Duration{5, 1, 3, 9}, 6)
-	if *c != (CutOff{Clients: 4, Of: 6, P50: 3, Max: 9}) {
+	// All six: 1, 3, 5, 9 and two never; the lower median is the third.
+	if *c != (CutOff{Clients: 4, Of: 6, P50: 3, Max: 9, AllP50: 5}) || c.MaxAll() != Never {
 		t.Fatalf("%+v", *c)
 	}
-	if c := CutOffTimes(nil, 3); *c != (CutOff{Of: 3}) {
+	if c := CutOffTimes([]time.Duration{2}, 4); c.AllP50 != Never || c.P50 != 2 {
+		t.Fatalf("one of four cut off: %+v", *c)
+	}
+	if c := CutOffTimes([]time.Duration{4, 2}, 2); c.AllP50 != 2 || c.MaxAll() != 4 {
+		t.Fatalf("all cut off: %+v", *c)
+	}
+	if c := CutOffTimes(nil, 3); *c != (CutOff{Of: 3, AllP50: Never}) {
 		t.Fatalf("%+v", *c)
 	}
 }
@@ -468,8 +476,8 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	f.Add([]byte(`{"schema_version":1,"run":{"scenario":"s","driver":"sim"},"variants":[{"name":"v","populations":[{"name":"p","role":"honest","kinds":[{"kind":"k","sent":1,"response_time":{"count":0,"hdr":"HISTFAAAAB94nJNpmSzMwMDAxQABzFCaEUzYfwBJCiETzBMUAJrvBZQ="}}]}]}]}`))
-	f.Add([]byte(`{"schema_version":2}`))
+	f.Add([]byte(`{"schema_version":2,"run":{"scenario":"s","driver":"sim"},"variants":[{"name":"v","populations":[{"name":"p","role":"honest","kinds":[{"kind":"k","sent":1,"response_time":{"count":0,"hdr":"HISTFAAAAB94nJNpmSzMwMDAxQABzFCaEUzYfwBJCiETzBMUAJrvBZQ="}}]}]}]}`))
+	f.Add([]byte(`{"schema_version":3}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Unmarshal(data)

@@ -103,34 +103,48 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			return math.NaN()
 		}
 		var n int64
+		measured := false
 		for _, p := range pops {
+			// Counted for honest clients only (for hostile ones, being
+			// cut off is the point: see cutoff_*). A named hostile
+			// population has no value rather than a 0 that would pass.
+			if p.Role != reports.Honest {
+				continue
+			}
+			measured = true
 			if metric == "false_disconnects" {
 				n += p.Summary.FalseDisconnects
 			} else {
 				n += p.Summary.FalseLockouts
 			}
 		}
+		if !measured {
+			return math.NaN()
+		}
 		return float64(n)
 	case "cutoff_p50", "cutoff_max":
 		if kind != "" {
 			return math.NaN()
 		}
+		// Over every client of the populations: one never cut off counts
+		// as never (+Inf), so a policy that catches one flooder of ten
+		// does not pass "cutoff_max < 2s".
 		var worst time.Duration
 		found := false
 		for _, p := range pops {
 			c := p.Summary.CutOff
-			if c == nil || c.Clients == 0 {
+			if c == nil || c.Of == 0 {
 				continue
 			}
-			d := c.P50
+			d := c.AllP50
 			if metric == "cutoff_max" {
-				d = c.Max
+				d = c.MaxAll()
 			}
 			worst = max(worst, d)
 			found = true
 		}
-		if !found {
-			return math.Inf(1) // never cut off
+		if !found || worst == reports.Never {
+			return math.Inf(1) // a client never cut off, or no hostile client
 		}
 		return float64(worst)
 	}

@@ -36,11 +36,13 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			fillKind(ks, server, client)
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
-			// not bytes, so accepted bytes are estimated as the kind's
-			// accepted share of what it wrote: exact when a kind's frames
-			// are all one size (every flood), close otherwise.
-			if ks.Sent > 0 {
-				ks.AcceptedBytes = ks.SentBytes * ks.Accepted / ks.Sent
+			// not bytes, so accepted bytes are estimated as the accepted
+			// share of the frames the kind wrote (not of Sent, which also
+			// counts frames never written and so adds no bytes): exact when
+			// a kind's frames are all one size (every flood), close
+			// otherwise.
+			if w := rec.Written(pi, k); w > 0 {
+				ks.AcceptedBytes = ks.SentBytes * min(ks.Accepted, w) / w
 			}
 			for _, m := range []struct {
 				from loadgen.Metric

@@ -1,0 +1,80 @@
+package scenarios
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/reports"
+)
+
+// Accepted bytes are the accepted share of the frames a kind wrote, not of
+// every frame it meant to send: once flooders are cut off most of their
+// sends are never written (NotSent) and add no bytes. Byte-flood frames
+// are all one size, so the estimate is exact there.
+func TestAcceptedBytesAreTheAcceptedShareOfFramesWritten(t *testing.T) {
+	s, err := Load("flood-mix.yaml")
+	require.NoError(t, err)
+	out, err := Run(context.Background(), s, Options{})
+	require.NoError(t, err)
+	p := out.Results.Variants[0].Population("bytes")
+	require.NotNil(t, p)
+	var move *reports.KindStats
+	for _, k := range p.Kinds {
+		if k.Kind == "move" {
+			move = k
+		}
+	}
+	require.NotNil(t, move)
+	require.Positive(t, move.Drops["NotSent"], "the setup leaves frames unwritten")
+	require.Positive(t, move.Accepted)
+	const frame = 4095 // every byte-flood frame: wire.DefaultMaxFrame − 1
+	assert.Equal(t, move.Accepted*frame, move.AcceptedBytes)
+}
+
+// lockouts and false_disconnects are measured for honest clients only: on
+// a hostile population they have no value, so "tiny.lockouts == 0" fails
+// instead of passing on a 0 nobody counted.
+func TestHostileLockoutsHaveNoValue(t *testing.T) {
+	s, err := Load("flood-mix.yaml")
+	require.NoError(t, err)
+	s.thresholds = nil
+	for _, text := range []string{"tiny.lockouts == 0", "tiny.false_disconnects == 0", "all.lockouts == 0"} {
+		th, err := ParseThreshold(text)
+		require.NoError(t, err)
+		s.thresholds = append(s.thresholds, th)
+	}
+	out, err := Run(context.Background(), s, Options{})
+	require.NoError(t, err)
+	th := out.Results.Variants[0].Thresholds
+	require.Len(t, th, 3)
+	assert.False(t, th[0].Pass, "tiny.lockouts: %v", th[0].Value)
+	assert.True(t, math.IsNaN(th[0].Value))
+	assert.False(t, th[1].Pass, "tiny.false_disconnects: %v", th[1].Value)
+	assert.True(t, th[2].Pass, "all.lockouts counts the honest populations: %v", th[2].Value)
+}
+
+// cutoff_max and cutoff_p50 are over every client of the population: one
+// never cut off counts as never, so catching one flooder of ten does not
+// pass "cutoff_max < 2s".
+func TestCutOffMetricsCountClientsNeverCutOff(t *testing.T) {
+	value := func(times []time.Duration, clients int, metric string) float64 {
+		res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
+		v, err := res.AddVariant("base", nil)
+		require.NoError(t, err)
+		p := v.AddPopulation("flood", "tiny-flood", reports.Hostile, clients)
+		p.Summary.CutOff = reports.CutOffTimes(times, clients)
+		return MetricValue(res, v, "flood", "", metric)
+	}
+	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	assert.Equal(t, math.Inf(1), value(nil, 10, "cutoff_max"), "none cut off")
+	assert.Equal(t, math.Inf(1), value([]time.Duration{sec(1)}, 10, "cutoff_max"), "1 of 10 cut off")
+	assert.Equal(t, math.Inf(1), value([]time.Duration{sec(1)}, 10, "cutoff_p50"), "1 of 10 cut off")
+	assert.Equal(t, float64(sec(3)), value([]time.Duration{sec(1), sec(3), sec(2)}, 3, "cutoff_max"), "all cut off")
+	assert.Equal(t, float64(sec(2)), value([]time.Duration{sec(1), sec(3), sec(2)}, 3, "cutoff_p50"), "all cut off")
+	assert.Equal(t, float64(sec(3)), value([]time.Duration{sec(1), sec(3), sec(2)}, 5, "cutoff_p50"), "3 of 5: the median of 1, 2, 3, never, never")
+}
