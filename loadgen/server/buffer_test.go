@@ -14,6 +14,7 @@ import (
 // connection with QueueFull and a final Disconnect frame.
 func TestOutboundBufferBound(t *testing.T) {
 	cfg := testConfig()
+	cfg.Policy.Queue.Commands = new(uint32(16)) // 16 pending requests: New needs 2 × 16 replies (736 bytes) of room
 	cfg.WriteBuffer = 1000
 	s, err := New(cfg)
 	if err != nil {

@@ -60,6 +60,11 @@ const (
 	DefaultMaxPopulations = 64
 	// MinWriteBuffer is the smallest WriteBuffer: room for one reply.
 	MinWriteBuffer = wire.ReplySize
+	// MaxTimeout bounds IdleTimeout, FrameTimeout and WriteTimeout: a
+	// deadline is the monotonic clock plus a timeout, and a century keeps
+	// that far from overflow (time.Duration(math.MaxInt64), a natural way
+	// to write "never", would wrap into the past and close at once).
+	MaxTimeout = 100 * 365 * 24 * time.Hour
 )
 
 // Config configures a Server. The zero value of every field but Policy
@@ -93,7 +98,10 @@ type Config struct {
 	// WriteBuffer bounds the bytes waiting to be written to one connection
 	// (replies and pongs); a connection whose client does not read them is
 	// disconnected with reason QueueFull when the next frame would not
-	// fit. Default 8192.
+	// fit. Default 8192, or more when the policy lets a session have many
+	// requests pending: one tick answers all of them at once, so New
+	// needs room for twice the policy's queue.commands replies, and
+	// refuses a WriteBuffer given smaller than that.
 	WriteBuffer int
 	// SendBuffer, when positive, sets SO_SNDBUF of each accepted
 	// connection (tests use it to make the kernel's own buffering of
@@ -178,12 +186,12 @@ func (c *Config) normalize() error {
 		return bad("WriteBuffer", "%d is less than %d", c.WriteBuffer, MinWriteBuffer)
 	case c.SendBuffer < 0:
 		return bad("SendBuffer", "%d is negative", c.SendBuffer)
-	case c.IdleTimeout < 0:
-		return bad("IdleTimeout", "%v is negative", c.IdleTimeout)
-	case c.FrameTimeout < 0:
-		return bad("FrameTimeout", "%v is negative", c.FrameTimeout)
-	case c.WriteTimeout < 0:
-		return bad("WriteTimeout", "%v is negative", c.WriteTimeout)
+	case c.IdleTimeout < 0 || c.IdleTimeout > MaxTimeout:
+		return bad("IdleTimeout", "%v is not in [0, %v]", c.IdleTimeout, MaxTimeout)
+	case c.FrameTimeout < 0 || c.FrameTimeout > MaxTimeout:
+		return bad("FrameTimeout", "%v is not in [0, %v]", c.FrameTimeout, MaxTimeout)
+	case c.WriteTimeout < 0 || c.WriteTimeout > MaxTimeout:
+		return bad("WriteTimeout", "%v is not in [0, %v]", c.WriteTimeout, MaxTimeout)
 	case math.IsNaN(c.TickRate) || c.TickRate <= 0 || c.TickRate > 10000:
 		return bad("TickRate", "%v Hz not in (0, 10000]", c.TickRate)
 	case c.QueueSize < 0:

@@ -176,7 +176,9 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	var v core.Verdict // Accept when there are no limits
 	if !s.noLimits {
 		v = s.gate.Read(c.h, uint32(n), now)
-		c.noteStage(v.Stage)
+		if v.Reason != core.None { // a read that passes says nothing of the stage: its Verdict is zero
+			c.noteStage(v.Stage)
+		}
 		if v.Action == core.Disconnect {
 			c.pop.Load().bytes.Add(uint64(n))
 			c.disconnect(cause(v.Reason), true)
@@ -278,7 +280,9 @@ func (c *conn) malformed(size int, now int64) (stop bool) {
 // (kind is then the ping channel), ts is its timestamp.
 func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now int64, ping bool, ts uint64) (stop bool) {
 	if c.s.noLimits {
-		if fl&core.FlagMalformed != 0 || int(kind) >= len(c.s.chanReq) {
+		// What the gate would refuse as malformed whatever its limits: a
+		// frame of the wrong class, on no channel, or a request with id 0.
+		if fl&core.FlagMalformed != 0 || int(kind) >= len(c.s.chanReq) || c.s.chanReq[kind] && id == 0 && !ping {
 			c.t.drop(core.Malformed)
 			return false
 		}
@@ -299,13 +303,13 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 		c.t.accept()
 		return false
 	}
-	if !c.s.enqueue(command{c: c, id: id, kind: uint8(kind)}) {
+	if r := c.s.enqueue(command{c: c, id: id, kind: uint8(kind)}); r != core.None {
 		if id == 0 {
-			c.t.drop(core.QueueFull)
+			c.t.drop(r)
 			return false
 		}
-		c.t.reject(core.QueueFull)
-		c.sendReply(id, wire.StatusRejected, uint8(core.QueueFull), 0)
+		c.t.reject(r)
+		c.sendReply(id, wire.StatusRejected, uint8(r), 0)
 		if !c.s.noLimits {
 			c.s.gate.Done(c.h, id)
 		}
@@ -393,9 +397,9 @@ func (c *conn) pong(ts uint64) {
 	}
 }
 
-func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64) {
+func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64) bool {
 	var b [wire.ReplySize]byte
-	c.send(wire.AppendReply(b[:0], id, st, reason, retry))
+	return c.send(wire.AppendReply(b[:0], id, st, reason, retry))
 }
 
 // send copies one encoded frame to the outbound buffer and wakes the

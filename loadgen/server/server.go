@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,12 @@ type Server struct {
 	baseNano int64
 
 	queue chan command
+	// draining is set by shutdown before the last tick: readers queue
+	// nothing more (what they would have queued is refused with reason
+	// Closed), and enqueuers counts those between their check and their
+	// send, so the last tick starts only once none is left.
+	draining  atomic.Bool
+	enqueuers atomic.Int32
 
 	mu       sync.Mutex // conns, state, ln
 	conns    map[*conn]struct{}
@@ -86,6 +93,7 @@ const unknownKind = 0xFFFF
 // New validates cfg and builds the server and its gate; it listens on
 // nothing until Start.
 func New(cfg Config) (*Server, error) {
+	writeBufferGiven := cfg.WriteBuffer != 0
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
@@ -95,6 +103,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	pol := g.Policy()
+	// One tick answers every request a session has pending, up to the
+	// policy's queue.commands, at once: room for twice that many replies
+	// lets a client that reads keep up, with rejections and pongs beside.
+	if need := 2 * int(*pol.Queue.Commands) * wire.ReplySize; cfg.WriteBuffer < need && !cfg.NoLimits {
+		if writeBufferGiven {
+			return nil, &ConfigError{Field: "WriteBuffer", Msg: fmt.Sprintf("%d is less than %d: twice the replies one tick may owe a client (the policy's queue.commands %d × %d bytes)", cfg.WriteBuffer, need, *pol.Queue.Commands, wire.ReplySize)}
+		}
+		cfg.WriteBuffer = need
+	}
 	for _, name := range []string{ChannelHello, ChannelPing, ChannelUnknown} {
 		if i := pol.ChannelIndex(name); i >= 0 {
 			return nil, &ConfigError{Field: "Policy", Msg: fmt.Sprintf("channels[%d]: the name %q is reserved for the server's stats", i, name)}
@@ -249,6 +266,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 	ln.Close()
 	close(s.acceptStop) // an accept loop backing off returns at once
 	s.acceptWG.Wait()   // no conn is added after this
+	// Nothing is queued after the last tick: a command accepted then
+	// would be neither answered nor counted.
+	s.draining.Store(true)
+	for s.enqueuers.Load() != 0 {
+		runtime.Gosched() // an enqueue never blocks: this is brief
+	}
 	close(s.tickStop)
 	<-s.tickDone
 	s.mu.Lock()
@@ -291,8 +314,8 @@ func (s *Server) Close() error {
 
 // Run builds a server from cfg, starts it, calls ready (if not nil) with
 // its address, and blocks until ctx is done; then it shuts the server down
-// gracefully, allowing WriteTimeout plus a second. It is what `sluice
-// serve` calls.
+// gracefully, allowing the longest a write may take (one and a half
+// WriteTimeouts) plus a second. It is what `sluice serve` calls.
 func Run(ctx context.Context, cfg Config, ready func(netip.AddrPort)) error {
 	s, err := New(cfg)
 	if err != nil {
@@ -305,7 +328,7 @@ func Run(ctx context.Context, cfg Config, ready func(netip.AddrPort)) error {
 		ready(s.Addr())
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout+time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout+s.cfg.WriteTimeout/2+time.Second)
 	defer cancel()
 	return s.Shutdown(sctx)
 }
@@ -390,14 +413,18 @@ func (s *Server) tick() {
 			pop.inputs.Add(1)
 			continue
 		}
+		// Counted when the reply is on its way: a connection that ended
+		// meanwhile is answered nothing.
 		if c.authed.Load() {
-			pop.requests.Add(1)
-			c.sendReply(cmd.id, wire.StatusOK, 0, 0)
+			if c.sendReply(cmd.id, wire.StatusOK, 0, 0) {
+				pop.requests.Add(1)
+			}
 		} else {
 			// The handler's own validation: passing the gate is not
 			// permission, and an unauthenticated session may not act.
-			pop.failed.Add(1)
-			c.sendReply(cmd.id, wire.StatusFailed, 0, 0)
+			if c.sendReply(cmd.id, wire.StatusFailed, 0, 0) {
+				pop.failed.Add(1)
+			}
 		}
 		if !s.noLimits {
 			s.gate.Done(c.h, cmd.id)
@@ -430,16 +457,23 @@ func (s *Server) rowOf(m *wire.Msg, err error) int {
 	return s.rowUnknown
 }
 
-// enqueue queues a command for the next tick, or reports that the queue is
-// full.
-func (s *Server) enqueue(cmd command) bool {
-	select {
-	case s.queue <- cmd:
-		return true
-	default:
-		s.queueFull.Add(1)
-		return false
+// enqueue queues a command for the next tick and returns None, or says
+// why not: QueueFull, or Closed once the server is shutting down.
+func (s *Server) enqueue(cmd command) core.Reason {
+	s.enqueuers.Add(1)
+	r := core.None
+	if s.draining.Load() {
+		r = core.Closed
+	} else {
+		select {
+		case s.queue <- cmd:
+		default:
+			s.queueFull.Add(1)
+			r = core.QueueFull
+		}
 	}
+	s.enqueuers.Add(-1)
+	return r
 }
 
 // deadline converts a time on the monotonic clock to a deadline.

@@ -304,7 +304,9 @@ type PopulationStats struct {
 	Accepted uint64
 	// Inputs counts inputs applied on a tick; Requests requests handled
 	// on a tick and answered StatusOK; Failed requests the handler refused
-	// (StatusFailed: not authenticated); Pongs pings answered.
+	// (StatusFailed: not authenticated); Pongs pings answered. A request
+	// whose connection ended before its tick is answered nothing and
+	// counted in neither.
 	Inputs, Requests, Failed, Pongs uint64
 	// Dropped counts frames dropped silently (no reply), Rejected requests
 	// answered StatusRejected, by reason. A read refused by the byte

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// In shadow mode a connection that stays at the lockout stage is counted
+// once: a read that passes (whose Verdict is zero) does not reset the
+// connection's stage, which made every later check count a new rise.
+func TestShadowLockoutCountedOncePerConnection(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Shadow = true
+	cfg.Policy.Strikes.Weights = map[core.Reason]float64{core.Malformed: 40}
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "shadow", "hostile")
+	c.mustWrite(t, wire.AppendHeader(nil, 1, 99)) // malformed: past the lockout rung
+	for i := 1; i <= 5; i++ {
+		time.Sleep(20 * time.Millisecond) // one read each
+		c.mustWrite(t, wire.AppendPing(nil, uint64(i)))
+		m, err := c.next(5 * time.Second)
+		if err != nil || m.Type != wire.TypePong {
+			t.Fatalf("ping %d: %+v %v", i, m, err)
+		}
+	}
+	if n := s.Stats().Populations["hostile"].Lockouts; n != 1 {
+		t.Errorf("Lockouts = %d for one connection, want 1", n)
+	}
+}
+
+// With NoLimits a request with the reserved id 0 is dropped as Malformed,
+// as the gate would drop it, not applied as an input and never answered.
+func TestNoLimitsRequestIDZeroIsMalformed(t *testing.T) {
+	cfg := testConfig()
+	cfg.NoLimits = true
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "x", "p")
+	b, _ := wire.AppendRequest(nil, kReq, 0, []byte("buy"))
+	c.mustWrite(t, b)
+	eventually(t, 5*time.Second, "the request is dropped", func() bool { return s.Stats().Populations["p"].Dropped["Malformed"] == 1 })
+	if p := s.Stats().Populations["p"]; p.Inputs != 0 {
+		t.Errorf("inputs %d: a request with id 0 was applied", p.Inputs)
+	}
+}
+
+// A timeout beyond MaxTimeout (say the largest Duration, for "never") is
+// refused by New, naming the field: the deadline arithmetic would wrap
+// into the past and close every connection at once. MaxTimeout itself
+// works.
+func TestHugeTimeoutsRefusedAndMaxTimeoutWorks(t *testing.T) {
+	for _, field := range []string{"IdleTimeout", "FrameTimeout", "WriteTimeout"} {
+		set := func(cfg *Config, d time.Duration) {
+			switch field {
+			case "IdleTimeout":
+				cfg.IdleTimeout = d
+			case "FrameTimeout":
+				cfg.FrameTimeout = d
+			default:
+				cfg.WriteTimeout = d
+			}
+		}
+		cfg := testConfig()
+		set(&cfg, time.Duration(1<<63-1))
+		_, err := New(cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("%s = MaxInt64: %v, want a ConfigError naming it", field, err)
+		}
+		cfg = testConfig()
+		set(&cfg, MaxTimeout)
+		s := startServer(t, cfg)
+		c := mustDial(t, s.Addr())
+		if err := c.hello("x", "p"); err != nil {
+			t.Errorf("%s = MaxTimeout: hello: %v", field, err)
+		}
+	}
+}
+
+// Requests the gate accepts while Shutdown runs are either answered by the
+// last tick or refused (Closed): none is accepted and then left in the
+// queue, unanswered and uncounted.
+func TestShutdownAnswersOrRefusesEveryRequest(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy = floodPolicy()
+	cfg.Policy.Channels[kReq].Rate, cfg.Policy.Channels[kReq].Burst = new(1e7), new(1e6)
+	cfg.Policy.Strikes.Disabled = true
+	cfg.Policy.Queue.Commands = new(uint32(4096))
+	cfg.Policy.Queue.PendingBytes = new(uint32(1 << 24))
+	cfg.TickRate = 2
+	cfg.WriteBuffer = 1 << 22 // no QueueFull disconnects: every client reads
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var cs []*tclient
+	for i := range 4 {
+		c := mustDial(t, s.Addr())
+		c.mustHello(t, fmt.Sprint("tok", i), "p")
+		cs = append(cs, c)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() { _, _ = io.Copy(io.Discard, c.nc) }) // keep reading replies
+		wg.Go(func() {
+			id := uint64(0)
+			var b []byte
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b = b[:0]
+				for range 8 {
+					id++
+					b, _ = wire.AppendRequest(b, kReq, id, nil)
+				}
+				if c.write(b) != nil {
+					return
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	for _, c := range cs {
+		c.nc.Close()
+	}
+	wg.Wait()
+	p := s.Stats().Populations["p"]
+	acc := p.Channels["req"].Accepted
+	if acc == 0 || acc != p.Requests+p.Failed {
+		t.Errorf("%d requests accepted, %d answered OK, %d failed (queue left %d)", acc, p.Requests, p.Failed, len(s.queue))
+	}
+}
+
+// A client the policy allows 1024 pending requests sends 1000 at once and
+// reads every reply: with the default WriteBuffer, New makes room for the
+// burst of replies one tick owes it, instead of disconnecting it with
+// QueueFull. A WriteBuffer given too small for that is refused.
+func TestTickRepliesFitTheWriteBuffer(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy = floodPolicy()
+	cfg.Policy.Channels[kReq].Rate, cfg.Policy.Channels[kReq].Burst = new(1e7), new(1e6)
+	cfg.Policy.Queue.Commands = new(uint32(1024))
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "x", "p")
+	var b []byte
+	for id := uint64(1); id <= 1000; id++ {
+		b, _ = wire.AppendRequest(b, kReq, id, nil)
+	}
+	c.mustWrite(t, b)
+	for id := uint64(1); id <= 1000; id++ {
+		if _, err := c.waitReply(id); err != nil {
+			t.Fatalf("reply %d: %v; disconnects %v", id, err, s.Stats().Populations["p"].Disconnects)
+		}
+	}
+	cfg.WriteBuffer = DefaultWriteBuffer
+	_, err := New(cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "WriteBuffer" {
+		t.Errorf("WriteBuffer %d with queue.commands 1024: %v, want a ConfigError naming WriteBuffer", cfg.WriteBuffer, err)
+	}
+}
