@@ -155,8 +155,10 @@ type Config struct {
 	// later labels are counted under "(other)". Default 64.
 	MaxPopulations int
 	// MatchOf, if set, returns the match id (core.Message.Match) of an
-	// authenticated connection from its population label and account,
-	// once at Hello. nil: every message has match 0 (no match bucket).
+	// authenticated connection from its population label (as counted:
+	// PopulationOther for a label beyond MaxPopulations or not printable)
+	// and account, once at Hello. nil: every message has match 0 (no
+	// match bucket).
 	MatchOf func(population string, account uint64) uint64
 	// Logf, if set, receives one line per unexpected event (accept
 	// errors). nil: silent.

@@ -45,7 +45,8 @@
 //     another version, a second Hello, a client-sent Reply, Disconnect or
 //     Pong, an Input on a request channel or a Request on an input channel,
 //     and any frame that does not decode are checked as malformed
-//     (FlagMalformed), so they earn strikes.
+//     (FlagMalformed), so they earn strikes; a Hello of another version
+//     also ends the connection (reason Malformed), whatever the verdict.
 //   - Ping: checked on the channel named Config.PingChannel when the
 //     policy has one, else limited by a bucket of the server's own
 //     (Config.PingRate); answered at once with a Pong.

@@ -13,10 +13,10 @@ import (
 // to a Hello label.
 const (
 	// PopulationNone counts connections and frames before (or without) a
-	// Hello.
+	// Hello (and those of a Hello labelled "(none)").
 	PopulationNone = "(none)"
 	// PopulationOther counts labels beyond Config.MaxPopulations, and
-	// labels that are not printable UTF-8.
+	// labels that are not printable UTF-8 (and the label "(other)").
 	PopulationOther = "(other)"
 )
 

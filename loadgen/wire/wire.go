@@ -130,6 +130,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	if e.Field == "type" { // Len is the type's value, not a length
+		return fmt.Sprintf("wire: type %d is not a message type (1 to %d)", e.Len, e.Max)
+	}
 	return fmt.Sprintf("wire: %v %s is %d bytes, more than %d", e.Type, e.Field, e.Len, e.Max)
 }
 

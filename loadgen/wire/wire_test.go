@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -387,4 +388,17 @@ func TestZeroAllocations(t *testing.T) {
 		for f.ReadMsg(&m) == nil {
 		}
 	}), "framer")
+}
+
+// Encoding a message of no known type names the type, not a length.
+func TestFieldErrorOfAnUnknownType(t *testing.T) {
+	for _, typ := range []Type{0, numTypes} {
+		_, err := Append(nil, &Msg{Type: typ})
+		if !errors.Is(err, ErrField) {
+			t.Fatalf("type %d: %v, want ErrField", typ, err)
+		}
+		if want := fmt.Sprintf("wire: type %d is not a message type (1 to %d)", typ, numTypes-1); err.Error() != want {
+			t.Errorf("type %d: %q, want %q", typ, err, want)
+		}
+	}
 }
