@@ -186,9 +186,10 @@ func (cs *conns) remove(c *simConn) {
 }
 
 type completion struct {
-	at int64
-	c  *simConn
-	id uint64
+	at     int64
+	c      *simConn
+	id     uint64
+	authed bool // the session was authenticated when the request arrived
 }
 
 // unknownKind is the Message.Kind of a frame that names no channel, as
@@ -576,9 +577,9 @@ func (s *Sim) complete(d completion, now int64) {
 	c := d.c
 	if c.open {
 		st := wire.StatusOK
-		if !c.authed {
-			// The handler's own check: an unauthenticated session may not
-			// act.
+		if !d.authed {
+			// The handler's own check: a request sent before the session
+			// was authenticated may not act, even if a Hello followed it.
 			st = wire.StatusFailed
 		}
 		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
@@ -816,7 +817,7 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 		if id == 0 {
 			s.inputs++
 		} else {
-			s.done = append(s.done, completion{at: now + s.service, c: c, id: id})
+			s.done = append(s.done, completion{at: now + s.service, c: c, id: id, authed: c.authed})
 		}
 	}
 }

@@ -303,7 +303,7 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 		c.t.accept()
 		return false
 	}
-	if r := c.s.enqueue(command{c: c, id: id, kind: uint8(kind)}); r != core.None {
+	if r := c.s.enqueue(command{c: c, id: id, kind: uint8(kind), authed: c.authed.Load()}); r != core.None {
 		if id == 0 {
 			c.t.drop(r)
 			return false

@@ -183,3 +183,31 @@ func TestTickRepliesFitTheWriteBuffer(t *testing.T) {
 		t.Errorf("WriteBuffer %d with queue.commands 1024: %v, want a ConfigError naming WriteBuffer", cfg.WriteBuffer, err)
 	}
 }
+
+// A request sent before the Hello (in the same write) may not act: the
+// handler checks the authentication the session had when the request
+// arrived, not at the tick, by which time the Hello had passed.
+func TestRequestBeforeHelloFails(t *testing.T) {
+	s := startServer(t, testConfig())
+	c := mustDial(t, s.Addr())
+	b, _ := wire.AppendRequest(nil, kReq, 1, nil)
+	b, _ = wire.AppendHello(b, []byte("x"), []byte("p"))
+	c.mustWrite(t, b)
+	got := 0
+	for got < 2 {
+		m, err := c.next(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != wire.TypeReply {
+			continue
+		}
+		got++
+		if m.ID == 1 && m.Status != wire.StatusFailed {
+			t.Errorf("request sent before Hello: status %v, want Failed", m.Status)
+		}
+	}
+	if p := s.Stats().Populations; p["p"].Requests != 0 {
+		t.Errorf("Requests %d: the early request was counted as handled", p["p"].Requests)
+	}
+}

@@ -81,9 +81,10 @@ type Server struct {
 
 // command is one accepted input or request waiting for the tick.
 type command struct {
-	c    *conn
-	id   uint64 // request id; 0 for an input
-	kind uint8
+	c      *conn
+	id     uint64 // request id; 0 for an input
+	kind   uint8
+	authed bool // the session was authenticated when the command arrived
 }
 
 // unknownKind is the Message.Kind of a frame that names no channel
@@ -415,13 +416,15 @@ func (s *Server) tick() {
 		}
 		// Counted when the reply is on its way: a connection that ended
 		// meanwhile is answered nothing.
-		if c.authed.Load() {
+		if cmd.authed {
 			if c.sendReply(cmd.id, wire.StatusOK, 0, 0) {
 				pop.requests.Add(1)
 			}
 		} else {
 			// The handler's own validation: passing the gate is not
-			// permission, and an unauthenticated session may not act.
+			// permission, and a request sent before the session was
+			// authenticated may not act, even if a Hello followed it
+			// before the tick.
 			if c.sendReply(cmd.id, wire.StatusFailed, 0, 0) {
 				pop.failed.Add(1)
 			}
