@@ -26,7 +26,11 @@
 // a Reply or a Disconnect, or what only the client sees: Sent, NotSent,
 // Timeout, Disconnected, Refused, Failed, Overflow), and the server's
 // decisions on every frame the population sent, by kind
-// (Recorder.KindDecisions: exact in both drivers).
+// (Recorder.KindDecisions: exact in both drivers). A session the server
+// refuses before reading its Hello (Gate.Open, by address) ends with a
+// Disconnect while the Hello is unanswered, and the worker counts that
+// reason as the server's decision on the Hello: the server cannot, not
+// knowing the client's population yet.
 // Workers record separately and are merged (Recorder.Merge), which checks
 // and keeps the count of any value a merge drops.
 //
@@ -76,8 +80,8 @@
 // that does not decode, or on a channel of the wrong class, is
 // FlagMalformed); refusals are dropped, rejected with a Reply, or
 // disconnect, as the verdict says. The Hello and pings are answered at
-// once; an accepted request is answered (StatusOK, or StatusFailed for a
-// session without a Hello) and Done in the gate after a service time of
+// once (a refused Hello too, before the Disconnect); an accepted request
+// is answered (StatusOK, or StatusFailed for one sent before the Hello) and Done in the gate after a service time of
 // half a tick (SimConfig.Service; the tick rate is RunSpec.TickRate,
 // default 30 Hz); every tick runs Gate.Step and the server's idle (30s)
 // and partial-frame (5s) timeouts. Network latency is zero, so response

@@ -776,13 +776,16 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 		return
 	}
 	c.hello = true
+	// Every Hello read is answered, a refused one too, as the server does.
 	if m.Version != wire.Version {
+		s.reply(c, 0, wire.StatusRejected, core.Malformed, 0, now)
 		s.malformed(c, KindHello, m.Size, now)
 		s.disconnect(c, core.Malformed, now)
 		return
 	}
 	v := s.gate.Authenticate(c.h, server.AccountID(m.Token), now)
 	if v.Action == core.Disconnect {
+		s.reply(c, 0, wire.StatusRejected, v.Reason, v.RetryAfter, now)
 		s.verdict(c, KindHello, v, 0, now)
 		return
 	}

@@ -607,6 +607,11 @@ func (w *Worker) handle(ev *Event) {
 			// service time and reply deadline count from the write.
 			w.flush(i, cs, w.d.Now())
 		} else {
+			// The server refused the session (its Disconnect follows):
+			// what that Disconnect would record, recorded here, since the
+			// connection is closed now.
+			cs.cutOff(ev.At, o == Outcome(core.Lockout))
+			w.add(ev.At, pop, KindSession, o, 1)
 			w.lost(i, cs, true, ev.At)
 		}
 	case EvPong:
@@ -622,10 +627,17 @@ func (w *Worker) handle(ev *Event) {
 			o = ReasonOutcome(ev.Reason)
 		}
 		if cs.state == handshake {
-			// The server refused the session (or ended it before it
-			// opened): that is the hello's outcome.
+			// The server ended the session before it opened, without
+			// answering the hello (a server answers every hello it reads,
+			// so it never read this one: it refused the connection, as
+			// Gate.Open does by address): that is the hello's outcome, and
+			// its reason the server's decision on the hello, which the
+			// server itself could not count under the client's population.
 			if _, ok := w.take(cs, func(p *pending) bool { return p.kind == KindHello }); ok {
 				w.add(ev.At, pop, KindHello, o, 1)
+				if ev.Reason != 0 {
+					w.decide(ev.At, pop, KindHello, o, 1)
+				}
 			}
 		}
 		cs.cutOff(ev.At, false)

@@ -291,7 +291,7 @@ type Threshold struct {
 	Expr string `json:"expr"`
 	// Value is the measured value of the condition's left-hand side: NaN
 	// when it could not be measured, +Inf for "never" (a time to cut off
-	// when no client was cut off). In JSON those are the strings "NaN",
+	// when a client was never cut off). In JSON those are the strings "NaN",
 	// "+Inf" and "-Inf".
 	Value float64 `json:"value"`
 	// Unit is Value's unit for display ("", "ns", "1/s", ...).

@@ -78,3 +78,48 @@ func TestCutOffMetricsCountClientsNeverCutOff(t *testing.T) {
 	assert.Equal(t, float64(sec(2)), value([]time.Duration{sec(1), sec(3), sec(2)}, 3, "cutoff_p50"), "all cut off")
 	assert.Equal(t, float64(sec(3)), value([]time.Duration{sec(1), sec(3), sec(2)}, 5, "cutoff_p50"), "3 of 5: the median of 1, 2, 3, never, never")
 }
+
+// natTight puts a NAT crowd behind an address budget too small for it.
+const natTight = `name: nat-tight
+seed: 16
+duration: 10s
+warmup: 2s
+policy_file: policies/game.yaml
+variants:
+  - name: tight
+    set:
+      address: {rate: 1, burst: 5}
+populations:
+  - name: crowd
+    behaviour: honest
+    count: 40
+    per_address: 40
+    arrival: {kind: ramp, over: 6s}
+thresholds:
+  - crowd.drops.AddressLimit == 0
+`
+
+// Logins the gate refuses at Open (by address, before the server reads the
+// Hello) count as hellos dropped with the refusal's reason, in both
+// drivers: every hello ends accepted or dropped, and the threshold meant
+// to catch a crowd refused by its address budget does.
+func TestOpenRefusalsAreHelloDrops(t *testing.T) {
+	s, err := Parse([]byte(natTight), "nat-tight.yaml")
+	require.NoError(t, err)
+	for _, o := range []Options{{Driver: "sim"}, {Driver: "loopback", Duration: 4 * time.Second}} {
+		out, err := Run(context.Background(), s, o)
+		require.NoError(t, err, o.Driver)
+		v := out.Results.Variants[0]
+		var hello *reports.KindStats
+		for _, k := range v.Populations[0].Kinds {
+			if k.Kind == "hello" {
+				hello = k
+			}
+		}
+		require.NotNil(t, hello, o.Driver)
+		assert.Positive(t, hello.Drops["AddressLimit"], "%s: hello drops %v", o.Driver, hello.Drops)
+		assert.Equal(t, hello.Sent, hello.Accepted+hello.Dropped(), "%s: every hello ends accepted or dropped", o.Driver)
+		require.Len(t, v.Thresholds, 1)
+		assert.False(t, v.Thresholds[0].Pass, "%s: %s measured %v", o.Driver, v.Thresholds[0].Expr, v.Thresholds[0].Value)
+	}
+}

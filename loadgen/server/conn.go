@@ -348,7 +348,11 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 		return c.malformed(m.Size, now)
 	}
 	c.hello = true
+	// Every Hello read is answered, a refused one too (before the
+	// Disconnect), so that a client tells a refused login from a
+	// connection refused before its Hello was read.
 	if m.Version != wire.Version {
+		c.sendReply(0, wire.StatusRejected, uint8(core.Malformed), 0)
 		c.malformed(m.Size, now)
 		c.disconnect(cause(core.Malformed), true)
 		return true
@@ -369,6 +373,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	if !c.s.noLimits {
 		v := c.s.gate.Authenticate(c.h, acct, now)
 		if v.Action == core.Disconnect {
+			c.sendReply(0, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
 			return c.verdict(v, 0)
 		}
 	}

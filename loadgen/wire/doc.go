@@ -43,7 +43,8 @@
 // channel; the server drops it silently when over a limit. Request is a
 // command the client must hear about: the server answers every request with
 // a Reply carrying the same id. Request id 0 is reserved: a Reply with id 0
-// answers the Hello. Reply status is StatusOK, StatusRejected (a limit or
+// answers the Hello, every Hello the server reads (a refused one before the
+// Disconnect). Reply status is StatusOK, StatusRejected (a limit or
 // gate refused it; reason says which) or StatusFailed (the server's own
 // handler refused it). reason is one byte: the numeric value of the
 // server's stable reason enum (0 = none); retryAfter is in nanoseconds (0 =
