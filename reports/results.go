@@ -48,14 +48,17 @@ type Run struct {
 	// read, so a report can be tied to the exact file.
 	ScenarioSHA256 string `json:"scenario_sha256,omitempty"`
 	// Seed seeds every behaviour's generator; the same seed and driver
-	// "sim" give byte-for-byte identical results.
+	// "sim" give identical measurements: the same file but for the run's
+	// start and finish times and the measured server CPU.
 	Seed uint64 `json:"seed"`
 	// Driver is DriverSim or DriverLoopback.
 	Driver string `json:"driver"`
 	// Duration is each variant's run length, warmup included.
 	Duration time.Duration `json:"duration_ns"`
 	// Warmup is the leading part of Duration excluded from counts,
-	// histograms and summaries (time series still cover it).
+	// histograms and the summaries built from them (time series still
+	// cover it, and so do a population's false disconnects, lockouts and
+	// cut-off times: a client cut off during the warm-up was cut off).
 	Warmup time.Duration `json:"warmup_ns"`
 	// Interval is the length of one time-series interval.
 	Interval time.Duration `json:"interval_ns,omitempty"`
