@@ -83,8 +83,8 @@
 // once (a refused Hello too, before the Disconnect); an accepted request
 // is answered (StatusOK, or StatusFailed for one sent before the Hello) and Done in the gate after a service time of
 // half a tick (SimConfig.Service; the tick rate is RunSpec.TickRate,
-// default 30 Hz); every tick runs Gate.Step and the server's idle (30s)
-// and partial-frame (5s) timeouts. Network latency is zero, so response
+// default 30 Hz); every tick runs Gate.Step and the server's idle (30s),
+// partial-frame (5s) and Hello (10s) timeouts. Network latency is zero, so response
 // times are service times plus any held time (a freeze, a login); a
 // SimConfig.Stalls interval stops the simulated server, to show how a
 // server-side stall reaches every response measured from its intended

@@ -28,15 +28,15 @@ type SimConfig struct {
 	// tick of a server that answers requests on its tick).
 	Service time.Duration
 	// As in server.Config: connections open at once (more are accepted
-	// and closed at once), the framer buffer, the idle and partial-frame
-	// timeouts, the tick queue, and the ping channel and the server's own
-	// ping bucket used when the policy has no such channel.
-	MaxConns                  int
-	ReadBuffer                int
-	IdleTimeout, FrameTimeout time.Duration
-	QueueSize                 int
-	PingChannel               string
-	PingRate                  float64
+	// and closed at once), the framer buffer, the idle, partial-frame and
+	// Hello timeouts, the tick queue, and the ping channel and the
+	// server's own ping bucket used when the policy has no such channel.
+	MaxConns                                int
+	ReadBuffer                              int
+	IdleTimeout, FrameTimeout, HelloTimeout time.Duration
+	QueueSize                               int
+	PingChannel                             string
+	PingRate                                float64
 	// Stalls are intervals (from the run's start) in which the simulated
 	// server does nothing, as a server stopped by a pause would: what
 	// clients write is held and read at the end of the stall, ticks and
@@ -97,6 +97,7 @@ type Sim struct {
 	maxRead  int
 	idle     int64
 	frameTO  int64
+	helloTO  int64
 
 	period  int64
 	service int64
@@ -131,6 +132,7 @@ type simConn struct {
 	authed       bool
 	pop          int
 	lastFrame    int64
+	helloBy      int64 // when the connection is closed if it has not said Hello
 	partialSince int64
 	buf          []byte // the framer's undecoded bytes
 	held         []byte // written during a stall
@@ -218,6 +220,9 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	if cfg.FrameTimeout == 0 {
 		cfg.FrameTimeout = server.DefaultFrameTimeout
 	}
+	if cfg.HelloTimeout == 0 {
+		cfg.HelloTimeout = server.DefaultHelloTimeout
+	}
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = server.DefaultQueueSize
 	}
@@ -230,8 +235,8 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	switch {
 	case cfg.Service < 0 || cfg.Service > time.Hour:
 		return nil, &ParamError{"sim", "Service", cfg.Service, "must be in [0, 1h]"}
-	case cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.QueueSize < 0:
-		return nil, &ParamError{"sim", "MaxConns, IdleTimeout, FrameTimeout, QueueSize", nil, "must not be negative"}
+	case cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.HelloTimeout < 0 || cfg.QueueSize < 0:
+		return nil, &ParamError{"sim", "MaxConns, IdleTimeout, FrameTimeout, HelloTimeout, QueueSize", nil, "must not be negative"}
 	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
 		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
 	}
@@ -249,6 +254,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		pingKind: pol.ChannelIndex(cfg.PingChannel),
 		idle:     int64(cfg.IdleTimeout),
 		frameTO:  int64(cfg.FrameTimeout),
+		helloTO:  int64(cfg.HelloTimeout),
 		period:   max(1, int64(float64(time.Second)/cfg.TickRate)),
 		tick:     1,
 		conns:    conns{byClient: make([]*simConn, len(clients))},
@@ -420,6 +426,7 @@ func (s *Sim) endWrite(timed bool) {
 func (s *Sim) openSession(c *simConn, now int64) {
 	c.opened = true
 	c.lastFrame = now
+	c.helloBy = now + s.helloTO
 	h, v := s.gate.Open(c.addr, now)
 	if v.Action == core.Disconnect {
 		s.disconnect(c, v.Reason, now)
@@ -588,7 +595,7 @@ func (s *Sim) complete(d completion, now int64) {
 }
 
 // runTick applies the inputs queued, runs Gate.Step, and closes the
-// connections past their idle or partial-frame timeout.
+// connections past their idle, partial-frame or Hello timeout.
 func (s *Sim) runTick(now int64) {
 	s.queued -= s.inputs
 	s.inputs = 0
@@ -601,6 +608,9 @@ func (s *Sim) runTick(now int64) {
 		deadline := c.lastFrame + s.idle
 		if c.partialSince != 0 {
 			deadline = min(deadline, c.partialSince+s.frameTO)
+		}
+		if !c.hello {
+			deadline = min(deadline, c.helloBy)
 		}
 		if now >= deadline {
 			// The server's Disconnect for a timeout carries reason 0.

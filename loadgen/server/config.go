@@ -54,13 +54,14 @@ const (
 	DefaultWriteBuffer    = 8192
 	DefaultIdleTimeout    = 30 * time.Second
 	DefaultFrameTimeout   = 5 * time.Second
+	DefaultHelloTimeout   = 10 * time.Second
 	DefaultWriteTimeout   = 5 * time.Second
 	DefaultPingChannel    = "ping"
 	DefaultPingRate       = 10.0 // pongs per second per connection without a ping channel
 	DefaultMaxPopulations = 64
 	// MinWriteBuffer is the smallest WriteBuffer: room for one reply.
 	MinWriteBuffer = wire.ReplySize
-	// MaxTimeout bounds IdleTimeout, FrameTimeout and WriteTimeout: a
+	// MaxTimeout bounds IdleTimeout, FrameTimeout, HelloTimeout and WriteTimeout: a
 	// deadline is the monotonic clock plus a timeout, and a century keeps
 	// that far from overflow (time.Duration(math.MaxInt64), a natural way
 	// to write "never", would wrap into the past and close at once).
@@ -112,6 +113,12 @@ type Config struct {
 	// long, including one that never says Hello; the close comes at most
 	// an eighth of it later. Default 30s.
 	IdleTimeout time.Duration
+	// HelloTimeout closes a connection that has not said Hello this long
+	// after it was accepted (the Disconnect's reason is 0, a timeout), so
+	// connections that never authenticate cannot hold the server's slots
+	// by pinging within IdleTimeout; the close comes at most an eighth of
+	// it later. Default 10s.
+	HelloTimeout time.Duration
 	// FrameTimeout closes a connection holding a partial frame for this
 	// long since the frame's first bytes arrived (slowloris, lying length
 	// prefixes); the close comes at most an eighth of it later. Default 5s.
@@ -172,6 +179,7 @@ func (c *Config) normalize() error {
 	c.WriteBuffer = cmp.Or(c.WriteBuffer, DefaultWriteBuffer)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.FrameTimeout = cmp.Or(c.FrameTimeout, DefaultFrameTimeout)
+	c.HelloTimeout = cmp.Or(c.HelloTimeout, DefaultHelloTimeout)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.TickRate = cmp.Or(c.TickRate, DefaultTickRate)
 	c.QueueSize = cmp.Or(c.QueueSize, DefaultQueueSize)
@@ -192,6 +200,8 @@ func (c *Config) normalize() error {
 		return bad("IdleTimeout", "%v is not in [0, %v]", c.IdleTimeout, MaxTimeout)
 	case c.FrameTimeout < 0 || c.FrameTimeout > MaxTimeout:
 		return bad("FrameTimeout", "%v is not in [0, %v]", c.FrameTimeout, MaxTimeout)
+	case c.HelloTimeout < 0 || c.HelloTimeout > MaxTimeout:
+		return bad("HelloTimeout", "%v is not in [0, %v]", c.HelloTimeout, MaxTimeout)
 	case c.WriteTimeout < 0 || c.WriteTimeout > MaxTimeout:
 		return bad("WriteTimeout", "%v is not in [0, %v]", c.WriteTimeout, MaxTimeout)
 	case math.IsNaN(c.TickRate) || c.TickRate <= 0 || c.TickRate > 10000:

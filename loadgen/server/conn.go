@@ -84,9 +84,11 @@ func (c *conn) readLoop() {
 		c.pingWord.Store(s.pingLim.FullWord(now))
 	}
 
-	idle, frameTO := int64(s.cfg.IdleTimeout), int64(s.cfg.FrameTimeout)
-	// The read deadline is the earlier of the idle one (lastFrame+idle) and
-	// the partial-frame one (partialSince+frameTO), armed within [exact,
+	idle, frameTO, helloTO := int64(s.cfg.IdleTimeout), int64(s.cfg.FrameTimeout), int64(s.cfg.HelloTimeout)
+	helloBy := now + helloTO
+	// The read deadline is the earliest of the idle one (lastFrame+idle),
+	// the partial-frame one (partialSince+frameTO) and, until the Hello,
+	// the Hello one (helloBy), armed within [exact,
 	// exact+timeout/8] of it and moved only when it leaves that range: a
 	// busy connection re-arms it about once per eighth of a timeout instead
 	// of after every read (a timer update per read was a few percent of a
@@ -98,6 +100,9 @@ func (c *conn) readLoop() {
 		want, slack := lastFrame+idle, idle/8
 		if partialSince != 0 && partialSince+frameTO < want {
 			want, slack = partialSince+frameTO, frameTO/8
+		}
+		if !c.hello && helloBy < want {
+			want, slack = helloBy, helloTO/8
 		}
 		if deadline < want || deadline > want+slack {
 			deadline = want + slack

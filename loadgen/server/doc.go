@@ -71,11 +71,13 @@
 //
 // A connection that completes no frame for IdleTimeout (default 30s,
 // including one that never says Hello; the deadline is moved lazily, so
-// the close comes up to IdleTimeout/8 later, never earlier), or that holds
-// a partial frame for
-// FrameTimeout since its first bytes (default 5s: slowloris, lying length
-// prefixes; at most FrameTimeout/8 late, never early), is sent a Disconnect with reason 0 and closed (cause
-// "Timeout": core has no timeout reason). Replies and pongs go to a
+// the close comes up to IdleTimeout/8 later, never earlier), that holds a
+// partial frame for FrameTimeout since its first bytes (default 5s:
+// slowloris, lying length prefixes; at most FrameTimeout/8 late, never
+// early), or that has not said Hello HelloTimeout after it was accepted
+// (default 10s, so that connections that never authenticate cannot hold
+// the server's slots by pinging), is sent a Disconnect with reason 0 and
+// closed (cause "Timeout": core has no timeout reason). Replies and pongs go to a
 // per-connection outbound buffer of at most WriteBuffer bytes (default
 // 8192) that the connection's writer goroutine flushes; a frame that
 // would not fit disconnects the connection with reason QueueFull, so a

@@ -211,3 +211,36 @@ func TestRequestBeforeHelloFails(t *testing.T) {
 		t.Errorf("Requests %d: the early request was counted as handled", p["p"].Requests)
 	}
 }
+
+// Connections that never say Hello cannot hold the server's slots by
+// pinging within IdleTimeout: HelloTimeout closes them, and a player from
+// another address then gets in.
+func TestHelloTimeoutFreesSlotsHeldWithoutHello(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxConns = 8
+	cfg.IdleTimeout = 300 * time.Millisecond
+	cfg.HelloTimeout = 400 * time.Millisecond
+	s := startServer(t, cfg)
+	src := nextSrc()
+	var cs []*tclient
+	for range 8 {
+		c, err := dialFrom(s.Addr(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.nc.Close()
+		cs = append(cs, c)
+	}
+	for i := range 10 { // 1s: over three idle timeouts, two and a half Hello timeouts
+		for _, c := range cs {
+			_ = c.write(wire.AppendPing(nil, uint64(i+1))) // fails once the server closed it
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := honest(s.Addr(), "late", 1); err != nil {
+		t.Errorf("honest player from another address: %v (open %d, refused %d)", err, s.Stats().Conns.Open, s.Stats().Conns.Refused)
+	}
+	if n := s.Stats().Populations[PopulationNone].Disconnects["Timeout"]; n != 8 {
+		t.Errorf("%d connections closed for a timeout, want the 8 that never said Hello", n)
+	}
+}
