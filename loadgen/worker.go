@@ -509,9 +509,8 @@ func (w *Worker) flush(i int32, cs *clientState, now int64) {
 	buf, meta := cs.held, cs.heldMeta
 	cs.held, cs.heldMeta = buf[:0], meta[:0]
 	if w.draining {
-		// The run is over: nothing more is written, and what was held is
-		// still in flight at the end (like the flush of a client frozen
-		// at the end), not a message the client failed to send.
+		// The run is over: nothing more is written.
+		w.countAll(now, cs, meta, NotSent)
 		return
 	}
 	w.write(i, cs, buf, meta, now)
@@ -686,11 +685,7 @@ func (w *Worker) expire(now int64) {
 func (w *Worker) closeAll(now int64) {
 	for i := range w.clients {
 		cs := &w.clients[i]
-		// Frames still held (a client frozen, or logging in, when the run
-		// ended) were in flight at the end: they are not NotSent, which
-		// would count the end of the run as the client's drops.
-		cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
-		if cs.state != down {
+		if cs.state != down || len(cs.heldMeta) > 0 {
 			w.lost(int32(i), cs, true, now)
 		}
 	}
