@@ -237,6 +237,9 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		return nil, &ParamError{"sim", "Service", cfg.Service, "must be in [0, 1h]"}
 	case cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.HelloTimeout < 0 || cfg.QueueSize < 0:
 		return nil, &ParamError{"sim", "MaxConns, IdleTimeout, FrameTimeout, HelloTimeout, QueueSize", nil, "must not be negative"}
+	case cfg.IdleTimeout > server.MaxTimeout || cfg.FrameTimeout > server.MaxTimeout || cfg.HelloTimeout > server.MaxTimeout:
+		// A deadline is a time plus a timeout: beyond this it could wrap.
+		return nil, &ParamError{"sim", "IdleTimeout, FrameTimeout, HelloTimeout", nil, fmt.Sprintf("must be at most %v", server.MaxTimeout)}
 	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
 		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
 	}
@@ -786,7 +789,8 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 		return
 	}
 	c.hello = true
-	// Every Hello read is answered, a refused one too, as the server does.
+	// The first Hello is answered once checked, a refused one too, as the
+	// server does.
 	if m.Version != wire.Version {
 		s.reply(c, 0, wire.StatusRejected, core.Malformed, 0, now)
 		s.malformed(c, KindHello, m.Size, now)

@@ -609,8 +609,9 @@ func (w *Worker) handle(ev *Event) {
 		} else {
 			// The server refused the session (its Disconnect follows):
 			// what that Disconnect would record, recorded here, since the
-			// connection is closed now.
-			cs.cutOff(ev.At, o == Outcome(core.Lockout))
+			// connection is closed now (a Lockout marked the client locked
+			// above; the Disconnect also marks it disconnected).
+			cs.cutOff(ev.At, false)
 			w.add(ev.At, pop, KindSession, o, 1)
 			w.lost(i, cs, true, ev.At)
 		}
@@ -628,9 +629,10 @@ func (w *Worker) handle(ev *Event) {
 		}
 		if cs.state == handshake {
 			// The server ended the session before it opened, without
-			// answering the hello (a server answers every hello it reads,
-			// so it never read this one: it refused the connection, as
-			// Gate.Open does by address): that is the hello's outcome, and
+			// answering the hello (a server answers the hello it checks,
+			// so it never checked this one: it refused the connection, as
+			// Gate.Open does by address, or dropped the read the hello came
+			// in): that is the hello's outcome, and
 			// its reason the server's decision on the hello, which the
 			// server itself could not count under the client's population.
 			if _, ok := w.take(cs, func(p *pending) bool { return p.kind == KindHello }); ok {

@@ -353,9 +353,9 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 		return c.malformed(m.Size, now)
 	}
 	c.hello = true
-	// Every Hello read is answered, a refused one too (before the
-	// Disconnect), so that a client tells a refused login from a
-	// connection refused before its Hello was read.
+	// The first Hello is answered once checked, a refused one too (before
+	// the Disconnect), so that a client tells a refused login from a
+	// connection refused before its Hello was checked.
 	if m.Version != wire.Version {
 		c.sendReply(0, wire.StatusRejected, uint8(core.Malformed), 0)
 		c.malformed(m.Size, now)

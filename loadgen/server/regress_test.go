@@ -58,13 +58,15 @@ func TestNoLimitsRequestIDZeroIsMalformed(t *testing.T) {
 // into the past and close every connection at once. MaxTimeout itself
 // works.
 func TestHugeTimeoutsRefusedAndMaxTimeoutWorks(t *testing.T) {
-	for _, field := range []string{"IdleTimeout", "FrameTimeout", "WriteTimeout"} {
+	for _, field := range []string{"IdleTimeout", "FrameTimeout", "HelloTimeout", "WriteTimeout"} {
 		set := func(cfg *Config, d time.Duration) {
 			switch field {
 			case "IdleTimeout":
 				cfg.IdleTimeout = d
 			case "FrameTimeout":
 				cfg.FrameTimeout = d
+			case "HelloTimeout":
+				cfg.HelloTimeout = d
 			default:
 				cfg.WriteTimeout = d
 			}
@@ -242,5 +244,25 @@ func TestHelloTimeoutFreesSlotsHeldWithoutHello(t *testing.T) {
 	}
 	if n := s.Stats().Populations[PopulationNone].Disconnects["Timeout"]; n != 8 {
 		t.Errorf("%d connections closed for a timeout, want the 8 that never said Hello", n)
+	}
+}
+
+// Once Shutdown has begun draining, a reader queues nothing more: what it
+// would have queued is refused with reason Closed, so the last tick leaves
+// nothing behind.
+func TestEnqueueRefusesOnceDraining(t *testing.T) {
+	s, err := New(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.enqueue(command{id: 1}); r != core.None {
+		t.Fatalf("before draining: %v", r)
+	}
+	s.draining.Store(true)
+	if r := s.enqueue(command{id: 2}); r != core.Closed {
+		t.Errorf("while draining: %v, want Closed", r)
+	}
+	if n := len(s.queue); n != 1 {
+		t.Errorf("%d commands queued, want the 1 from before draining", n)
 	}
 }

@@ -43,8 +43,10 @@
 // channel; the server drops it silently when over a limit. Request is a
 // command the client must hear about: the server answers every request with
 // a Reply carrying the same id. Request id 0 is reserved: a Reply with id 0
-// answers the Hello, every Hello the server reads (a refused one before the
-// Disconnect). Reply status is StatusOK, StatusRejected (a limit or
+// answers the connection's Hello once the server has checked it, accepted
+// or refused (a refusal comes before the Disconnect); a Hello in a read the
+// byte budget refuses is dropped unanswered, and a second Hello is checked
+// as malformed. Reply status is StatusOK, StatusRejected (a limit or
 // gate refused it; reason says which) or StatusFailed (the server's own
 // handler refused it). reason is one byte: the numeric value of the
 // server's stable reason enum (0 = none); retryAfter is in nanoseconds (0 =

@@ -22,7 +22,8 @@ import (
 // Units of scenario metrics (Set). Lower is better for every one
 // of them: honest populations' drop rate, response-time percentiles and
 // false disconnects and lockouts; hostile populations' admitted traffic
-// and time until cut off.
+// and time until cut off (over every client: one never cut off counts as
+// the largest Duration).
 const (
 	UnitDropRate         = "drop-rate"
 	UnitP50              = "p50-ns"
@@ -74,9 +75,13 @@ func Set(label string, runs ...*reports.Results) (*gate.Set, error) {
 				if p.Role == reports.Hostile {
 					add(UnitAdmittedPerSec, sm.AdmittedPerSec)
 					add(UnitAdmittedBytes, sm.AdmittedBytesPerSec)
-					if sm.CutOff != nil && sm.CutOff.Clients > 0 {
-						add(UnitCutOffP50, float64(sm.CutOff.P50))
-						add(UnitCutOffMax, float64(sm.CutOff.Max))
+					// Over every client, as the scenario thresholds count
+					// them: one never cut off counts as never (the largest
+					// Duration), so catching 1 flooder of 10 in 1s is not
+					// better than catching all 10 in 1.5s.
+					if c := sm.CutOff; c != nil && c.Of > 0 {
+						add(UnitCutOffP50, float64(c.AllP50))
+						add(UnitCutOffMax, float64(c.MaxAll()))
 					}
 					continue
 				}

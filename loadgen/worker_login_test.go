@@ -1,0 +1,38 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// A login refused with Lockout marks the client both locked out and
+// disconnected, whether the server answers the Hello first (a login it
+// checked and refused) or only disconnects (a connection refused before
+// the Hello was checked): the Disconnect follows either way.
+func TestLoginLockoutMarksLockedAndDisconnected(t *testing.T) {
+	ms := int64(time.Millisecond)
+	for _, answered := range []bool{true, false} {
+		conn := ConnID{0, 1}
+		var script []lateEvent
+		if answered {
+			script = append(script, lateEvent{ms, Event{Conn: conn, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusRejected, Reason: uint8(core.Lockout)}})
+		}
+		script = append(script, lateEvent{ms, Event{Conn: conn, Kind: EvDisconnect, At: ms, Reason: uint8(core.Lockout)}})
+		rec, err := NewRecorder([]string{"p"}, HistConfig{})
+		require.NoError(t, err)
+		clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: &scripted{acts: []Action{{At: 0, Op: OpConnect}}}}}
+		w, err := NewWorker(&lateDriver{script: script}, rec, clients, RunConfig{})
+		require.NoError(t, err)
+		require.NoError(t, w.Run(context.Background()))
+		cs := &w.clients[0]
+		require.True(t, cs.locked, "hello answered %v: locked", answered)
+		require.True(t, cs.disconnected, "hello answered %v: disconnected", answered)
+		require.Equal(t, int64(1), rec.Count(0, KindSession, Outcome(core.Lockout)), "hello answered %v: one session outcome", answered)
+	}
+}
