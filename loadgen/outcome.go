@@ -44,6 +44,9 @@ const (
 	Overflow
 	// UnknownReason: a rejection whose reason is 0 or not a known value.
 	UnknownReason
+	// HeldAtEnd: the client still held it (frozen, or logging in) when
+	// the run ended: never written, and in flight rather than dropped.
+	HeldAtEnd
 	numOutcomes
 )
 
@@ -51,7 +54,7 @@ const (
 // Outcome.
 const NumOutcomes = int(numOutcomes)
 
-var clientOutcomeNames = [...]string{"Sent", "NotSent", "Timeout", "Disconnected", "Refused", "Failed", "Overflow", "UnknownReason"}
+var clientOutcomeNames = [...]string{"Sent", "NotSent", "Timeout", "Disconnected", "Refused", "Failed", "Overflow", "UnknownReason", "HeldAtEnd"}
 
 // ReasonOutcome returns the outcome of a rejection with the given wire
 // reason byte.
@@ -76,6 +79,20 @@ func ReplyOutcome(s wire.Status, reason uint8) Outcome {
 // IsServerReason reports whether o is one of the server's reasons
 // (Accepted included).
 func (o Outcome) IsServerReason() bool { return o < ServerReasons }
+
+// IsClientDrop reports whether o is an outcome only the client saw that
+// counts as a drop: the message never reached the server (NotSent,
+// Refused) or its reply never came (Timeout, Disconnected, Overflow). The
+// other client outcomes say it was written with no reply expected (Sent),
+// restate a decision the server counted itself (Failed, UnknownReason), or
+// that it was still held when the run ended (HeldAtEnd).
+func (o Outcome) IsClientDrop() bool {
+	switch o {
+	case NotSent, Refused, Timeout, Disconnected, Overflow:
+		return true
+	}
+	return false
+}
 
 // String returns the stable name: "Accepted", a core.Reason name, or a
 // client outcome's name.

@@ -509,8 +509,9 @@ func (w *Worker) flush(i int32, cs *clientState, now int64) {
 	buf, meta := cs.held, cs.heldMeta
 	cs.held, cs.heldMeta = buf[:0], meta[:0]
 	if w.draining {
-		// The run is over: nothing more is written.
-		w.countAll(now, cs, meta, NotSent)
+		// The run is over: nothing more is written, and what was held
+		// was in flight at the end, not dropped.
+		w.countAll(now, cs, meta, HeldAtEnd)
 		return
 	}
 	w.write(i, cs, buf, meta, now)
@@ -687,7 +688,12 @@ func (w *Worker) expire(now int64) {
 func (w *Worker) closeAll(now int64) {
 	for i := range w.clients {
 		cs := &w.clients[i]
-		if cs.state != down || len(cs.heldMeta) > 0 {
+		// Frames still held (a client frozen, or logging in, when the run
+		// ended) were in flight at the end: HeldAtEnd, not the NotSent
+		// that lost would count them as.
+		w.countAll(now, cs, cs.heldMeta, HeldAtEnd)
+		cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
+		if cs.state != down {
 			w.lost(int32(i), cs, true, now)
 		}
 	}

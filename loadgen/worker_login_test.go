@@ -36,3 +36,26 @@ func TestLoginLockoutMarksLockedAndDisconnected(t *testing.T) {
 		require.Equal(t, int64(1), rec.Count(0, KindSession, Outcome(core.Lockout)), "hello answered %v: one session outcome", answered)
 	}
 }
+
+// Frames a client still holds when the run ends (frozen here) are counted
+// HeldAtEnd: in the kind's outcomes, so in what it meant to send, but not
+// NotSent, which would make the end of the run the client's own drop.
+func TestFramesHeldAtTheEndAreHeldAtEnd(t *testing.T) {
+	ms := int64(time.Millisecond)
+	d := &lateDriver{script: []lateEvent{{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}}}}
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	b := &scripted{acts: []Action{
+		{At: 0, Op: OpConnect},
+		{At: 2 * ms, Op: OpFreeze},
+		{At: 3 * ms, Op: OpSend, Kind: KindMove, Count: 5},
+	}}
+	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
+	w, err := NewWorker(d, rec, clients, RunConfig{})
+	require.NoError(t, err)
+	require.NoError(t, w.Run(context.Background()))
+	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
+	require.Zero(t, rec.Count(0, KindMove, NotSent))
+	require.Zero(t, rec.Written(0, KindMove))
+	require.False(t, HeldAtEnd.IsClientDrop())
+}

@@ -59,7 +59,11 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			drops := map[string]int64{}
 			for o, n := range iv.Outcomes {
 				out := loadgen.Outcome(o)
-				if n == 0 || out == loadgen.Accepted || out == loadgen.Sent {
+				// Drops as fillKind counts them: the server's refusals
+				// and the client-only drops, not a client outcome that
+				// restates a server decision or says the message was
+				// written or still held.
+				if n == 0 || out == loadgen.Accepted || !out.IsServerReason() && !out.IsClientDrop() {
 					continue
 				}
 				drops[out.String()] += n
@@ -106,8 +110,7 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) 
 			continue
 		}
 		written += n
-		switch out {
-		case loadgen.NotSent, loadgen.Refused, loadgen.Timeout, loadgen.Disconnected, loadgen.Overflow:
+		if out.IsClientDrop() {
 			ks.Drop(out.String(), n)
 			decided += n
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -122,4 +123,19 @@ func TestOpenRefusalsAreHelloDrops(t *testing.T) {
 		require.Len(t, v.Thresholds, 1)
 		assert.False(t, v.Thresholds[0].Pass, "%s: %s measured %v", o.Driver, v.Thresholds[0].Expr, v.Thresholds[0].Value)
 	}
+}
+
+// A kind's Sent counts frames held when the run ended (in flight), but no
+// drop does; NotSent is a drop.
+func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
+	var server, client [loadgen.NumOutcomes]int64
+	server[loadgen.Accepted] = 2
+	client[loadgen.Sent] = 2
+	client[loadgen.HeldAtEnd] = 3
+	client[loadgen.NotSent] = 1
+	ks := &reports.KindStats{}
+	fillKind(ks, server, client)
+	assert.Equal(t, int64(6), ks.Sent)
+	assert.Equal(t, int64(2), ks.Accepted)
+	assert.Equal(t, map[string]int64{"NotSent": 1}, ks.Drops)
 }
