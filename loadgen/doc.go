@@ -24,7 +24,7 @@
 // A Recorder keeps, per population × kind, an HDR histogram of each metric
 // and the count of every Outcome the client saw (the server's reason from
 // a Reply or a Disconnect, or what only the client sees: Sent, NotSent,
-// Timeout, Disconnected, Refused, Failed, Overflow), and the server's
+// Timeout, Disconnected, Refused, Failed, Overflow, HeldAtEnd), and the server's
 // decisions on every frame the population sent, by kind
 // (Recorder.KindDecisions: exact in both drivers). A session the server
 // refuses before reading its Hello (Gate.Open, by address) ends with a
