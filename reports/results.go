@@ -317,7 +317,8 @@ var knownReasons = []string{
 
 // KnownReasons returns the drop-reason names this package knows, in the
 // order reports list them: the server's reasons (the names of core.Reason)
-// followed by the client-seen NotSent, Timeout, Disconnected and Refused.
+// followed by the client-seen NotSent, Timeout, Disconnected, Refused and
+// Overflow.
 // Results may carry other reason names (a newer limiter's); reports list
 // those after the known ones, by name.
 func KnownReasons() []string {
