@@ -139,3 +139,22 @@ func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
 	assert.Equal(t, int64(2), ks.Accepted)
 	assert.Equal(t, map[string]int64{"NotSent": 1}, ks.Drops)
 }
+
+// A variant cut short is marked invalid, saying that its per-second rates
+// (over the whole measured window) understate the traffic.
+func TestInterruptedVariantSaysItsRatesUnderstate(t *testing.T) {
+	s, err := Load("quickstart.yaml")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := Run(ctx, s, Options{Progress: func(_ string, _, _ int, done, total time.Duration) {
+		if done > total/2 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, out)
+	require.False(t, out.Results.Run.Complete)
+	v := out.Results.Variants[len(out.Results.Variants)-1]
+	assert.Contains(t, v.Invalid, "the run stopped before its end (interrupted, or a time bound): rates per second understate the traffic")
+}

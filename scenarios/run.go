@@ -129,7 +129,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		if n := r.Recorder.TotalDropped(); n > 0 {
 			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values fell outside the histograms' range", n))
 		}
+		// A run cut short counts what ran, but its per-second rates are
+		// over the whole measured window: say so rather than report them
+		// as if it had run to the end.
+		if n := r.Recorder.Stats.Stopped; n > 0 {
+			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d worker(s) stopped at the action cap before the end: rates per second understate the traffic", n))
+		}
 		if !r.Complete {
+			rv.Invalid = append(rv.Invalid, "the run stopped before its end (interrupted, or a time bound): rates per second understate the traffic")
 			complete = false
 			break
 		}
