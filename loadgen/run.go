@@ -157,6 +157,18 @@ func (s RunSpec) normalize() (RunSpec, error) {
 // client's connection and for closes still under way.
 func serverMaxConns(clients int) int { return max(server.DefaultMaxConns, 2*clients+64) }
 
+// CheckRun reports what would make RunSim or RunLoopback refuse spec and
+// p before running anything: the spec's bounds (its interval's number of
+// points, its clients, its rates) and the channels the behaviours send on.
+// A scenario checks every variant with it before running the first.
+func CheckRun(spec RunSpec, p core.Policy) error {
+	if _, err := spec.normalize(); err != nil {
+		return err
+	}
+	_, err := ChannelsOf(&p)
+	return err
+}
+
 // RunSim runs spec in virtual time against a simulated server with policy
 // p (see Sim), on one worker: the same spec, seed and policy give the same
 // Result (ServerCPU aside; see Result.Canonical). The policy's channels

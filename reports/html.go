@@ -502,6 +502,9 @@ func formatDelta(kind int, base, v float64) string {
 
 func makeComparison(stats []*variantStats, r *Results) comparison {
 	var c comparison
+	if len(stats) == 0 { // nothing to compare (a run that stopped before its first variant)
+		return c
+	}
 	for _, vs := range stats {
 		c.Variants = append(c.Variants, vs.v.Name)
 	}

@@ -418,3 +418,16 @@ func TestWriteHTMLFile(t *testing.T) {
 		t.Fatalf("invalid results: %v", err)
 	}
 }
+
+// A results file with no variant (a run that stopped before its first)
+// renders a page instead of panicking on a comparison of nothing.
+func TestWriteHTMLWithoutVariants(t *testing.T) {
+	r := New(Run{Scenario: "s", Driver: "sim", Duration: time.Second}, Environment{})
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() == 0 {
+		t.Fatal("empty page")
+	}
+}

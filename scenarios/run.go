@@ -56,26 +56,9 @@ type Outcome struct {
 // returns what was measured so far, marked incomplete (Run.Complete false),
 // together with ctx's error.
 func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
-	eff, err := s.withOptions(opt)
+	eff, variants, err := s.prepare(opt)
 	if err != nil {
 		return nil, err
-	}
-	variants, err := eff.Policies()
-	if err != nil {
-		return nil, err
-	}
-	if opt.Policy != "" {
-		var keep []NamedPolicy
-		for _, v := range variants {
-			if v.Name == opt.Policy {
-				keep = append(keep, v)
-			}
-		}
-		if len(keep) == 0 {
-			_, err := eff.variantByName(opt.Policy)
-			return nil, err
-		}
-		variants = keep
 	}
 	plan := eff.plan()
 	res := reports.New(reports.Run{
@@ -108,8 +91,14 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 			r, runErr = loadgen.RunSim(ctx, spec, v.Policy)
 		}
 		if r == nil {
+			// Refused before it ran (prepare checked what it could; a
+			// server that cannot start is left): no results of its own.
 			if runErr == nil {
-				runErr = fmt.Errorf("scenarios: variant %q: no result", v.Name)
+				runErr = errors.New("no result")
+			}
+			runErr = fmt.Errorf("scenarios: variant %q: %w", v.Name, runErr)
+			if len(res.Variants) == 0 {
+				return nil, runErr
 			}
 			complete = false
 			break
@@ -253,4 +242,48 @@ func policySummary(pol core.Policy) json.RawMessage {
 	sum["shadow"] = p.Shadow
 	data, _ := json.Marshal(sum)
 	return data
+}
+
+// Check reports what would make Run refuse the scenario under opt before
+// running anything: a bad option or variant, and the load generator's own
+// bounds for every variant (loadgen.CheckRun), each error naming its
+// variant. sluice validate calls it.
+func (s *Scenario) Check(opt Options) error {
+	_, _, err := s.prepare(opt)
+	return err
+}
+
+// prepare applies opt and builds the variants to run, checking every one
+// with the load generator's bounds, so that a run never stops at its
+// second variant for what could be known before its first.
+func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, error) {
+	eff, err := s.withOptions(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	variants, err := eff.Policies()
+	if err != nil {
+		return nil, nil, err
+	}
+	if opt.Policy != "" {
+		var keep []NamedPolicy
+		for _, v := range variants {
+			if v.Name == opt.Policy {
+				keep = append(keep, v)
+			}
+		}
+		if len(keep) == 0 {
+			_, err := eff.variantByName(opt.Policy)
+			return nil, nil, err
+		}
+		variants = keep
+	}
+	plan := eff.plan()
+	for _, v := range variants {
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
+		if err := loadgen.CheckRun(spec, v.Policy); err != nil {
+			return nil, nil, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
+		}
+	}
+	return eff, variants, nil
 }

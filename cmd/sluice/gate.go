@@ -120,6 +120,12 @@ func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark commands: ab (interleaved A/B of two commits), baseline",
+		// Without a subcommand, or with one it does not know: a usage
+		// error (exit 2), not cobra's help with exit 0.
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return usageError{errors.New("a subcommand is required: ab or baseline")}
+		},
 	}
 	c.AddCommand(newBenchABCmd(), newBenchBaselineCmd())
 	return c

@@ -60,6 +60,12 @@ generator fell behind its schedule), 4 interrupted, 1 error, 2 usage.`,
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
+	if f.duration < 0 {
+		return usageError{fmt.Errorf("--duration %v is negative", f.duration)}
+	}
+	if f.driver != "" && f.driver != scenarios.DriverSim && f.driver != scenarios.DriverLoopback {
+		return usageError{fmt.Errorf("--driver %q is not sim or loopback", f.driver)}
+	}
 	s, err := scenarios.Load(file)
 	if err != nil {
 		return err
@@ -70,6 +76,14 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	}
 	if f.out == "" {
 		f.out = filepath.Join("results", safeName(s.Name))
+	}
+	// Find out now, not after a long run, that the results cannot be
+	// written, or that the scenario is one the harness would refuse.
+	if err := checkWritable(f.out); err != nil {
+		return err
+	}
+	if err := s.Check(opt); err != nil {
+		return err
 	}
 	stderr := c.ErrOrStderr()
 	prog, err := newProgress(f.progress, stderr)
@@ -92,20 +106,41 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	printSummary(w, out.Results, out.Expected)
 	fmt.Fprintf(w, "\nwrote %s (open %s)\n", filepath.Join(f.out, reports.ResultsFile), filepath.Join(f.out, reports.ReportFile))
 	switch {
+	case !out.Results.Run.Complete && runErr != nil && !errors.Is(runErr, context.Canceled):
+		fmt.Fprintln(w, "run stopped by an error: the results are partial and marked incomplete")
+		return withCode(exitError, runErr)
 	case !out.Results.Run.Complete:
 		fmt.Fprintln(w, "run interrupted: the results are partial and marked incomplete")
-		if runErr != nil && !errors.Is(runErr, context.Canceled) {
-			return withCode(exitError, runErr)
-		}
 		return withCode(exitInterrupted, nil)
 	case len(out.Invalid) > 0:
-		fmt.Fprintf(w, "measurements invalid for %v: the load generator could not keep its schedule\n", out.Invalid)
+		fmt.Fprintf(w, "measurements invalid for %v (see each variant's invalid notes in the report)\n", out.Invalid)
 		return withCode(exitThresholds, nil)
 	case !out.Passed:
-		fmt.Fprintln(w, "thresholds failed")
+		for _, name := range out.Unexpected {
+			if out.Expected[name] {
+				fmt.Fprintf(w, "policy %s: thresholds failed\n", name)
+			} else {
+				fmt.Fprintf(w, "policy %s: expected to fail (a bad policy kept for comparison), but every threshold held\n", name)
+			}
+		}
 		return withCode(exitThresholds, nil)
 	}
 	return nil
+}
+
+// checkWritable makes the results directory dir and checks that a file
+// can be created in it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".sluice-write-check-*")
+	if err != nil {
+		return fmt.Errorf("results directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // safeName turns a scenario's name into a directory name under results/:

@@ -13,8 +13,10 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check a scenario file without running it",
 		Long: `validate parses a scenario file strictly and reports the first problem with
 file:line:column, the field path and, for a misspelt key, a suggestion. It
-also builds every policy variant, so a bad limit is caught here, not at run
-time.`,
+also builds every policy variant and checks each against the load
+generator's own bounds (the time series' size, client counts, the channels
+the behaviours send on), so a bad limit or a run the harness would refuse
+is caught here, not at run time.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			s, err := scenarios.Load(a[0])
@@ -23,6 +25,9 @@ time.`,
 			}
 			variants, err := s.Policies()
 			if err != nil {
+				return err
+			}
+			if err := s.Check(scenarios.Options{}); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%d populations, %d policy variants, %d thresholds)\n",

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const refusedScenario = `name: t
+duration: %s
+policy:
+  channels:
+    - {name: move, class: input, rate: 30, burst: 30}
+    - {name: chat, class: request, rate: 1, burst: 5}
+variants:
+  - name: ok
+  - name: bad
+    set:
+      channels:
+        - {name: chat, class: input}
+populations:
+  - {name: honest, behaviour: honest, count: 2}
+thresholds:
+  - honest.sent > 0
+`
+
+func writeRefusedScenario(t *testing.T, dur string) string {
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(p, fmt.Appendf(nil, refusedScenario, dur), 0o644))
+	return p
+}
+
+// A run the load generator would refuse (3h at the default 1s interval is
+// too many time-series points) is refused by validate, and by run before
+// anything runs or is written: an error naming the field, exit 1, no
+// panic, no results file.
+func TestRunTheHarnessRefusesFailsUpFront(t *testing.T) {
+	file := writeRefusedScenario(t, "3h")
+	code, out, errOut := runCLI(t, "validate", file)
+	assert.Equal(t, exitError, code, out+errOut)
+	assert.Contains(t, errOut, "Interval")
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errOut = runCLI(t, "run", "--progress", "none", "--policy", "ok", "-o", dir, file)
+	assert.Equal(t, exitError, code, out+errOut)
+	assert.Contains(t, errOut, "Interval")
+	assert.NoFileExists(t, filepath.Join(dir, "results.json"))
+}
+
+// A variant whose policy the behaviours cannot send on is named in the
+// error, before the first variant runs.
+func TestRunNamesTheVariantTheHarnessRefuses(t *testing.T) {
+	file := writeRefusedScenario(t, "2s")
+	code, out, errOut := runCLI(t, "run", "--progress", "none", "-o", t.TempDir(), file)
+	assert.Equal(t, exitError, code, out+errOut)
+	assert.Contains(t, errOut, `variant "bad"`)
+	assert.NotContains(t, out, "interrupted")
+}
+
+// A variant expected to fail that passes is named, and said to have held
+// every threshold, rather than reported as "thresholds failed".
+func TestUnexpectedPassIsExplained(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(`name: t
+duration: 2s
+policy:
+  channels:
+    - {name: move, class: input, rate: 30, burst: 30}
+variants:
+  - name: good
+  - name: kept-bad
+    expect: fail
+populations:
+  - {name: honest, behaviour: honest, count: 2}
+thresholds:
+  - honest.sent > 0
+`), 0o644))
+	code, out, errOut := runCLI(t, "run", "--progress", "none", "-o", t.TempDir(), p)
+	assert.Equal(t, exitThresholds, code)
+	assert.Contains(t, out+errOut, "policy kept-bad: expected to fail")
+	assert.NotContains(t, out, "thresholds failed")
+}
+
+// Bad flag values and an unwritable output directory are found before
+// the run: a usage error (exit 2) for the flags, an error for the
+// directory.
+func TestRunChecksItsFlagsAndOutputFirst(t *testing.T) {
+	for _, a := range [][]string{{"--duration", "-5s"}, {"--driver", "bogus"}} {
+		code, out, errOut := runCLI(t, append(append([]string{"run"}, a...), "../../scenarios/quickstart.yaml")...)
+		assert.Equal(t, exitUsage, code, "%v: %s", a, out+errOut)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	code, out, errOut := runCLI(t, "run", "--progress", "none", "-o", filepath.Join(file, "sub"), "../../scenarios/quickstart.yaml")
+	assert.Equal(t, exitError, code, out+errOut)
+	assert.Contains(t, errOut, "results directory")
+	code, _, _ = runCLI(t, "bench", "abb")
+	assert.Equal(t, exitUsage, code, "an unknown bench subcommand")
+}
