@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen"
@@ -218,6 +219,11 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Policy.Kind != 0 && s.PolicyFile != "" {
 		return s.fail(root, "policy_file", []any{"policy_file"}, "give either policy or policy_file, not both")
 	}
+	if s.Policy.Kind == yaml.ScalarNode && s.Policy.Tag == "!!null" {
+		// "policy:" with nothing after it: a policy with no channel, under
+		// which every message a behaviour sends is refused.
+		return s.fail(root, "policy", []any{"policy"}, "is empty: give the policy's fields, or policy_file")
+	}
 	if s.PolicyFile != "" {
 		if !filepath.IsAbs(s.PolicyFile) {
 			s.PolicyFile = filepath.Join(filepath.Dir(s.File), s.PolicyFile)
@@ -230,9 +236,10 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if err := yaml.Unmarshal(data, &doc); err != nil {
 			return fmt.Errorf("%s: %v", s.PolicyFile, err)
 		}
-		if len(doc.Content) > 0 {
-			s.Policy = *doc.Content[0]
+		if len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
+			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))
 		}
+		s.Policy = *doc.Content[0]
 	}
 	seen := map[string]bool{}
 	for i, v := range s.Variants {
@@ -263,6 +270,10 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		switch {
 		case p.Name == "":
 			return s.fail(root, path+".name", []any{"populations", i}, "is required")
+		case p.Name == "all" || strings.Contains(p.Name, "."):
+			// A threshold names a population before its first dot, and
+			// "all" means every population there.
+			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q cannot be named in a threshold: use no dot, and not \"all\"", p.Name))
 		case seen[p.Name]:
 			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q is used twice", p.Name))
 		case p.Count < 1 || p.Count > 100000:
@@ -307,6 +318,20 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
 				fmt.Sprintf("no population named %q", th.Population))
 		}
+		if th.Kind != "" {
+			// A misspelt kind would measure nothing at every run.
+			if _, err := loadgen.ParseKind(th.Kind); err != nil {
+				msg := fmt.Sprintf("no message kind named %q", th.Kind)
+				if sg := suggest(th.Kind, kindNames()); sg != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sg)
+				}
+				return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
+			}
+			if populationMetrics[th.Metric] {
+				return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
+					fmt.Sprintf("%s counts clients, not messages of a kind: write %s.%s", th.Metric, th.Population, th.Metric))
+			}
+		}
 		s.thresholds = append(s.thresholds, th)
 	}
 	return nil
@@ -314,3 +339,16 @@ func (s *Scenario) validate(root *yaml.Node) error {
 
 // ThresholdList returns the parsed thresholds in file order.
 func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }
+
+// populationMetrics are the metrics of a population's clients, which no
+// kind of message has.
+var populationMetrics = map[string]bool{"false_disconnects": true, "lockouts": true, "cutoff_p50": true, "cutoff_max": true}
+
+// kindNames lists the message kinds a threshold may name.
+func kindNames() []string {
+	names := make([]string, 0, loadgen.NumKinds)
+	for k := range loadgen.NumKinds {
+		names = append(names, k.String())
+	}
+	return names
+}
