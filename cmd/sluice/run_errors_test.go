@@ -100,3 +100,12 @@ func TestRunChecksItsFlagsAndOutputFirst(t *testing.T) {
 	code, _, _ = runCLI(t, "bench", "abb")
 	assert.Equal(t, exitUsage, code, "an unknown bench subcommand")
 }
+
+// serve refuses a non-loopback address as a usage error that says why,
+// not with the server's advice to set a Go config field.
+func TestServeRefusesANonLoopbackAddress(t *testing.T) {
+	code, out, errOut := runCLI(t, "serve", "--policy", "../../scenarios/policies/game.yaml", "--listen", "0.0.0.0:0")
+	assert.Equal(t, exitUsage, code, out+errOut)
+	assert.Contains(t, errOut, "loopback addresses only")
+	assert.NotContains(t, errOut, "AllowNonLoopback")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -32,9 +33,15 @@ address; port 0 picks a free port, printed on start.`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick}
-			return server.Run(ctx, cfg, func(a netip.AddrPort) {
+			err = server.Run(ctx, cfg, func(a netip.AddrPort) {
 				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, a)
 			})
+			if errors.Is(err, server.ErrNonLoopback) {
+				// The server's message names a Go config field; the
+				// command has no way to set it, on purpose.
+				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost)", listen)}
+			}
+			return err
 		},
 	}
 	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
