@@ -106,6 +106,9 @@ type Result struct {
 	// Complete is false when ctx was cancelled (or the run hit its hard
 	// time bound): the Result holds what was measured until then.
 	Complete bool
+	// Ran is how far the run got on its own clock: the plan's Duration
+	// when it ran to the end, else the time it was stopped at.
+	Ran time.Duration
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -232,6 +235,10 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, []*Worker{w}, complete)
+	res.Ran = total
+	if !complete {
+		res.Ran = min(time.Duration(sim.Now()), total)
+	}
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
 	return res, nil
@@ -346,6 +353,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	// The monitor runs on the caller's goroutine, so Progress is called
 	// from it only.
 	mon.run(rt, done, total, sp.Progress)
+	ran := min(time.Duration(rt.Now()), total)
 
 	complete := true
 	for _, err := range errs {
@@ -374,6 +382,10 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, workers, complete)
+	res.Ran = total
+	if !complete {
+		res.Ran = ran
+	}
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	return res, nil

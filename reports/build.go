@@ -222,13 +222,13 @@ func CutOffTimes(times []time.Duration, clients int) *CutOff {
 }
 
 // Finalize computes every population's derived summary fields (totals, drop
-// rate, response p50/p99, admitted per second over r.Run.Measured()) from
+// rate, response p50/p99, admitted per second over r.MeasuredOf(v)) from
 // its kinds, keeping the fields the harness set. Call it after the last
 // count is in and before writing; calling it again recomputes.
 func (r *Results) Finalize() error {
-	measured := r.Run.Measured()
 	var errs []error
 	for _, v := range r.Variants {
+		measured := r.MeasuredOf(v)
 		for _, p := range v.Populations {
 			ps, err := computePop(p, measured)
 			if err != nil {

@@ -221,7 +221,6 @@ type kindRow struct {
 }
 
 func buildPage(r *Results) (*page, error) {
-	measured := r.Run.Measured()
 	pg := &page{
 		Title:       "sluice report: " + r.Run.Scenario,
 		Description: r.Run.Description,
@@ -234,7 +233,7 @@ func buildPage(r *Results) (*page, error) {
 
 	var stats []*variantStats
 	for _, v := range r.Variants {
-		vs, err := computeVariant(v, measured)
+		vs, err := computeVariant(v, r.MeasuredOf(v))
 		if err != nil {
 			return nil, err
 		}
@@ -678,10 +677,9 @@ func Compare(r *Results) ([]ComparisonRow, error) {
 	if r == nil || len(r.Variants) == 0 {
 		return nil, nil
 	}
-	measured := r.Run.Measured()
 	stats := make([]*variantStats, 0, len(r.Variants))
 	for _, v := range r.Variants {
-		vs, err := computeVariant(v, measured)
+		vs, err := computeVariant(v, r.MeasuredOf(v))
 		if err != nil {
 			return nil, err
 		}

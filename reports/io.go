@@ -267,6 +267,9 @@ func (r *Results) Validate() error {
 				return bad("variant %q: policy: %v", v.Name, err)
 			}
 		}
+		if v.Stopped < 0 || v.Stopped > run.Duration {
+			return bad("variant %q: stopped_ns %v is not within the run's %v", v.Name, v.Stopped, run.Duration)
+		}
 		if c := v.ServerCPU; c != nil && (c.Frames < 0 || c.CPU < 0 || c.NsPerFrame < 0) {
 			return bad("variant %q: server_cpu has a negative field", v.Name)
 		}

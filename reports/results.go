@@ -122,6 +122,20 @@ type Variant struct {
 	// trusted (for example send lag too large: the load generator could not
 	// keep its schedule). Empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
+	// Stopped, when the variant's run was stopped before its end
+	// (interrupted), is how far it got from the run's start; 0 when it
+	// ran to the end. Its rates per second are over what it measured.
+	Stopped time.Duration `json:"stopped_ns,omitempty"`
+}
+
+// MeasuredOf is the measured window of variant v: Run.Measured(), or
+// what v measured before it was stopped.
+func (r *Results) MeasuredOf(v *Variant) time.Duration {
+	m := r.Run.Measured()
+	if v.Stopped > 0 {
+		m = min(m, max(0, v.Stopped-r.Run.Warmup))
+	}
+	return m
 }
 
 // Role says whether a population is honest (its drops are false positives)

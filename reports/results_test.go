@@ -492,3 +492,31 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// A variant stopped early has its rates over what it measured: from the
+// end of the warm-up to where it stopped, not the planned window.
+func TestStoppedVariantRatesAreOverWhatItMeasured(t *testing.T) {
+	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Warmup: 2 * time.Second}, Environment{})
+	for _, stopped := range []time.Duration{0, 4 * time.Second} {
+		v, err := r.AddVariant(fmt.Sprint("v", stopped), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Stopped = stopped
+		p := v.AddPopulation("honest", "honest", Honest, 1)
+		k := p.Kind("move")
+		k.Sent, k.Accepted = 100, 100
+	}
+	if err := r.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Variants[0].Population("honest").Summary.AdmittedPerSec; got != 100.0/8 {
+		t.Errorf("ran to the end: %v/s, want 100 over 8s", got)
+	}
+	if got := r.MeasuredOf(r.Variants[1]); got != 2*time.Second {
+		t.Errorf("stopped at 4s: measured %v, want 2s", got)
+	}
+	if got := r.Variants[1].Population("honest").Summary.AdmittedPerSec; got != 100.0/2 {
+		t.Errorf("stopped at 4s: %v/s, want 100 over 2s", got)
+	}
+}

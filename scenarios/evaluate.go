@@ -64,7 +64,7 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		dropped += k.Dropped()
 		acceptedBytes += k.AcceptedBytes
 	}
-	secs := r.Run.Measured().Seconds()
+	secs := r.MeasuredOf(v).Seconds()
 	switch metric {
 	case "sent":
 		return float64(sent)

@@ -125,7 +125,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d worker(s) stopped at the action cap before the end: rates per second understate the traffic", n))
 		}
 		if !r.Complete {
-			rv.Invalid = append(rv.Invalid, "the run stopped before its end (interrupted, or a time bound): rates per second understate the traffic")
+			// Its rates are over what it measured (Variant.Stopped).
+			rv.Stopped = max(r.Ran, 1)
+			rv.Invalid = append(rv.Invalid, fmt.Sprintf("the run stopped %v into its %v (interrupted, or a time bound): its counts cover only that", r.Ran.Round(time.Millisecond), eff.Duration))
 			complete = false
 			break
 		}
