@@ -123,6 +123,10 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		if err := n.Decode(v.Interface()); err != nil {
 			return errAt(n, path, fmt.Sprintf("%q is not a valid %s", n.Value, kindWord(t)))
 		}
+		if kindWord(t) == "integer" && n.ShortTag() == "!!float" {
+			// The decoder would drop the fraction: 2.5 clients are not 2.
+			return errAt(n, path, fmt.Sprintf("%q is not a valid integer", n.Value))
+		}
 		return nil
 	}
 }
