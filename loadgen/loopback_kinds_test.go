@@ -16,7 +16,7 @@ import (
 // outcome but those of messages never written.
 func written(rec *Recorder, pop int, k Kind) int64 {
 	o := rec.Outcomes(pop, k)
-	return sum(o) - o[NotSent] - o[Refused]
+	return sum(o) - o[NotSent] - o[Refused] - o[HeldAtEnd]
 }
 
 // TestLoopbackKindDecisionsExact: over loopback, the server's decisions by

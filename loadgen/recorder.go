@@ -265,7 +265,8 @@ func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.pops[
 func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
 
 // Written returns the frames written for kind k: those Bytes counts. A
-// frame the client never wrote (NotSent, Refused) is in neither.
+// frame the client never wrote (NotSent, Refused, HeldAtEnd) is in
+// neither.
 func (r *Recorder) Written(pop int, k Kind) int64 { return r.pops[pop].written[k] }
 
 // Clamped returns how many values of metric m were out of the histogram's

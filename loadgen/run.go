@@ -160,13 +160,22 @@ func (s RunSpec) normalize() (RunSpec, error) {
 // client's connection and for closes still under way.
 func serverMaxConns(clients int) int { return max(server.DefaultMaxConns, 2*clients+64) }
 
-// CheckRun reports what would make RunSim or RunLoopback refuse spec and
-// p before running anything: the spec's bounds (its interval's number of
-// points, its clients, its rates) and the channels the behaviours send on.
-// A scenario checks every variant with it before running the first.
+// CheckRun reports what would make RunSim or RunLoopback (with neither
+// NoLimits nor Remote) refuse spec and p before running anything: the
+// spec's bounds (its interval's number of points, its clients, its rates),
+// the channels the behaviours send on, and a channel named as one of the
+// server's own stats rows (which the loopback server refuses; refused here
+// for either driver, so that a scenario runs on both). A scenario checks
+// every variant with it before running the first.
 func CheckRun(spec RunSpec, p core.Policy) error {
 	if _, err := spec.normalize(); err != nil {
 		return err
+	}
+	for i, c := range p.Channels {
+		switch c.Name {
+		case server.ChannelHello, server.ChannelPing, server.ChannelUnknown:
+			return &ParamError{"run", fmt.Sprintf("policy channels[%d].name", i), c.Name, "is reserved for the server's stats"}
+		}
 	}
 	_, err := ChannelsOf(&p)
 	return err

@@ -270,10 +270,10 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		switch {
 		case p.Name == "":
 			return s.fail(root, path+".name", []any{"populations", i}, "is required")
-		case p.Name == "all" || strings.Contains(p.Name, "."):
-			// A threshold names a population before its first dot, and
-			// "all" means every population there.
-			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q cannot be named in a threshold: use no dot, and not \"all\"", p.Name))
+		case p.Name == "all" || strings.ContainsAny(p.Name, ".<>= \t"):
+			// A threshold names a population before its first dot and
+			// its comparison, and "all" means every population there.
+			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q cannot be named in a threshold: use none of . < > = or spaces, and not \"all\"", p.Name))
 		case seen[p.Name]:
 			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q is used twice", p.Name))
 		case p.Count < 1 || p.Count > 100000:

@@ -16,7 +16,7 @@ import (
 //	<population>[.<kind>].<metric> <op> <value>
 //
 // for example `honest.drop_rate < 0.001`, `hostile.admitted_per_s <= 300`
-// or `honest.request.p99 < 50ms`. The population "all" means every client.
+// or `honest.chat.p99 < 50ms`. The population "all" means every client.
 // Values are numbers, percentages (0.1%) or durations (50ms). See Metrics
 // for the metric names.
 type Threshold struct {

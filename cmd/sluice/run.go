@@ -44,8 +44,9 @@ fast; loopback: real sockets to the reference server on 127.0.0.1). Ctrl-C
 stops the run cleanly: what was measured is written, marked incomplete.
 
 Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
-expected to fail passed, or the measurements are invalid because the load
-generator fell behind its schedule), 4 interrupted, 1 error, 2 usage.`,
+expected to fail passed, or the measurements are invalid: the load
+generator fell behind its schedule, a worker stopped at its action cap, or
+latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}
@@ -77,20 +78,21 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	if f.out == "" {
 		f.out = filepath.Join("results", safeName(s.Name))
 	}
-	// Find out now, not after a long run, that the results cannot be
-	// written, or that the scenario is one the harness would refuse.
-	if err := checkWritable(f.out); err != nil {
-		return err
-	}
-	if err := s.Check(opt); err != nil {
-		return err
-	}
 	stderr := c.ErrOrStderr()
 	prog, err := newProgress(f.progress, stderr)
 	if err != nil {
 		return usageError{err}
 	}
 	opt.Progress = prog.update
+	// Find out now, not after a long run, that the scenario is one the
+	// harness would refuse or that the results cannot be written (the
+	// directory is made last, so a refused run leaves none behind).
+	if err := s.Check(opt); err != nil {
+		return err
+	}
+	if err := checkWritable(f.out); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

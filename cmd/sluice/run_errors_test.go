@@ -109,3 +109,14 @@ func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 	assert.Contains(t, errOut, "loopback addresses only")
 	assert.NotContains(t, errOut, "AllowNonLoopback")
 }
+
+// A run refused for its flags or its scenario leaves no results directory
+// behind.
+func TestRefusedRunMakesNoDirectory(t *testing.T) {
+	for _, a := range [][]string{{"--policy", "nosuch"}, {"--progress", "bogus"}} {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, out, errOut := runCLI(t, append(append([]string{"run", "-o", dir}, a...), "../../scenarios/quickstart.yaml")...)
+		assert.NotEqual(t, exitOK, code, "%v: %s", a, out+errOut)
+		assert.NoDirExists(t, dir, "%v", a)
+	}
+}
