@@ -14,8 +14,14 @@ import (
 )
 
 // ErrTooFewSamples is wrapped by Compare's error when a benchmark has too
-// few samples on a side to decide: that is an error, never a pass.
+// few samples on a side to decide (none at all, for a benchmark or unit
+// the candidate no longer reports): that is an error, never a pass.
 var ErrTooFewSamples = errors.New("gate: too few samples")
+
+// ErrNothingCompared is returned by Compare when no benchmark and unit
+// was compared at all (the units configured match nothing, or no
+// benchmark is on both sides): an empty table is not a pass.
+var ErrNothingCompared = errors.New("gate: nothing was compared")
 
 // SampleError says which benchmark had too few samples; it wraps
 // ErrTooFewSamples.
@@ -138,11 +144,13 @@ func (sd *side) values(k key, unit string) []float64 {
 // the minimum effect (the machines differ); otherwise the raw values are
 // compared, without the floor's own noise.
 //
-// Compare returns an error wrapping ErrNoResults when a side is empty, and
-// one wrapping ErrTooFewSamples (joined *SampleError values) when some
-// benchmark has fewer than MinSamples on a side, or too few for the U test
-// to ever reach alpha: the report is still returned, for display, and such
-// benchmarks have the verdict Invalid.
+// Compare returns an error wrapping ErrNoResults when a side is empty,
+// ErrNothingCompared when nothing was compared, and one wrapping
+// ErrTooFewSamples (joined *SampleError values) when some benchmark has
+// fewer than MinSamples on a side (none, if the candidate lacks it), or
+// too few for the U test to ever reach alpha once the correction for
+// multiple comparisons has multiplied it: the report is still returned,
+// for display, and such benchmarks have the verdict Invalid.
 func Compare(base, cand *Set, cfg Config) (*Report, error) {
 	c, err := cfg.resolve()
 	if err != nil {
@@ -183,7 +191,15 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 			continue
 		}
 		if n.by[k] == nil {
+			// A benchmark the candidate no longer runs (removed, renamed,
+			// skipped, or a truncated output) cannot be said not to
+			// have regressed.
 			rep.Missing = append(rep.Missing, k.name)
+			for _, unit := range s.units {
+				if bv := b.values(k, unit); len(bv) > 0 {
+					errs = append(errs, &SampleError{Benchmark: k.name, Unit: unit, Base: len(bv), Cand: 0, Need: c.MinSamples})
+				}
+			}
 			continue
 		}
 		if bp, cp := b.by[k].procs, n.by[k].procs; !slices.Equal(bp, cp) {
@@ -203,6 +219,30 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 	}
 	if c.Correction == CorrectionHolm {
 		rep.Tests = holm(rep.Comparisons)
+		// Holm multiplies the smallest p by the number of tests: with too
+		// few samples for m·minP to fall below alpha, no change could
+		// ever be significant, and the gate would pass whatever happened.
+		for i := range rep.Comparisons {
+			cm := &rep.Comparisons[i]
+			if !inFamily(cm) || float64(rep.Tests)*minP(cm.BaseN, cm.CandN) < cm.Alpha {
+				continue
+			}
+			need := cm.BaseN
+			for need < 64 && float64(rep.Tests)*minP(need, need) >= cm.Alpha {
+				need++
+			}
+			cm.Verdict, cm.need, cm.P, cm.AdjP = Invalid, need, math.NaN(), math.NaN()
+			errs = append(errs, &SampleError{Benchmark: cm.Benchmark, Unit: cm.Unit, Base: cm.BaseN, Cand: cm.CandN, Need: need})
+		}
+	}
+	gated := 0
+	for i := range rep.Comparisons {
+		if rep.Comparisons[i].Role != RoleFloor {
+			gated++
+		}
+	}
+	if gated == 0 {
+		errs = append(errs, ErrNothingCompared)
 	}
 	for i := range rep.Comparisons {
 		decide(rep, &rep.Comparisons[i])
@@ -228,12 +268,14 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 		Alpha: s.alpha, MinEffect: s.minEffect,
 		BaseMedian: median(bv), CandMedian: median(cv),
 	}
-	better := s.better
-	if better == 0 {
-		better = units.GetBetter(unit)
-	}
+	// The unit's own direction first (a time is lower-is-better whatever
+	// a rule says); a rule's better only for a unit that does not say.
+	better := units.GetBetter(unit)
 	if better == 0 && isTime(unit) {
 		better = -1
+	}
+	if better == 0 {
+		better = s.better
 	}
 	cmp.Better = better
 	exact := slices.Contains(c.ExactUnits, unit)
@@ -273,6 +315,7 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 	}
 	if len(bx) < need || len(cx) < need || (!exact && minP(len(bx), len(cx)) >= s.alpha) {
 		cmp.Verdict, cmp.need = Invalid, need
+		cmp.P, cmp.AdjP = math.NaN(), math.NaN() // not tested: not 0, which reads as significant
 		return cmp
 	}
 

@@ -342,7 +342,11 @@ func TestMissingAndNewBenchmarks(t *testing.T) {
 	base := synth(r, 8, 0.02, nil, bench{"Floor/cas", 3, 0}, bench{"Old", 10, 0})
 	cand := synth(r, 8, 0.02, nil, bench{"Floor/cas", 3, 0}, bench{"New", 10, 0})
 	rep, err := compare(t, base, cand, gate.DefaultConfig())
-	require.NoError(t, err)
+	// The candidate no longer runs Old: nothing says it did not regress,
+	// so that is an error (too few samples: none), never a pass; and with
+	// no benchmark on both sides nothing was compared at all.
+	require.ErrorIs(t, err, gate.ErrTooFewSamples)
+	require.ErrorIs(t, err, gate.ErrNothingCompared)
 	assert.Equal(t, []string{"Old"}, rep.Missing)
 	assert.Equal(t, []string{"New"}, rep.New)
 	assert.False(t, rep.Regressed())

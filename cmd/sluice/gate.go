@@ -91,7 +91,8 @@ Use --base and --cand for several files per side; with two arguments the
 first is the base and the second the candidate.
 
 Exit codes: 0 no regression, 3 regression, 1 error (too few samples,
-unreadable files), 2 usage.`,
+including a benchmark the candidate no longer runs, or nothing compared
+at all; unreadable files), 2 usage.`,
 		Args: args(cobra.RangeArgs(0, 2)),
 		RunE: func(c *cobra.Command, a []string) error {
 			if len(a) == 2 {

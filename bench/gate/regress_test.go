@@ -1,0 +1,82 @@
+package gate_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/bench/gate"
+)
+
+// side writes n samples of each named benchmark at ns·(1+i/1000) ns/op.
+func side(names []string, n int, ns float64) string {
+	var b strings.Builder
+	b.WriteString("pkg: example.com/p\n")
+	for _, nm := range names {
+		for i := range n {
+			fmt.Fprintf(&b, "Benchmark%s-2 1000 %.4f ns/op\n", nm, ns*(1+float64(i)/1000))
+		}
+	}
+	return b.String()
+}
+
+// With Holm over 24 tests, 6 samples per side can never be significant
+// (24 × the least p of 6+6 is above alpha): that is too few samples, an
+// error, not a pass of a 2× slowdown.
+func TestHolmNeedsSamplesEnoughForItsFamily(t *testing.T) {
+	var names []string
+	for i := range 24 {
+		names = append(names, fmt.Sprintf("B%02d", i))
+	}
+	rep, err := compare(t, side(names, 6, 100), side(names, 6, 200), gate.Config{})
+	require.ErrorIs(t, err, gate.ErrTooFewSamples)
+	var se *gate.SampleError
+	require.ErrorAs(t, err, &se)
+	assert.Greater(t, se.Need, 6)
+	assert.Equal(t, gate.Invalid, find(t, rep, "B00", "sec/op").Verdict)
+	// With enough samples the same slowdown is a regression.
+	rep, err = compare(t, side(names, 10, 100), side(names, 10, 200), gate.Config{})
+	require.NoError(t, err)
+	assert.True(t, rep.Regressed())
+}
+
+// An invalid comparison was not tested: its p-values are NaN, not the 0
+// that reads as highly significant.
+func TestInvalidComparisonHasNoPValue(t *testing.T) {
+	rep, err := compare(t, side([]string{"A"}, 3, 100), side([]string{"A"}, 3, 100), gate.Config{})
+	require.ErrorIs(t, err, gate.ErrTooFewSamples)
+	c := find(t, rep, "A", "sec/op")
+	assert.True(t, math.IsNaN(c.P) && math.IsNaN(c.AdjP), "P %v, AdjP %v", c.P, c.AdjP)
+}
+
+// Units that match nothing (go test's ns/op, where the gate reads sec/op)
+// compare nothing: an error, not an empty table that passes.
+func TestNothingComparedIsAnError(t *testing.T) {
+	cfg, err := gate.ParseConfig(strings.NewReader("units: [ns/op]\n"), "x.yaml")
+	require.NoError(t, err)
+	_, err = compare(t, side([]string{"A"}, 10, 100), side([]string{"A"}, 10, 300), cfg)
+	require.ErrorIs(t, err, gate.ErrNothingCompared)
+}
+
+// A rule's better applies only to a unit that does not say: a time stays
+// lower-is-better under a rule written for a throughput beside it.
+func TestRuleBetterDoesNotFlipTime(t *testing.T) {
+	cfg := gate.Config{Rules: []gate.Rule{{Match: "^A$", Better: "higher", Units: []string{"sec/op", "frames/s"}}}}
+	mk := func(ns, fps float64) string {
+		var b strings.Builder
+		b.WriteString("pkg: example.com/p\n")
+		for i := range 10 {
+			j := 1 + float64(i)/1000
+			fmt.Fprintf(&b, "BenchmarkA-2 1000 %.4f ns/op %.4f frames/s\n", ns*j, fps*j)
+		}
+		return b.String()
+	}
+	rep, err := compare(t, mk(100, 1000), mk(200, 500), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, gate.Regressed, find(t, rep, "A", "sec/op").Verdict, "sec/op doubled")
+	assert.Equal(t, gate.Regressed, find(t, rep, "A", "frames/s").Verdict, "frames/s halved, better: higher")
+}
