@@ -91,7 +91,10 @@ func index(s *Set) *side {
 			sd.by[k] = sr
 			sd.order = append(sd.order, k)
 		}
-		if procs != "" && !slices.Contains(sr.procs, procs) {
+		if procs == "" {
+			procs = "1" // go test leaves the suffix off at GOMAXPROCS 1
+		}
+		if !slices.Contains(sr.procs, procs) {
 			sr.procs = append(sr.procs, procs)
 		}
 		run := r.GetConfig(RunKey)
@@ -204,6 +207,16 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		}
 		if bp, cp := b.by[k].procs, n.by[k].procs; !slices.Equal(bp, cp) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: GOMAXPROCS %v in base, %v in cand", k.name, bp, cp))
+		}
+		for _, sd := range []struct {
+			label string
+			procs []string
+		}{{"base", b.by[k].procs}, {"cand", n.by[k].procs}} {
+			if len(sd.procs) > 1 {
+				// -cpu 1,4 and the like: the samples pooled here come from
+				// different parallelism, and their spread is not noise.
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %s pools samples at GOMAXPROCS %v", k.name, sd.label, sd.procs))
+			}
 		}
 		for _, unit := range s.units {
 			bv, cv := b.values(k, unit), n.values(k, unit)

@@ -80,3 +80,12 @@ func TestRuleBetterDoesNotFlipTime(t *testing.T) {
 	assert.Equal(t, gate.Regressed, find(t, rep, "A", "sec/op").Verdict, "sec/op doubled")
 	assert.Equal(t, gate.Regressed, find(t, rep, "A", "frames/s").Verdict, "frames/s halved, better: higher")
 }
+
+// Samples of one benchmark at different GOMAXPROCS (go test -cpu 1,4: the
+// first without a suffix) are pooled with a warning that says so.
+func TestPooledGOMAXPROCSWarns(t *testing.T) {
+	base := strings.ReplaceAll(side([]string{"A"}, 10, 100), "-2 ", "-4 ")
+	cand := base + strings.ReplaceAll(side([]string{"A"}, 10, 400), "-2 ", " ")
+	rep, _ := compare(t, base, cand, gate.Config{})
+	assert.Contains(t, strings.Join(rep.Warnings, "\n"), "A: cand pools samples at GOMAXPROCS [4 1]")
+}

@@ -161,6 +161,9 @@ Exit codes: 0 no regression, 3 regression, 1 error, 2 usage.`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			rep, err := ab.Run(ctx, cfg)
+			if err != nil && ctx.Err() != nil {
+				return withCode(exitInterrupted, err) // Ctrl-C: the worktree is removed
+			}
 			return g.finish(c, rep, err)
 		},
 	}
@@ -199,8 +202,15 @@ base commit is available.`,
 			}
 			defer os.Remove(f.Name())
 			cfg.Out, cfg.Progress, cfg.Packages = f, c.ErrOrStderr(), splitList(pkgs)
-			if err := ab.Record(c.Context(), cfg); err != nil {
+			// Ctrl-C cancels the run, so that the deferred removals of the
+			// temporary file and of the test binaries happen.
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := ab.Record(ctx, cfg); err != nil {
 				f.Close()
+				if ctx.Err() != nil {
+					return withCode(exitInterrupted, err)
+				}
 				return err
 			}
 			if err := f.Close(); err != nil {
