@@ -110,6 +110,18 @@ func (l *Limit) Level(word uint64, now int64) float64 {
 	return float64(level) / float64(uint64(1)<<p.shift)
 }
 
+// FullIn returns how long after now a bucket whose word is word is full
+// again if nothing takes from it: 0 if it is full at now.
+func (l *Limit) FullIn(word uint64, now int64) time.Duration {
+	p := l.p.Load()
+	v, _ := p.virtual(now)
+	missing := int64(p.capUnits) - int64(v-word)
+	if missing <= 0 {
+		return 0
+	}
+	return p.waitAt(now, uint64(missing))
+}
+
 // IsFull reports whether the bucket word w is full at now: indistinguishable
 // from a fresh bucket, so a keyed table may forget it.
 func (l *Limit) IsFull(word uint64, now int64) bool {

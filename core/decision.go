@@ -18,9 +18,12 @@ import (
 // above the burst).
 type Decision struct {
 	// RetryAfter is, for a denial, the time from now after which the same
-	// take may pass (for Lockout: the rest of the lockout, or the whole
-	// lockout when this take started it; for TableFull: the bucket's fill
-	// time, after which a throttled key may have become evictable; for
+	// take may pass (for Lockout: the rest of the lockout, after which
+	// the bucket may still be refilling (for the take that starts the
+	// lockout: the later of the two);
+	// for TableFull: when the first key of the full shard becomes
+	// evictable if untouched (its bucket full, its escalation over), as
+	// the shard's scan found it, else one fill time; for
 	// Oversize: 0, it never will). 0 for a pass.
 	RetryAfter time.Duration
 	// Remaining is the number of whole tokens left in the key's bucket

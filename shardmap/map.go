@@ -149,8 +149,11 @@ func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
 
 // lookup returns the slot of key and its mark (which may be markDead: a
 // tombstone of key, or a slot moved to next), or nil if key is not in t.
-// A slot whose key is being written (key set, mark still 0) reads as empty:
-// see the package doc for why that is never a miss of a placed key.
+// A slot whose key is being written (key set, mark still 0) reads as empty.
+// That is never a wrong answer: the insert has not completed (it publishes
+// the slot with the mark), so the key is not yet tracked; and a take that
+// finds no slot continues under the shard lock, which the insert holds, so
+// it finds the key once the insert is done.
 func (t *table) lookup(key, h uint64) (*slot, Mark) {
 	i := t.home(h)
 	for {
@@ -198,6 +201,7 @@ type shardCold struct {
 	tombs        int    // tombstones in tab (under mu)
 	hand         uint64 // eviction hand (under mu)
 	noEvictUntil int64  // caller's time before which a full shard does not scan; noBackoff if none (under mu)
+	evictableAt  int64  // after a scan that evicted nothing, the caller's time its first key becomes evictable if untouched (under mu)
 	live         atomic.Int64
 	peak         atomic.Int64
 	inserted     atomic.Uint64
@@ -342,7 +346,10 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
 // is held at now is refused (Held) without touching its bucket. It returns
 // the decision (for Held, a denial whose RetryAfter is the time left in the
-// hold; for Full, the zero Result), the key's mark as read before the take,
+// hold; for Full, a
+// denial whose RetryAfter is the time until the shard's first key can be
+// evicted, as its last full scan found it, or 0 if that is not known), the
+// key's mark as read before the take,
 // and st.
 //
 // Three results rather than one struct: a struct of them would exceed the
@@ -366,6 +373,10 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, ma
 				continue
 			}
 			if d, held := m.HeldAt(mk, now); held {
+				// The hold only, not also the bucket's own wait: that
+				// costs a Decide and a division, and under a flood most
+				// takes are held (adding it made the 1k-key benchmark,
+				// whose hot keys are locked out, 40% slower).
 				return atomicbucket.DeniedFor(d), mk, Held
 			}
 		}
@@ -438,12 +449,25 @@ func (m *Map) onLive(key uint64, f func(s *slot, mk Mark) (done bool)) bool {
 // lock no slot of the current table can be killed or moved, so the take on
 // the slot found is final.
 func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
+	// A take that can never pass (n 0, or above the burst) is Invalid
+	// before anything else: it neither inserts the key nor, on a full
+	// map, says Full (which would promise room later).
+	if _, r := m.lim.Decide(0, now, n); r.Status() == atomicbucket.Invalid {
+		return r, MarkNone, Taken
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := m.ensure(sh, key, h, now)
 	if s == nil {
 		sh.full.Add(1)
-		return atomicbucket.Result{}, MarkNone, Full
+		// The wait is until the shard's first key can be evicted, as its
+		// last scan found it (0 if that is past: other shards' inserts
+		// took the room, or none was scanned).
+		var wait time.Duration
+		if sh.evictableAt > now {
+			wait = time.Duration(sh.evictableAt - now)
+		}
+		return atomicbucket.DeniedFor(wait), MarkNone, Full
 	}
 	mk := Mark(s.mark.Load())
 	if d, held := m.HeldAt(mk, now); held {
@@ -452,6 +476,10 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 	r, _ := m.takeWord(s, now, n)
 	return r, mk, Taken
 }
+
+// maxReserveTries bounds the evictions an insert makes to win a place in
+// the map-wide bound against other shards' inserts.
+const maxReserveTries = 4
 
 // ensure returns key's live slot in the shard's current table, inserting a
 // full bucket (evicting or compacting first if needed); nil if the shard is
@@ -467,12 +495,18 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 			return nil
 		}
 	}
-	// Reserve the key's place in the map-wide bound; another shard may have
-	// taken the last one since the check above.
-	if m.total.Add(1) > int64(m.maxKeys) {
+	// Reserve the key's place in the map-wide bound. Another shard may
+	// have taken the last one since the check above (even the one this
+	// shard's eviction just freed): then make room here, as a full map
+	// would have had this insert do, rather than refuse while this shard
+	// holds idle keys. Each retry follows an eviction of at least one key.
+	for tries := 0; m.total.Add(1) > int64(m.maxKeys); tries++ {
 		m.total.Add(-1)
-		return nil
+		if tries == maxReserveTries || !m.evict(sh, t, now) {
+			return nil
+		}
 	}
+
 	if s == nil && sh.live.Load()+int64(sh.tombs)+1 > m.maxUsed {
 		m.compact(sh)
 	}
@@ -540,6 +574,30 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 	}
 }
 
+// evictableAt is the caller's time at which a live slot becomes idle (its
+// bucket full, its mark without state) if nothing touches it; MaxInt64 for
+// a slot that is not live.
+func (m *Map) evictableAt(s *slot, now int64) int64 {
+	mk := Mark(s.mark.Load())
+	w := s.word.Load()
+	if mk == markDead || mk == markEmpty || w == deadWord {
+		return math.MaxInt64
+	}
+	at := addSat(now, int64(m.lim.FullIn(w, now)))
+	if m.Active(mk, now) {
+		at = max(at, m.Deadline(mk))
+	}
+	return at
+}
+
+// addSat returns now+d for d ≥ 0, saturating at math.MaxInt64.
+func addSat(now, d int64) int64 {
+	if now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
+}
+
 // evict scans the shard from its hand and kills up to m.batch idle slots.
 // It reports whether it killed any. Called with sh.mu held.
 func (m *Map) evict(sh *shard, t *table, now int64) bool {
@@ -547,6 +605,7 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		return false
 	}
 	var killed int64
+	first := int64(math.MaxInt64) // when the first slot scanned becomes evictable
 	for scanned := uint64(0); scanned < t.m && killed < m.batch; scanned++ {
 		s := &t.slots[sh.hand]
 		if sh.hand++; sh.hand == t.m {
@@ -554,9 +613,13 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		}
 		if m.kill(s, now, false) {
 			killed++
+		} else if killed == 0 {
+			first = min(first, m.evictableAt(s, now))
 		}
 	}
 	if killed == 0 {
+		// Every slot was scanned: first is when this shard can make room.
+		sh.evictableAt = first
 		if m.backoff >= 0 {
 			sh.noEvictUntil = now + m.backoff
 		}
@@ -756,20 +819,47 @@ func (m *Map) Counters() Counters {
 
 // Range calls f for every tracked key with its mark, shard by shard, until
 // f returns false. It takes no lock: a key inserted or removed during the
-// call may or may not be seen, and a key moved by a compaction during the
-// call may be seen twice.
+// call may or may not be seen; every other key is seen exactly once, a
+// key moved by a compaction during the call with its mark where it went
+// (Range scans the table it started with, and looks a moved slot's key up
+// in the tables it was moved to).
 func (m *Map) Range(f func(key uint64, mk Mark) bool) {
 	for i := range m.shards {
 		t := m.shards[i].tab.Load()
 		for j := range t.slots {
 			s := &t.slots[j]
 			mk := Mark(s.mark.Load())
-			if mk == markEmpty || mk == markDead {
+			if mk == markEmpty {
 				continue
 			}
-			if !f(s.key.Load(), mk) {
+			k := s.key.Load()
+			if mk == markDead {
+				// Removed, or moved to next by a compaction: only a key
+				// still live in a later table is tracked.
+				var ok bool
+				if mk, ok = m.markFrom(t.next.Load(), k); !ok {
+					continue
+				}
+			}
+			if !f(k, mk) {
 				return
 			}
 		}
 	}
+}
+
+// markFrom returns key's mark in table t or the tables a compaction moved
+// it to, and whether it is tracked there.
+func (m *Map) markFrom(t *table, key uint64) (Mark, bool) {
+	h := m.hash(key)
+	for ; t != nil; t = t.next.Load() {
+		s, mk := t.lookup(key, h)
+		if s == nil {
+			return 0, false
+		}
+		if mk != markDead {
+			return mk, true
+		}
+	}
+	return 0, false
 }
