@@ -618,13 +618,19 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		}
 	}
 	if killed == 0 {
-		// Every slot was scanned: first is when this shard can make room.
+		// Every slot was scanned: first is when this shard can make room,
+		// unless it holds no live key at all (MaxKeys reached by other
+		// shards): then it does not know, 0.
 		sh.evictableAt = first
+		if first == math.MaxInt64 {
+			sh.evictableAt = 0
+		}
 		if m.backoff >= 0 {
 			sh.noEvictUntil = now + m.backoff
 		}
 		return false
 	}
+	sh.evictableAt = 0 // a later Full here has not scanned: it does not know
 	m.removed(sh, int(killed))
 	sh.evicted.Add(uint64(killed))
 	return true

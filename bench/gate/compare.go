@@ -188,10 +188,16 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 	maps.Copy(units, base.Units)
 	maps.Copy(units, cand.Units)
 	var errs []error
+	// configured[u] says whether unit u, configured for some benchmark,
+	// matched a sample of it on either side.
+	configured := map[string]bool{}
 	for _, k := range b.order {
 		s := c.settingsFor(k.name)
 		if s.ignore {
 			continue
+		}
+		for _, unit := range s.units {
+			configured[unit] = configured[unit] || len(b.values(k, unit)) > 0 || n.by[k] != nil && len(n.values(k, unit)) > 0
 		}
 		if n.by[k] == nil {
 			// A benchmark the candidate no longer runs (removed, renamed,
@@ -256,6 +262,14 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 	}
 	if gated == 0 {
 		errs = append(errs, ErrNothingCompared)
+	}
+	for _, unit := range slices.Sorted(maps.Keys(configured)) {
+		if !configured[unit] {
+			// A misspelt unit (go test's ns/op for benchfmt's sec/op)
+			// gates nothing; cpu-sec/op is absent where the harness does
+			// not measure CPU time.
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("unit %s is configured but no benchmark reported it: nothing was gated on it", unit))
+		}
 	}
 	for i := range rep.Comparisons {
 		decide(rep, &rep.Comparisons[i])

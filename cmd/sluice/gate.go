@@ -144,7 +144,8 @@ worktree) and of the working tree, runs them alternately (A B A B ...), one
 sample per process, and gates the candidate against the base: the
 noise-robust way to compare two commits on one machine. See bench/README.md.
 
-Exit codes: 0 no regression, 3 regression, 1 error, 2 usage.`,
+Exit codes: 0 no regression, 3 regression, 1 error, 2 usage, 4 interrupted
+(the temporary worktree is removed).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cfg.BaseRev == "" {
@@ -190,7 +191,9 @@ func newBenchBaselineCmd() *cobra.Command {
 		Long: `baseline runs the working tree's benchmarks Count times, one process per
 sample, and writes them with the machine's facts: commit the file as
 bench/baseline/quick.txt to refresh the baseline the CI gate uses when no
-base commit is available.`,
+base commit is available. The file is written only when every sample ran.
+
+Exit codes: 0 written, 1 error, 2 usage, 4 interrupted (nothing written).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if out == "" {
