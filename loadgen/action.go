@@ -17,10 +17,10 @@ type Kind uint8
 // The kinds. New ones are only ever appended.
 const (
 	KindHello    Kind = iota // the session handshake: dial, then Hello, answered by the Reply with id 0
-	KindMove                 // Input on channel 1: movement, at the tick rate
-	KindAbility              // Input on channel 2: ability use
-	KindChat                 // Request of kind 1: a chat line
-	KindPurchase             // Request of kind 2: a purchase
+	KindMove                 // Input on the move channel (0 in DefaultChannels): movement, at the tick rate
+	KindAbility              // Input on the ability channel (1): ability use
+	KindChat                 // Request on the chat channel (2): a chat line
+	KindPurchase             // Request on the purchase channel (3): a purchase
 	KindPing                 // Ping, answered by a Pong
 	KindRaw                  // bytes written as-is (hostile clients)
 	KindSession              // the server ending a session: a Disconnect frame, or a close

@@ -135,9 +135,9 @@
 //
 // laggy (Laggy): honest (all of Honest's parameters) on a bad network.
 //
-//	FreezeEvery  10s    mean gap between freezes, exponential (negative: none)
+//	FreezeEvery  10s    mean gap from a freeze's end to the next, exponential (negative: none)
 //	FreezeFor    800ms  mean freeze length (uniform ±50%); held input is flushed in one write at its end
-//	DropEvery    30s    mean gap between dropped connections, exponential (negative: none)
+//	DropEvery    30s    mean gap from a drop's last ladder rung to the next drop, exponential (negative: none)
 //	Ladder              how it reconnects after a drop (below)
 //
 // A Ladder retries (OpRetry: a connect made only if the client is down)

@@ -211,14 +211,17 @@ func (l Ladder) appendLadder(r *Rand, at int64, q []Action) []Action {
 // reconnect ladder.
 type Laggy struct {
 	Honest `yaml:",inline"`
-	// FreezeEvery: mean time between freezes (exponential). Default 10s.
-	// Negative: none.
+	// FreezeEvery: mean gap (exponential) from the end of one freeze to
+	// the start of the next. Default 10s. Negative: none.
 	FreezeEvery time.Duration `yaml:"freeze_every"`
 	// FreezeFor: mean freeze length T (uniform in [T/2, 3T/2]); the held
 	// input is flushed at its end. Default 800ms.
 	FreezeFor time.Duration `yaml:"freeze_for"`
-	// DropEvery: mean time between dropped connections. Default 30s.
-	// Negative: none.
+	// DropEvery: mean gap (exponential) from the last rung of one drop's
+	// reconnect ladder (every rung is scheduled; one after a successful
+	// reconnect is skipped) to the next drop, so that drops never overlap:
+	// with the default ladder (about 32s of rungs) drops come about a
+	// minute apart, not 30s. Default 30s. Negative: none.
 	DropEvery time.Duration `yaml:"drop_every"`
 	// Ladder: how it reconnects after a drop.
 	Ladder Ladder `yaml:"ladder"`
@@ -290,8 +293,13 @@ func (m MassReconnect) Validate() error {
 
 // Stream returns the client's play and its reconnect after the restart.
 func (m MassReconnect) Stream(c *Client) Stream {
-	subs, _ := m.streams(c)
+	subs, t0 := m.streams(c)
 	restart := c.Start + orDur(m.RestartAt, time.Duration((c.End-c.Start)/2))
+	if restart < t0 {
+		// The client arrives after the restart: it has nothing to lose
+		// or reconnect (its ladder would connect it before it arrived).
+		return newMerge(subs...)
+	}
 	r := subRand(c, subRestart)
 	detect := r.Between(0, max(orDur(m.Detect, time.Second)-1, 0))
 	var q []Action

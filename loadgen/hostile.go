@@ -111,7 +111,9 @@ func (f ByteFlood) payload() int {
 func (f ByteFlood) Validate() error {
 	c := checker{owner: f.Name()}
 	f.Persist.check(&c)
-	c.intIn("MaxFrame", f.MaxFrame, 0, wire.MaxFrameLimit)
+	if f.MaxFrame != 0 {
+		c.intIn("MaxFrame", f.MaxFrame, wire.MinFrameLimit, wire.MaxFrameLimit)
+	}
 	c.intIn("Under", f.Under, 0, wire.MaxFrameLimit)
 	c.intIn("FramesPerWrite", f.FramesPerWrite, 0, 1024)
 	c.rate("WritesPerSecond", f.WritesPerSecond, false)
@@ -212,7 +214,9 @@ func (b BadLength) Stream(c *Client) Stream {
 				buf = append(buf, make([]byte, body-1)...)
 			case "long":
 				sent := 9 + r.Intn(16)
-				buf = wire.AppendHeader(buf, uint32(sent+1+r.Intn(maxFrame-wire.HeaderSize-sent)), wire.TypeRequest)
+				// At least two bytes more than are sent (one more would
+				// declare exactly what is sent: a whole, honest frame).
+				buf = wire.AppendHeader(buf, uint32(sent+2+r.Intn(maxFrame-wire.HeaderSize-sent)), wire.TypeRequest)
 				buf = append(buf, 2)
 				buf = append(buf, make([]byte, sent-1)...)
 			}
@@ -334,7 +338,9 @@ func (s Slowloris) Stream(c *Client) Stream {
 	subs, t0 := s.Persist.streams(c, !s.Session)
 	var frame []byte
 	if s.Session {
-		frame, _ = wire.AppendRequest(nil, 1, 1<<62, make([]byte, 32))
+		// A valid request (on the chat channel of DefaultChannels), so
+		// that only its pace is hostile.
+		frame, _ = wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62, make([]byte, 32))
 	} else {
 		var tok [8]byte
 		frame, _ = wire.AppendHello(nil, tok[:], []byte(c.Label))
