@@ -180,13 +180,19 @@ func audit(p Policy, strict bool) []Finding {
 			size = maxFrame
 		}
 
+		// The channel's rate and burst are in tokens, and a message takes
+		// cost of them: in messages (frames, reads) they are rate/cost and
+		// burst/cost. The account, match and address buckets are charged
+		// the same cost per message, so they compare in tokens.
+		msgRate, msgBurst := rate/cost, burst/cost
+
 		// Transport: frames and bytes.
 		if b := &t.Frames; !b.Disabled {
-			if burst > *b.Burst {
-				add(FindingBurstUnreachable, SeverityWarning, name, path+".burst", "burst %g is above the frame burst %g: it can never arrive at once", burst, *b.Burst)
+			if msgBurst > *b.Burst {
+				add(FindingBurstUnreachable, SeverityWarning, name, path+".burst", "a burst of %g messages (burst %g ÷ cost %g) is above the frame burst %g: it can never arrive at once", msgBurst, burst, cost, *b.Burst)
 			}
-			if rate > *b.Rate {
-				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "rate %g/s is above the frame rate %g/s", rate, *b.Rate)
+			if msgRate > *b.Rate {
+				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "%g messages/s (rate %g ÷ cost %g) is above the frame rate %g/s", msgRate, rate, cost, *b.Rate)
 			}
 		}
 		if b := &t.Bytes; !b.Disabled {
@@ -198,13 +204,13 @@ func audit(p Policy, strict bool) []Finding {
 				add(FindingSizeUnreachable, SeverityWarning, name, path+".maxSize", "messages above %g bytes (the byte burst) are allowed up to %d but can never pass", bb, size)
 			}
 			per := math.Max(minCharge, 1) // the least one read costs
-			if burst*per > bb && minCharge <= bb {
+			if msgBurst*per > bb && minCharge <= bb {
 				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst",
-					"a burst of %g messages costs at least %g bytes, above the byte burst %g, unless the client batches them into fewer reads", burst, burst*per, bb)
+					"a burst of %g messages costs at least %g bytes, above the byte burst %g, unless the client batches them into fewer reads", msgBurst, msgBurst*per, bb)
 			}
-			if rate*per > *b.Rate {
+			if msgRate*per > *b.Rate {
 				add(FindingRateUnreachable, SeverityInfo, name, path+".rate",
-					"%g/s one read each costs %g B/s, above the byte rate %g B/s", rate, rate*per, *b.Rate)
+					"%g messages/s one read each costs %g B/s, above the byte rate %g B/s", msgRate, msgRate*per, *b.Rate)
 			}
 		}
 
@@ -226,11 +232,11 @@ func audit(p Policy, strict bool) []Finding {
 			switch {
 			case cost > math.Floor(ab):
 				add(FindingUnreachable, l.sev, name, path+".cost", "cost %g is above the %s burst %g: the channel %s", cost, l.field, ab, l.never)
-			case burst*cost > ab:
-				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst", "burst %g × cost %g is above the %s burst %g", burst, cost, l.field, ab)
+			case burst > ab:
+				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst", "burst %g tokens is above the %s burst %g (it is charged the same cost per message)", burst, l.field, ab)
 			}
-			if rate*cost > ar && l.field == "account" {
-				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "rate %g/s × cost %g is above the account rate %g/s", rate, cost, ar)
+			if rate > ar && l.field == "account" {
+				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "rate %g tokens/s is above the account rate %g/s (it is charged the same cost per message)", rate, ar)
 			}
 		}
 

@@ -64,15 +64,20 @@ func TestAuditFindings(t *testing.T) {
 		{"minimum charge above the byte burst", func(p *Policy) {
 			p.Transport.MinCharge = new(uint32(9000))
 		}, FindingUnreachable, SeverityError, "x"},
-		{"burst × cost above the account burst", func(p *Policy) {
+		{"channel burst above the account burst", func(p *Policy) {
+			// 10 tokens at 4 a message: 2.5 messages, 10 tokens from the
+			// account's 8 (a burst of 30 would hold them: the cost is
+			// charged to both, not multiplied again).
 			p.Channels[0].Cost = new(uint64(4))
-			p.Account = Budget{Rate: new(100.0), Burst: new(30.0)}
+			p.Account = Budget{Rate: new(100.0), Burst: new(8.0)}
 		}, FindingBurstUnreachable, SeverityInfo, "x"},
 		{"burst above the frame burst", func(p *Policy) { p.Channels[0].Burst = new(200.0) }, FindingBurstUnreachable, SeverityWarning, "x"},
 		{"rate above the frame rate", func(p *Policy) { p.Channels[0].Rate = new(500.0); p.Channels[0].Burst = new(100.0) }, FindingRateUnreachable, SeverityWarning, "x"},
-		{"rate × cost above the account rate", func(p *Policy) {
+		{"channel rate above the account rate", func(p *Policy) {
+			// 5 tokens/s at 2 a message: 2.5 messages/s, 5 tokens/s from
+			// the account's 4 (a rate of 8 would keep up).
 			p.Channels[0].Cost = new(uint64(2))
-			p.Account = Budget{Rate: new(8.0), Burst: new(100.0)}
+			p.Account = Budget{Rate: new(4.0), Burst: new(100.0)}
 		}, FindingRateUnreachable, SeverityWarning, "x"},
 		{"size above the byte burst", func(p *Policy) {
 			p.Transport.Bytes = Budget{Rate: new(10_000.0), Burst: new(2_000.0)}

@@ -568,6 +568,11 @@ func (p *Policy) validate() error {
 		if c.InFlight > 0 && c.Class != ClassRequest {
 			v.add(path+".inFlight", "applies to request channels only")
 		}
+		if c.InFlight > math.MaxInt32 {
+			// The gate counts in-flight requests in an int32: a larger cap
+			// would wrap negative and count nothing.
+			v.add(path+".inFlight", fmt.Sprintf("must be between 0 and %d", math.MaxInt32))
+		}
 	}
 	t := &p.Transport
 	v.budget("transport.bytes", &t.Bytes)
@@ -712,9 +717,14 @@ func (v *validator) limit(path string, rate, burst float64) {
 }
 
 func (v *validator) budget(path string, b *Budget) {
-	if !b.Disabled {
-		v.limit(path, *b.Rate, *b.Burst)
+	if b.Disabled {
+		return
 	}
+	burst := 1.0 // a burst left unset beside a NaN rate: the rate's error is the one to report
+	if b.Burst != nil {
+		burst = *b.Burst
+	}
+	v.limit(path, *b.Rate, burst)
 }
 
 func (v *validator) err() error {

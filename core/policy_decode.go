@@ -37,8 +37,13 @@ func DecodePolicyYAML(data []byte) (Policy, error) {
 		return p, &PolicyError{Line: yamlErrLine(err), Msg: err.Error(), Err: err}
 	}
 	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
+	switch err := dec.Decode(&extra); {
+	case err == nil:
 		return p, &PolicyError{Line: extra.Line, Msg: "more than one YAML document"}
+	case !errors.Is(err, io.EOF):
+		// A second document that does not even parse is still a second
+		// document: refused, not ignored.
+		return p, &PolicyError{Line: yamlErrLine(err), Msg: "a second YAML document: " + err.Error(), Err: err}
 	}
 	return DecodePolicyNode(&doc)
 }
@@ -182,6 +187,10 @@ func (y yamlNode) text() (string, error) {
 }
 
 func (y yamlNode) decode(v any) error {
+	if n := y.node(); n.ShortTag() == "!!float" && isInteger(reflect.TypeOf(v)) {
+		// yaml.v3 would drop the fraction: cost 1.9 is not cost 1.
+		return fmt.Errorf("%s is not an integer", n.Value)
+	}
 	if err := y.node().Decode(v); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -226,7 +235,7 @@ func (j *jsonNode) decode(v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("cannot use %s %s as %s", te.Value, raw, te.Type)
+			return fmt.Errorf("cannot use %s as %s", raw, te.Type)
 		}
 		return err
 	}
@@ -465,4 +474,21 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		return nil
 	}
 	return fail(fmt.Sprintf("unsupported type %s", v.Type()), nil)
+}
+
+// isInteger reports whether t, once pointers are followed, is an integer
+// type.
+func isInteger(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }

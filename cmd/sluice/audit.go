@@ -22,7 +22,8 @@ layers turned off. With --strict, a client-to-server channel without an
 explicit rate is an error, for CI.
 
 Exit codes: 0 no error findings, 3 at least one error finding, 1 the file
-could not be read, 2 usage.`,
+could not be read or is not a valid policy (the error names the field and
+line), 2 usage.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := loadPolicyFlag(policyFile)

@@ -1,0 +1,82 @@
+package core
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A budget whose rate is NaN (which leaves its burst unset) is refused,
+// naming the rate: validation, the gate and the audit dereferenced the
+// unset burst and panicked.
+func TestNaNBudgetRateIsRefusedNotAPanic(t *testing.T) {
+	for _, doc := range []string{"account: {rate: .nan}\n", "transport: {bytes: {rate: .nan}}\n"} {
+		_, err := DecodePolicyYAML([]byte(doc))
+		var pe *PolicyError
+		require.True(t, errors.As(err, &pe), "%q: %v", doc, err)
+		assert.Contains(t, pe.Path, "rate", doc)
+	}
+	p := testPolicy()
+	p.Account = Budget{Rate: new(math.NaN())}
+	require.Error(t, p.Validate())
+	_, err := NewGate(p, 0)
+	require.Error(t, err)
+	assert.NotPanics(t, func() { Audit(p) })
+}
+
+// A fraction where an integer is wanted is refused, not truncated (cost
+// 1.9 is not cost 1; inFlight -0.5 is not 0, which turns the cap off), and
+// the JSON error says the number once.
+func TestFractionInAnIntegerFieldIsRefused(t *testing.T) {
+	for _, doc := range []string{
+		"channels: [{name: a, class: request, rate: 5, burst: 10, cost: 1.9}]\n",
+		"channels: [{name: a, class: request, rate: 5, burst: 10, inFlight: -0.5}]\n",
+		"strikes: {shedFactor: 2.5}\n",
+	} {
+		_, err := DecodePolicyYAML([]byte(doc))
+		if assert.Error(t, err, doc) {
+			assert.Contains(t, err.Error(), "is not an integer", doc)
+		}
+	}
+	_, err := DecodePolicyJSON([]byte(`{"channels": [{"name": "a", "class": "request", "rate": 5, "burst": 10, "cost": 1.9}]}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot use 1.9 as uint64")
+}
+
+// A second YAML document is refused even when it does not parse.
+func TestMalformedSecondYAMLDocumentIsRefused(t *testing.T) {
+	_, err := DecodePolicyYAML([]byte("shadow: true\n---\nchannels: [ {name: x\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "second YAML document")
+}
+
+// inFlight above what the gate's int32 counter holds is refused: it would
+// wrap negative and count nothing.
+func TestInFlightAboveInt32IsRefused(t *testing.T) {
+	p := testPolicy()
+	p.Channels[kBuy].InFlight = 3e9
+	err := p.Validate()
+	var pe *PolicyError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	assert.Equal(t, "channels[3].inFlight", pe.Path)
+}
+
+// The audit charges a message's cost once: a channel of 5 tokens/s and 10
+// at 2 a message passes 2.5 messages/s and 5 at once, which an account of
+// 8/s and the default frame burst hold, so there is no finding about
+// either.
+func TestAuditChargesCostOnce(t *testing.T) {
+	p := Policy{
+		Channels: []Channel{{Name: "x", Class: ClassRequest, Rate: new(5.0), Burst: new(10.0), Cost: new(uint64(2))}},
+		Account:  Budget{Rate: new(8.0), Burst: new(100.0)},
+	}
+	assert.Empty(t, findings(Audit(p), FindingRateUnreachable, "x"))
+	p.Channels[0].Rate, p.Channels[0].Burst = new(100.0), new(200.0)
+	p.Account = Budget{Rate: new(1000.0), Burst: new(1000.0)}
+	for _, f := range findings(Audit(p), FindingBurstUnreachable, "x") {
+		assert.NotContains(t, f.String(), "frame burst", "100 messages at once, under the frame burst 128")
+	}
+}
