@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,11 @@ func WriteHlog(w io.Writer, v *Variant, p *Population) error {
 	if err := lw.OutputLogFormatVersion(); err != nil {
 		return fmt.Errorf("reports: write hlog: %w", err)
 	}
-	if err := lw.OutputComment(fmt.Sprintf("[sluice response time: variant %q, population %q; values in ns, timestamps in s from the variant's start]", v.Name, p.Name)); err != nil {
+	// The names go into a comment line, which a log reader also scans for
+	// "#[StartTime: " and "#[BaseTime: ": with '#' and '[' escaped, a name
+	// cannot set the log's time base.
+	safe := strings.NewReplacer("#", `\x23`, "[", `\x5b`)
+	if err := lw.OutputComment(fmt.Sprintf("[sluice response time: variant %q, population %q; values in ns, timestamps in s from the variant's start]", safe.Replace(v.Name), safe.Replace(p.Name))); err != nil {
 		return fmt.Errorf("reports: write hlog: %w", err)
 	}
 	if err := lw.OutputLegend(); err != nil {
@@ -90,6 +95,12 @@ func RenderFiles(dir string, r *Results) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
+	}
+	// The histogram files are this run's only: an earlier run's in the
+	// same directory (a variant this run did not run) would sit beside
+	// them as if they were.
+	if err := removeHistogramFiles(filepath.Join(dir, HDRDir)); err != nil {
+		return err
 	}
 	// r is validated once above; validating decodes every histogram, so
 	// the files below are written without validating again.
@@ -180,4 +191,34 @@ func (n namer) name(s string) string {
 	}
 	n[strings.ToLower(out)] = true
 	return out
+}
+
+// removeHistogramFiles removes dir, an earlier run's histogram directory,
+// if it holds nothing but .hgrm and .hlog files (in directories); a
+// directory holding anything else is left as it is, with an error, rather
+// than deleting what sluice did not write.
+func removeHistogramFiles(dir string) error {
+	foreign := ""
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if ext := filepath.Ext(path); ext != ".hgrm" && ext != ".hlog" || !d.Type().IsRegular() {
+			foreign = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reports: %w", err)
+	case foreign != "":
+		return fmt.Errorf("reports: %s holds %s, which sluice did not write: not replacing it", dir, foreign)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	return nil
 }

@@ -102,10 +102,12 @@ type variantStats struct {
 	hostileAdmittedBS      float64
 	falseDisc, falseLock   int64
 	hasHonest, hasHostile  bool
+	measured               time.Duration // the window its rates are over: 0 if it measured nothing
+	hostileSent            int64
 }
 
 func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
-	vs := &variantStats{v: v}
+	vs := &variantStats{v: v, measured: measured}
 	var honest []*hdrhistogram.Histogram
 	for _, p := range v.Populations {
 		ps, err := computePop(p, measured)
@@ -115,6 +117,7 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 		vs.pops = append(vs.pops, ps)
 		if p.Role == Hostile {
 			vs.hasHostile = true
+			vs.hostileSent += ps.sent
 			vs.hostileAdmittedPS += ps.admittedPS
 			vs.hostileAdmittedBS += ps.admittedBS
 			continue
@@ -413,6 +416,9 @@ func makeHeadline(i int, vs *variantStats) headline {
 	}
 	if vs.hasHonest {
 		h.HonestDropRate = fmtPct(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
+		if vs.honestSent == 0 {
+			h.HonestDropRate = "– (nothing sent)"
+		}
 		if vs.honestResp != nil {
 			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
 		}
@@ -459,7 +465,18 @@ const (
 	mBytes
 )
 
+// cutOffValue is a cut-off time as a measure: Never is +Inf.
+func cutOffValue(d time.Duration) float64 {
+	if d == Never {
+		return math.Inf(1)
+	}
+	return float64(d)
+}
+
 func formatMeasure(kind int, v float64) string {
+	if math.IsInf(v, 1) {
+		return "never"
+	}
 	switch kind {
 	case mRate:
 		return fmtPct(v)
@@ -476,6 +493,12 @@ func formatMeasure(kind int, v float64) string {
 }
 
 func formatDelta(kind int, base, v float64) string {
+	switch {
+	case math.IsInf(base, 1) && math.IsInf(v, 1):
+		return "±0"
+	case math.IsInf(base, 1) || math.IsInf(v, 1):
+		return "" // to or from never: the values say it
+	}
 	if kind == mRate {
 		d := (v - base) * 100
 		if d == 0 {
@@ -509,8 +532,10 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 	}
 	var ms []measure
 	ms = append(ms,
+		// A variant that sent (or measured) nothing has no rate: shown as
+		// "–", not as a 0 coloured better.
 		measure{"all honest", "drop rate", mRate, -1, func(vs *variantStats) (float64, bool) {
-			return vs.honestDropRate(), vs.hasHonest
+			return vs.honestDropRate(), vs.hasHonest && vs.honestSent > 0
 		}},
 		measure{"all honest", "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
 			if vs.honestResp == nil {
@@ -525,10 +550,10 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 			return float64(vs.falseLock), vs.hasHonest
 		}},
 		measure{"all hostile", "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
-			return vs.hostileAdmittedPS, vs.hasHostile
+			return vs.hostileAdmittedPS, vs.hasHostile && vs.hostileSent > 0 && vs.measured > 0
 		}},
 		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
-			return vs.hostileAdmittedBS, vs.hasHostile
+			return vs.hostileAdmittedBS, vs.hasHostile && vs.hostileSent > 0 && vs.measured > 0
 		}},
 		measure{"server", "CPU per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
 			if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
@@ -558,10 +583,13 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		g := name + " (" + string(Honest) + ")"
 		dropBetter, latBetter := -1, -1
 		if hostile {
-			// How fast hostile traffic is answered is nobody's goal.
+			// How fast hostile traffic is answered is nobody's goal. Nor is
+			// its drop rate a verdict: dropped ÷ sent leaves out what was
+			// neither accepted nor dropped, so it can rise while more gets
+			// through; admitted traffic, below, is the one to colour.
 			latBetter = 0
 			g = name + " (" + string(Hostile) + ")"
-			dropBetter = +1
+			dropBetter = 0
 		}
 		ms = append(ms,
 			measure{g, "drop rate", mRate, dropBetter, func(vs *variantStats) (float64, bool) {
@@ -581,7 +609,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 			ms = append(ms,
 				measure{g, "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
-					return pf(p, func(p *popStats) float64 { return p.admittedPS }), p != nil
+					return pf(p, func(p *popStats) float64 { return p.admittedPS }), p != nil && p.sent > 0 && vs.measured > 0
 				}},
 				measure{g, "clients cut off", mCount, +1, func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
@@ -590,19 +618,22 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 					}
 					return float64(p.pop.Summary.CutOff.Clients), true
 				}},
+				// Over every client, as the thresholds count them: one
+				// never cut off counts as never (+Inf), so catching 1 of 3
+				// quickly is not better than catching all 3.
 				measure{g, "time to cut off, p50", mNs, -1, func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
-					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Clients == 0 {
+					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Of == 0 {
 						return 0, false
 					}
-					return float64(p.pop.Summary.CutOff.P50), true
+					return cutOffValue(p.pop.Summary.CutOff.AllP50), true
 				}},
 				measure{g, "time to cut off, max", mNs, -1, func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
-					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Clients == 0 {
+					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Of == 0 {
 						return 0, false
 					}
-					return float64(p.pop.Summary.CutOff.Max), true
+					return cutOffValue(p.pop.Summary.CutOff.MaxAll()), true
 				}},
 			)
 		} else {
@@ -843,6 +874,9 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			row.CutOff = fmt.Sprintf("%d of %d", c.Clients, c.Of)
 			if c.Clients > 0 {
 				row.CutOffTimes = fmt.Sprintf("p50 %s, max %s", formatNs(float64(c.P50)), formatNs(float64(c.Max)))
+				if c.Clients < c.Of {
+					row.CutOffTimes += " of those cut off"
+				}
 			}
 		}
 		vv.PopRows = append(vv.PopRows, row)

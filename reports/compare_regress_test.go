@@ -1,0 +1,171 @@
+package reports
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func twoVariants(t *testing.T) *Results {
+	t.Helper()
+	r := New(Run{Scenario: "s", Driver: DriverSim, Duration: 10 * time.Second, Complete: true}, Environment{})
+	for _, name := range []string{"base", "other"} {
+		v, err := r.AddVariant(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.AddPopulation("honest", "honest", Honest, 10)
+		v.AddPopulation("flood", "tiny-flood", Hostile, 3)
+	}
+	return r
+}
+
+func findRow(t *testing.T, rows []cmpRow, group, measure string) cmpRow {
+	t.Helper()
+	for _, row := range rows {
+		if row.Group == group && row.Measure == measure {
+			return row
+		}
+	}
+	t.Fatalf("no row %s / %s", group, measure)
+	return cmpRow{}
+}
+
+func comparisonOf(t *testing.T, r *Results) comparison {
+	t.Helper()
+	if err := r.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := buildPage(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.Comparison
+}
+
+// A variant that sent nothing (stopped at once) must not be shown as the
+// better policy.
+func TestVariantThatMeasuredNothingIsNotBetter(t *testing.T) {
+	r := twoVariants(t)
+	base := r.Variants[0]
+	k := base.Population("honest").Kind("move")
+	k.Sent, k.Accepted = 1000, 990
+	k.Drop("ChannelLimit", 10)
+	f := base.Population("flood").Kind("move")
+	f.Sent, f.Accepted = 1000, 50
+	f.Drop("ChannelLimit", 950)
+	r.Variants[1].Stopped = 1 // interrupted at once: nothing measured
+	r.Variants[1].Invalid = []string{"stopped"}
+	c := comparisonOf(t, r)
+	for _, m := range [][2]string{{"all honest", "drop rate"}, {"all hostile", "admitted messages"}, {"flood (hostile)", "admitted messages"}} {
+		cell := findRow(t, c.Rows, m[0], m[1]).Cells[1]
+		if cell.Class == "better" {
+			t.Errorf("%s %s: variant with nothing measured shows %q %q as better", m[0], m[1], cell.Value, cell.Delta)
+		}
+	}
+}
+
+// The comparison's "time to cut off" must not turn green when fewer
+// clients were cut off; the thresholds (cutoff_max) call that "never".
+func TestPartialCutOffIsNotBetter(t *testing.T) {
+	r := twoVariants(t)
+	for i, v := range r.Variants {
+		f := v.Population("flood").Kind("move")
+		f.Sent, f.Accepted = 1000, 50
+		f.Drop("ChannelLimit", 950)
+		if i == 0 {
+			v.Population("flood").Summary.CutOff = CutOffTimes([]time.Duration{8 * time.Millisecond, 9 * time.Millisecond, 10 * time.Millisecond}, 3)
+		} else {
+			v.Population("flood").Summary.CutOff = CutOffTimes([]time.Duration{5 * time.Millisecond}, 3) // two never cut off
+		}
+	}
+	c := comparisonOf(t, r)
+	for _, m := range []string{"time to cut off, p50", "time to cut off, max"} {
+		cell := findRow(t, c.Rows, "flood (hostile)", m).Cells[1]
+		if cell.Class == "better" {
+			t.Errorf("%s: 1 of 3 clients cut off shows %q (%s) as better than 3 of 3", m, cell.Value, cell.Delta)
+		}
+	}
+}
+
+// A variant name is written into the .hlog comment; the log reader scans
+// every comment line for "#[StartTime: " and "#[BaseTime: ".
+func TestHlogNamesCannotSetTheTimeBase(t *testing.T) {
+	r := New(Run{Scenario: "s", Driver: DriverSim, Duration: 3 * time.Second, Complete: true}, Environment{})
+	v, _ := r.AddVariant("x #[StartTime: 99999999999]", nil)
+	p := v.AddPopulation("honest", "honest", Honest, 1)
+	for i := 0; i < 3; i++ {
+		h := hdrhistogram.New(1000, int64(time.Minute), 2)
+		_ = h.RecordValue(int64(1e6))
+		if err := p.AddInterval(time.Duration(i)*time.Second, time.Second, 1, 1, nil, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteHlog(&b, v, p); err != nil {
+		t.Fatal(err)
+	}
+	rd := hdrhistogram.NewHistogramLogReader(&b)
+	for i := 0; ; i++ {
+		h, err := rd.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		if h.StartTimeMs() != p.Series[i].Start.Milliseconds() {
+			t.Fatalf("interval %d reads back starting at %d ms, want %d", i, h.StartTimeMs(), p.Series[i].Start.Milliseconds())
+		}
+	}
+}
+
+// Numbers of policy-compare --duration 2s (flood, balanced vs loose): the
+// loose policy admits 1.9x as much, yet its drop rate is coloured better,
+// because drop_rate = dropped/sent leaves out messages neither accepted nor
+// dropped (121 of them in balanced, none in loose).
+func TestHostileDropRateIsNotColoured(t *testing.T) {
+	r := twoVariants(t)
+	set := func(v *Variant, sent, acc, drop int64) {
+		k := v.Population("flood").Kind("move")
+		k.Sent, k.Accepted = sent, acc
+		k.Drop("ChannelLimit", drop)
+	}
+	set(r.Variants[0], 18376, 94, 18161)
+	set(r.Variants[1], 18371, 176, 18195)
+	c := comparisonOf(t, r)
+	dr := findRow(t, c.Rows, "flood (hostile)", "drop rate").Cells[1]
+	ad := findRow(t, c.Rows, "flood (hostile)", "admitted messages").Cells[1]
+	if dr.Class == "better" && ad.Class == "worse" {
+		t.Errorf("drop rate %s (%s) is %s while admitted %s (%s) is %s", dr.Value, dr.Delta, dr.Class, ad.Value, ad.Delta, ad.Class)
+	}
+}
+
+// RenderFiles replaces an earlier run's histogram files (a variant this
+// run did not run leaves none behind), but not a directory holding files
+// it did not write.
+func TestRenderFilesReplacesOnlyItsOwnHistograms(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, HDRDir, "gone", "honest.response.hgrm")
+	require.NoError(t, os.MkdirAll(filepath.Dir(stale), 0o755))
+	require.NoError(t, os.WriteFile(stale, []byte("old"), 0o644))
+	r := New(Run{Scenario: "s", Driver: DriverSim, Duration: time.Second, Complete: true}, Environment{})
+	_, err := r.AddVariant("v", nil)
+	require.NoError(t, err)
+	require.NoError(t, RenderFiles(dir, r))
+	assert.NoFileExists(t, stale)
+
+	mine := filepath.Join(dir, HDRDir, "notes.txt")
+	require.NoError(t, os.MkdirAll(filepath.Dir(mine), 0o755))
+	require.NoError(t, os.WriteFile(mine, []byte("mine"), 0o644))
+	err = RenderFiles(dir, r)
+	require.Error(t, err)
+	assert.FileExists(t, mine)
+}
