@@ -907,8 +907,10 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			}
 			sb, sa := g.ladder.stageOf(before), g.ladder.stageOf(after)
 			stage = sa
-			if sa >= StageLockout && !lk.locked(now) {
-				lk.lockUntil(addSat(now, g.ladder.lockout))
+			if sa >= StageLockout && !lk.locked(now) && lk.lockUntil(addSat(now, g.ladder.lockout), now) {
+				// Counted by the one denial whose CompareAndSwap started
+				// the lockout: two sessions of an account racing here
+				// both saw it unlocked.
 				g.stats.stripe(stripe).lockouts.Add(1)
 			}
 			if sa > sb {

@@ -80,3 +80,25 @@ func TestAuditChargesCostOnce(t *testing.T) {
 		assert.NotContains(t, f.String(), "frame burst", "100 messages at once, under the frame burst 128")
 	}
 }
+
+// A channel may not take the name of one of the gate's stats rows.
+func TestChannelNamedLikeAStatsRowIsRefused(t *testing.T) {
+	for _, name := range []string{"(unknown)", "(transport)", "(session)"} {
+		p := testPolicy()
+		p.Channels[0].Name = name
+		err := p.Validate()
+		var pe *PolicyError
+		require.True(t, errors.As(err, &pe), "%s: %v", name, err)
+		assert.Equal(t, "channels[0].name", pe.Path)
+	}
+}
+
+// Of two denials that race to start one lockout, exactly one counts it.
+func TestLockUntilStartsOnce(t *testing.T) {
+	var l lockState
+	const now = int64(1000)
+	assert.True(t, l.lockUntil(now+10, now), "the first starts it")
+	assert.False(t, l.lockUntil(now+10, now), "the second, with the same deadline, does not")
+	assert.False(t, l.lockUntil(now+20, now+1), "extending a running lockout does not start one")
+	assert.True(t, l.lockUntil(now+100, now+50), "after it ended, a new one starts")
+}

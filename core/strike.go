@@ -135,12 +135,17 @@ type lockState struct {
 
 func (l *lockState) locked(now int64) bool { return now < l.until.Load() }
 
-// lockUntil extends the lockout to at least t.
-func (l *lockState) lockUntil(t int64) {
+// lockUntil extends the lockout to at least t, and reports whether this
+// call started it (it was not locked at now before): of racing calls that
+// find it unlocked, exactly one does.
+func (l *lockState) lockUntil(t, now int64) (started bool) {
 	for {
 		old := l.until.Load()
-		if old >= t || l.until.CompareAndSwap(old, t) {
-			return
+		if old >= t {
+			return false
+		}
+		if l.until.CompareAndSwap(old, t) {
+			return old <= now
 		}
 	}
 }
