@@ -171,11 +171,8 @@ func CheckRun(spec RunSpec, p core.Policy) error {
 	if _, err := spec.normalize(); err != nil {
 		return err
 	}
-	for i, c := range p.Channels {
-		switch c.Name {
-		case server.ChannelHello, server.ChannelPing, server.ChannelUnknown:
-			return &ParamError{"run", fmt.Sprintf("policy channels[%d].name", i), c.Name, "is reserved for the server's stats"}
-		}
+	if err := server.CheckChannelNames(&p); err != nil {
+		return err
 	}
 	_, err := ChannelsOf(&p)
 	return err

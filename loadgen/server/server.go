@@ -91,6 +91,18 @@ type command struct {
 // (malformed frames, oversize headers, stray server-to-client types).
 const unknownKind = 0xFFFF
 
+// CheckChannelNames reports a policy channel named as one of the rows the
+// server adds to its per-channel stats (ChannelHello, ChannelPing,
+// ChannelUnknown), which New refuses: a *ConfigError for field Policy.
+func CheckChannelNames(p *core.Policy) error {
+	for _, name := range []string{ChannelHello, ChannelPing, ChannelUnknown} {
+		if i := p.ChannelIndex(name); i >= 0 {
+			return &ConfigError{Field: "Policy", Msg: fmt.Sprintf("channels[%d]: the name %q is reserved for the server's stats", i, name)}
+		}
+	}
+	return nil
+}
+
 // New validates cfg and builds the server and its gate; it listens on
 // nothing until Start.
 func New(cfg Config) (*Server, error) {
@@ -113,10 +125,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		cfg.WriteBuffer = need
 	}
-	for _, name := range []string{ChannelHello, ChannelPing, ChannelUnknown} {
-		if i := pol.ChannelIndex(name); i >= 0 {
-			return nil, &ConfigError{Field: "Policy", Msg: fmt.Sprintf("channels[%d]: the name %q is reserved for the server's stats", i, name)}
-		}
+	if err := CheckChannelNames(&pol); err != nil {
+		return nil, err
 	}
 	named := min(len(pol.Channels), 256) // a channel byte names at most 256
 	rows := make([]string, 0, named+extraRows)
