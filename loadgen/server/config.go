@@ -189,6 +189,14 @@ func (c *Config) normalize() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	for _, t := range []struct {
+		field string
+		d     time.Duration
+	}{{"IdleTimeout", c.IdleTimeout}, {"FrameTimeout", c.FrameTimeout}, {"HelloTimeout", c.HelloTimeout}, {"WriteTimeout", c.WriteTimeout}} {
+		if t.d < 0 || t.d > MaxTimeout {
+			return bad(t.field, "%v is not in [0, %v]", t.d, MaxTimeout)
+		}
+	}
 	switch {
 	case c.MaxConns < 0:
 		return bad("MaxConns", "%d is negative", c.MaxConns)
@@ -196,14 +204,6 @@ func (c *Config) normalize() error {
 		return bad("WriteBuffer", "%d is less than %d", c.WriteBuffer, MinWriteBuffer)
 	case c.SendBuffer < 0:
 		return bad("SendBuffer", "%d is negative", c.SendBuffer)
-	case c.IdleTimeout < 0 || c.IdleTimeout > MaxTimeout:
-		return bad("IdleTimeout", "%v is not in [0, %v]", c.IdleTimeout, MaxTimeout)
-	case c.FrameTimeout < 0 || c.FrameTimeout > MaxTimeout:
-		return bad("FrameTimeout", "%v is not in [0, %v]", c.FrameTimeout, MaxTimeout)
-	case c.HelloTimeout < 0 || c.HelloTimeout > MaxTimeout:
-		return bad("HelloTimeout", "%v is not in [0, %v]", c.HelloTimeout, MaxTimeout)
-	case c.WriteTimeout < 0 || c.WriteTimeout > MaxTimeout:
-		return bad("WriteTimeout", "%v is not in [0, %v]", c.WriteTimeout, MaxTimeout)
 	case math.IsNaN(c.TickRate) || c.TickRate <= 0 || c.TickRate > 10000:
 		return bad("TickRate", "%v Hz not in (0, 10000]", c.TickRate)
 	case c.QueueSize < 0:
