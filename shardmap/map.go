@@ -574,10 +574,10 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 	}
 }
 
-// evictableAt is the caller's time at which a live slot becomes idle (its
+// idleAt is the caller's time at which a live slot becomes idle (its
 // bucket full, its mark without state) if nothing touches it; MaxInt64 for
 // a slot that is not live.
-func (m *Map) evictableAt(s *slot, now int64) int64 {
+func (m *Map) idleAt(s *slot, now int64) int64 {
 	mk := Mark(s.mark.Load())
 	w := s.word.Load()
 	if mk == markDead || mk == markEmpty || w == deadWord {
@@ -614,7 +614,7 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		if m.kill(s, now, false) {
 			killed++
 		} else if killed == 0 {
-			first = min(first, m.evictableAt(s, now))
+			first = min(first, m.idleAt(s, now)) // only while nothing was killed: a scan that kills stops caring
 		}
 	}
 	if killed == 0 {
