@@ -41,7 +41,7 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			pops = append(pops, p)
 		}
 	}
-	if len(pops) == 0 {
+	if len(pops) == 0 || kind != "" && populationMetrics[metric] {
 		return math.NaN()
 	}
 	var kinds []*reports.KindStats
@@ -99,9 +99,6 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	case "send_lag_p99":
 		return quantile(merged(kinds, reports.SendLag), "p99")
 	case "false_disconnects", "lockouts":
-		if kind != "" {
-			return math.NaN()
-		}
 		var n int64
 		measured := false
 		for _, p := range pops {
@@ -123,9 +120,6 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		}
 		return float64(n)
 	case "cutoff_p50", "cutoff_max":
-		if kind != "" {
-			return math.NaN()
-		}
 		// Over every client of the populations: one never cut off counts
 		// as never (+Inf), so a policy that catches one flooder of ten
 		// does not pass "cutoff_max < 2s".

@@ -340,10 +340,6 @@ func (s *Scenario) validate(root *yaml.Node) error {
 // ThresholdList returns the parsed thresholds in file order.
 func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }
 
-// populationMetrics are the metrics of a population's clients, which no
-// kind of message has.
-var populationMetrics = map[string]bool{"false_disconnects": true, "lockouts": true, "cutoff_p50": true, "cutoff_max": true}
-
 // kindNames lists the message kinds a threshold may name.
 func kindNames() []string {
 	names := make([]string, 0, loadgen.NumKinds)

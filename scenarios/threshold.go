@@ -50,6 +50,11 @@ var Metrics = map[string]string{
 	"send_lag_p99":         "99th percentile of how late sends left versus their schedule",
 }
 
+// populationMetrics are the metrics of a population's clients, which no
+// kind of message has: a threshold may not name a kind with them, and
+// MetricValue has none for one.
+var populationMetrics = map[string]bool{"false_disconnects": true, "lockouts": true, "cutoff_p50": true, "cutoff_max": true}
+
 var durationMetrics = map[string]bool{"p50": true, "p90": true, "p99": true, "p999": true, "max": true,
 	"cutoff_p50": true, "cutoff_max": true, "send_lag_p99": true}
 
