@@ -56,11 +56,10 @@ type Outcome struct {
 // returns what was measured so far, marked incomplete (Run.Complete false),
 // together with ctx's error.
 func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
-	eff, variants, err := s.prepare(opt)
+	eff, variants, plan, err := s.prepare(opt)
 	if err != nil {
 		return nil, err
 	}
-	plan := eff.plan()
 	res := reports.New(reports.Run{
 		Scenario:       eff.Name,
 		Description:    eff.Description,
@@ -251,21 +250,22 @@ func policySummary(pol core.Policy) json.RawMessage {
 // bounds for every variant (loadgen.CheckRun), each error naming its
 // variant. sluice validate calls it.
 func (s *Scenario) Check(opt Options) error {
-	_, _, err := s.prepare(opt)
+	_, _, _, err := s.prepare(opt)
 	return err
 }
 
-// prepare applies opt and builds the variants to run, checking every one
-// with the load generator's bounds, so that a run never stops at its
-// second variant for what could be known before its first.
-func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, error) {
+// prepare applies opt and builds the variants to run and the plan they
+// share, checking every variant with the load generator's bounds, so that
+// a run never stops at its second variant for what could be known before
+// its first.
+func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan, error) {
 	eff, err := s.withOptions(opt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, loadgen.Plan{}, err
 	}
 	variants, err := eff.Policies()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, loadgen.Plan{}, err
 	}
 	if opt.Policy != "" {
 		var keep []NamedPolicy
@@ -276,7 +276,7 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, error) {
 		}
 		if len(keep) == 0 {
 			_, err := eff.variantByName(opt.Policy)
-			return nil, nil, err
+			return nil, nil, loadgen.Plan{}, err
 		}
 		variants = keep
 	}
@@ -285,12 +285,12 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, error) {
 		if len(v.Policy.Channels) == 0 {
 			// Every message a behaviour sends names a channel: under a
 			// policy with none, all of them would be NotSent.
-			return nil, nil, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {} or an empty policy file?)", eff.File, v.Name)
+			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {} or an empty policy file?)", eff.File, v.Name)
 		}
 		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
 		if err := loadgen.CheckRun(spec, v.Policy); err != nil {
-			return nil, nil, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
+			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
 		}
 	}
-	return eff, variants, nil
+	return eff, variants, plan, nil
 }
