@@ -374,6 +374,12 @@ func (s *session) strikeTarget() (*strikeRecord, *lockState) {
 	return &s.pre, &s.addr.lock
 }
 
+// unqueue gives back a request's place and bytes in the session's queue.
+func (s *session) unqueue(size int64) {
+	s.queuedBytes.Add(-size)
+	s.queued.Add(-1)
+}
+
 func (s *session) inflightCounter(idx int, acct bool) *atomic.Int32 {
 	if acct {
 		return &s.acct.Load().inflight[idx]
@@ -618,8 +624,7 @@ func (g *Gate) takeRelease(s *session, i uint64) {
 // release gives back what an admitted request holds: its place and bytes
 // in the session's queue and its in-flight count.
 func (g *Gate) release(s *session, meta uint64) {
-	s.queued.Add(-1)
-	s.queuedBytes.Add(-int64(uint32(meta)))
+	s.unqueue(int64(uint32(meta)))
 	if c := &g.chans[uint16(meta>>metaKindShift)]; c.inflightIdx >= 0 {
 		s.inflightCounter(c.inflightIdx, meta&metaAcct != 0).Add(-1)
 	}
@@ -815,16 +820,11 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		return QueueFull
 	}
 	if s.queuedBytes.Add(size) > g.queueBytes {
-		s.queuedBytes.Add(-size)
-		s.queued.Add(-1)
+		s.unqueue(size)
 		return QueueFull
 	}
-	unqueue := func() {
-		s.queuedBytes.Add(-size)
-		s.queued.Add(-1)
-	}
 	if !s.pending[i].CompareAndSwap(0, id) {
-		unqueue()
+		s.unqueue(size)
 		if s.pending[i].Load() == id { // the same id, admitted concurrently
 			return Duplicate
 		}
@@ -836,7 +836,7 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		if ctr.Add(1) > c.inflight {
 			ctr.Add(-1)
 			s.pending[i].CompareAndSwap(id, 0) // unless a Close cleared it: no meta, nothing released
-			unqueue()
+			s.unqueue(size)
 			return InFlightLimit
 		}
 	}
