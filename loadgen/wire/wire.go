@@ -121,7 +121,9 @@ func (unknownTypeError) Error() string        { return "wire: unknown frame type
 func (unknownTypeError) Is(target error) bool { return target == ErrMalformed }
 
 // FieldError names a message field that an encoder could not represent. It
-// wraps ErrField.
+// wraps ErrField. Len and Max are the field's length and the most it may
+// be, in bytes; for Field "type" (a Type that is no message type) they are
+// the type's value and the last valid one, and Error says so.
 type FieldError struct {
 	Type  Type
 	Field string
