@@ -145,9 +145,12 @@
 //
 //	Base      250ms  delay before the first attempt
 //	Factor    2      each delay is the previous × Factor (1 to 100)
-//	Max       8s     cap on one delay
-//	Jitter    0.5    each delay scaled by a uniform factor in [1−Jitter, 1+Jitter]
+//	Max       8s     cap on one delay before its jitter
+//	Jitter    0.5    each capped delay scaled by a uniform factor in [1−Jitter, 1+Jitter]
 //	Attempts  8      attempts per ladder
+//
+// The jitter applies after the cap, so that clients at the cap stay spread
+// out instead of retrying in step: a delay is at most Max × (1+Jitter).
 //
 // mass-reconnect (MassReconnect): honest (all of Honest's parameters),
 // and at RestartAt every such client drops its connection, notices within

@@ -169,10 +169,11 @@ type Ladder struct {
 	Base time.Duration `yaml:"base"`
 	// Factor: each delay is the previous one times Factor. Default 2.
 	Factor float64 `yaml:"factor"`
-	// Max: the cap on one delay. Default 8s.
+	// Max: the cap on one delay before its jitter. Default 8s.
 	Max time.Duration `yaml:"max"`
-	// Jitter: each delay is scaled by a uniform factor in
-	// [1−Jitter, 1+Jitter]. Default 0.5.
+	// Jitter: each delay, once capped, is scaled by a uniform factor in
+	// [1−Jitter, 1+Jitter], so that clients at the cap do not retry in
+	// step: a delay is at most Max × (1+Jitter). Default 0.5.
 	Jitter float64 `yaml:"jitter"`
 	// Attempts: how many attempts one ladder makes. Default 8.
 	Attempts int `yaml:"attempts"`
