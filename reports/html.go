@@ -326,7 +326,7 @@ func fmtDuration(d time.Duration) string {
 
 // fmtPct formats a fraction as a percentage with three significant digits
 // (never rounding a non-zero share to 0% or a partial one to 100%).
-func fmtPct(f float64) string {
+func FormatPercent(f float64) string {
 	switch {
 	case f == 0:
 		return "0%"
@@ -391,6 +391,8 @@ func fmtThresholdValue(t Threshold) string {
 	switch t.Unit {
 	case "ns":
 		return formatNs(t.Value)
+	case UnitFraction:
+		return v + " (" + FormatPercent(t.Value) + ")"
 	case "":
 		return v
 	default:
@@ -415,7 +417,7 @@ func makeHeadline(i int, vs *variantStats) headline {
 		Pass:             v.Passed() && len(v.Invalid) == 0,
 	}
 	if vs.hasHonest {
-		h.HonestDropRate = fmtPct(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
+		h.HonestDropRate = FormatPercent(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
 		if vs.honestSent == 0 {
 			h.HonestDropRate = "– (nothing sent)"
 		}
@@ -479,7 +481,7 @@ func formatMeasure(kind int, v float64) string {
 	}
 	switch kind {
 	case mRate:
-		return fmtPct(v)
+		return FormatPercent(v)
 	case mNs:
 		return formatNs(v)
 	case mCount:
@@ -861,7 +863,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		row := popRow{
 			Name: pp.Name, Color: colorOf[pp.Name], Behaviour: pp.Behaviour, Role: string(pp.Role),
 			Clients: fmtInt(int64(pp.Clients)), Sent: fmtInt(p.sent), Accepted: fmtInt(p.accepted),
-			Dropped: fmtInt(p.drop), DropRate: fmtPct(p.dropRate),
+			Dropped: fmtInt(p.drop), DropRate: FormatPercent(p.dropRate),
 			P50: fmtLatency(p.q.P50, p.resp != nil), P99: fmtLatency(p.q.P99, p.resp != nil),
 			Max:      fmtLatency(p.q.Max, p.resp != nil),
 			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
@@ -887,7 +889,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
 			if k.Sent > 0 {
-				kr.DropRate = fmtPct(float64(k.Dropped()) / float64(k.Sent))
+				kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
 			}
 			for _, reason := range sortedReasons(k.Drops) {
 				kr.Reasons = append(kr.Reasons, reason+" "+fmtInt(k.Drops[reason]))

@@ -300,6 +300,10 @@ type ServerCPU struct {
 	NsPerFrame float64 `json:"ns_per_frame"`
 }
 
+// UnitFraction is the Unit of a share, such as a drop rate: a fraction (0.001
+// is 0.1%), shown as a percentage beside its value.
+const UnitFraction = "fraction"
+
 // Threshold is one of the scenario's pass/fail conditions evaluated on a
 // variant. The zero value is a failed, empty threshold.
 type Threshold struct {
@@ -311,7 +315,7 @@ type Threshold struct {
 	// when a client was never cut off). In JSON those are the strings "NaN",
 	// "+Inf" and "-Inf".
 	Value float64 `json:"value"`
-	// Unit is Value's unit for display ("", "ns", "1/s", ...).
+	// Unit is Value's unit for display ("", "ns", "1/s", UnitFraction...).
 	Unit string `json:"unit,omitempty"`
 	// Pass says whether the condition held.
 	Pass bool `json:"pass"`

@@ -22,8 +22,11 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 		val := MetricValue(r, v, th.Population, th.Kind, th.Metric)
 		pass := !math.IsNaN(val) && th.Holds(val)
 		unit := ""
-		if th.IsDuration {
+		switch {
+		case th.IsDuration:
 			unit = "ns"
+		case fractionMetrics[th.Metric]:
+			unit = reports.UnitFraction
 		}
 		v.AddThreshold(th.Text, val, unit, pass)
 		all = all && pass

@@ -34,6 +34,31 @@ func TestThresholdOnUnknownKindFails(t *testing.T) {
 	assert.False(t, s.Evaluate(res, v), "a threshold on a kind nobody sent does not pass")
 }
 
+// A share of what was sent carries the fraction unit, so that reports show
+// it as a percentage too; a count carries none.
+func TestThresholdUnits(t *testing.T) {
+	s, err := Parse([]byte(minimal), "t.yaml")
+	require.NoError(t, err)
+	res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
+	v, err := res.AddVariant("base", nil)
+	require.NoError(t, err)
+	k := v.AddPopulation("honest", "honest", reports.Honest, 3).Kind("move")
+	k.Sent, k.Accepted = 100, 90
+	k.Drops = map[string]int64{"ChannelLimit": 10}
+	s.thresholds = nil
+	for _, text := range []string{"honest.drop_rate < 0.2", "honest.limited_rate < 0.2", "honest.dropped < 20"} {
+		th, err := ParseThreshold(text)
+		require.NoError(t, err)
+		s.thresholds = append(s.thresholds, th)
+	}
+	assert.True(t, s.Evaluate(res, v))
+	require.Len(t, v.Thresholds, 3)
+	assert.Equal(t, reports.UnitFraction, v.Thresholds[0].Unit)
+	assert.InDelta(t, 0.1, v.Thresholds[0].Value, 1e-12)
+	assert.Equal(t, reports.UnitFraction, v.Thresholds[1].Unit)
+	assert.Empty(t, v.Thresholds[2].Unit)
+}
+
 // drops.<Reason> must name a known reason: a typo would always read 0.
 func TestThresholdDropReasonIsChecked(t *testing.T) {
 	_, err := ParseThreshold("crowd.drops.AdressLimit == 0")

@@ -55,6 +55,10 @@ var Metrics = map[string]string{
 // MetricValue has none for one.
 var populationMetrics = map[string]bool{"false_disconnects": true, "lockouts": true, "cutoff_p50": true, "cutoff_max": true}
 
+// fractionMetrics are the metrics that are shares of what was sent,
+// written as fractions and shown as percentages too.
+var fractionMetrics = map[string]bool{"drop_rate": true, "limited_rate": true}
+
 var durationMetrics = map[string]bool{"p50": true, "p90": true, "p99": true, "p999": true, "max": true,
 	"cutoff_p50": true, "cutoff_max": true, "send_lag_p99": true}
 

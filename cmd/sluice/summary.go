@@ -121,7 +121,7 @@ func pct(f float64) string {
 	if math.IsNaN(f) {
 		return "-"
 	}
-	return fmt.Sprintf("%.3f%%", f*100)
+	return reports.FormatPercent(f)
 }
 
 func latency(ns int64) string {
@@ -149,6 +149,8 @@ func thresholdValue(t reports.Threshold) string {
 		return "never"
 	case t.Unit == "ns":
 		return time.Duration(t.Value).String()
+	case t.Unit == reports.UnitFraction:
+		return fmt.Sprintf("%.6g (%s)", t.Value, reports.FormatPercent(t.Value))
 	}
 	return fmt.Sprintf("%.6g", t.Value)
 }
