@@ -58,6 +58,7 @@ func writeHTML(w io.Writer, r *Results) error {
 type popStats struct {
 	pop                    *Population
 	sent, accepted, drop   int64
+	undecided              int64
 	dropRate               float64
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
@@ -72,6 +73,7 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 		s.sent += k.Sent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
+		s.undecided += k.Undecided
 		acceptedBytes += k.AcceptedBytes
 		rts = append(rts, k.ResponseTime)
 	}
@@ -216,6 +218,7 @@ type popRow struct {
 
 type kindRow struct {
 	Population, Kind, Sent, Accepted, Dropped, DropRate string
+	Undecided                                           string
 	Reasons                                             []string
 	P50, P90, P99, P999, Max                            string
 	ServiceP99, SendLagP99                              string
@@ -885,7 +888,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		for j, k := range pp.Kinds {
 			kr := kindRow{
 				Population: pp.Name, Kind: k.Kind, Sent: fmtInt(k.Sent), Accepted: fmtInt(k.Accepted),
-				Dropped: fmtInt(k.Dropped()), First: j == 0, Span: len(pp.Kinds),
+				Dropped: fmtInt(k.Dropped()), Undecided: fmtInt(k.Undecided), First: j == 0, Span: len(pp.Kinds),
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
 			if k.Sent > 0 {

@@ -178,11 +178,19 @@ type KindStats struct {
 	// Kind is the message kind's name, unique within the population.
 	Kind string `json:"kind"`
 	// Sent counts messages the schedule asked to send. Every one of them
-	// ends either accepted or in exactly one drop reason (client-seen
-	// reasons included), or was still in flight when the run ended.
+	// ends accepted, in exactly one drop reason (client-seen reasons
+	// included) or undecided (below), or was still held by its client
+	// when the run ended.
 	Sent int64 `json:"sent"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
+	// Undecided counts messages that were written, expected no reply
+	// (inputs, raw bytes), and that the server never decided: lost in a
+	// connection the server closed before reading them, or still on their
+	// way when the run ended. Neither the client nor the server saw what
+	// became of them, so they are not drops, but they were not accepted
+	// either.
+	Undecided int64 `json:"undecided,omitempty"`
 	// SentBytes counts the frame bytes of the messages written (one never
 	// written has none); AcceptedBytes those of the messages accepted,
 	// which a harness may estimate (sluice's scenarios take the accepted
@@ -238,10 +246,11 @@ type Interval struct {
 // sets the others. Fields that do not apply to the population's role are
 // zero and omitted.
 type Summary struct {
-	// Sent, Accepted and Dropped total every kind (derived).
-	Sent     int64 `json:"sent"`
-	Accepted int64 `json:"accepted"`
-	Dropped  int64 `json:"dropped"`
+	// Sent, Accepted, Dropped and Undecided total every kind (derived).
+	Sent      int64 `json:"sent"`
+	Accepted  int64 `json:"accepted"`
+	Dropped   int64 `json:"dropped"`
+	Undecided int64 `json:"undecided,omitempty"`
 	// DropRate is Dropped / Sent, 0 when nothing was sent (derived).
 	DropRate float64 `json:"drop_rate"`
 	// ResponseP50 and ResponseP99 are percentiles of the response time of
