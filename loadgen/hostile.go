@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen/wire"
@@ -462,11 +463,11 @@ func (ChannelHop) Name() string { return "channel-hop" }
 func (h ChannelHop) Validate() error {
 	c := checker{owner: h.Name()}
 	h.Persist.check(&c)
-	for _, t := range h.Targets {
-		c.kind("Targets.Kind", t.Kind)
-		c.rate("Targets.Rate", t.Rate, false)
+	for i, t := range h.Targets {
+		c.kind(fmt.Sprintf("Targets[%d].Kind", i), t.Kind)
+		c.rate(fmt.Sprintf("Targets[%d].Rate", i), t.Rate, false)
 		if t.Rate == 0 {
-			c.fail("Targets.Rate", t.Rate, "must be positive")
+			c.fail(fmt.Sprintf("Targets[%d].Rate", i), t.Rate, "must be positive")
 		}
 	}
 	if h.Margin != 0 && !(h.Margin > 0 && h.Margin <= 1) {

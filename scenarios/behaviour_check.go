@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/sluicedev/sluice/loadgen"
 	"gopkg.in/yaml.v3"
@@ -41,8 +43,8 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 		var pe *loadgen.ParamError
 		at := []any{"populations", i, "params"}
 		if errors.As(err, &pe) {
-			key := yamlKeyOf(reflect.TypeOf(b), pe.Field)
-			return s.fail(root, path+".params."+key, append(at, key), fmt.Sprintf("%v: %s", pe.Value, pe.Reason))
+			keys, into := yamlPathOf(reflect.TypeOf(b), pe.Field)
+			return s.fail(root, path+".params."+keys, append(at, into...), fmt.Sprintf("%v: %s", pe.Value, pe.Reason))
 		}
 		return s.fail(root, path+".params", at, err.Error())
 	}
@@ -57,13 +59,47 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	return nil
 }
 
-// yamlKeyOf returns the YAML key of the Go field named field in struct t
-// (following inline embedded structs), or field itself.
-func yamlKeyOf(t reflect.Type, field string) string {
-	for k, f := range yamlFields(t.Elem()) {
-		if f.Name == field {
-			return k
+// yamlPathOf translates the Go field path of a behaviour's parameter, as
+// loadgen.ParamError names it ("Jitter", "Ladder.Factor", "Targets[1].Rate"),
+// into the keys a scenario writes ("jitter", "ladder.factor",
+// "targets[1].rate") and the node path that finds it in the YAML. t is the
+// behaviour's type; a name it does not have is kept as it is.
+func yamlPathOf(t reflect.Type, field string) (keys string, at []any) {
+	var out strings.Builder
+	for i, seg := range strings.Split(field, ".") {
+		name, index := seg, -1
+		if open := strings.IndexByte(seg, '['); open > 0 && strings.HasSuffix(seg, "]") {
+			if n, err := strconv.Atoi(seg[open+1 : len(seg)-1]); err == nil {
+				name, index = seg[:open], n
+			}
 		}
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		key, next := name, reflect.Type(nil)
+		if t != nil && t.Kind() == reflect.Struct {
+			for k, f := range yamlFields(t) {
+				if f.Name == name {
+					key, next = k, f.Type
+					break
+				}
+			}
+		}
+		if i > 0 {
+			out.WriteByte('.')
+		}
+		out.WriteString(key)
+		at = append(at, key)
+		if index >= 0 {
+			fmt.Fprintf(&out, "[%d]", index)
+			at = append(at, index)
+			if next != nil && next.Kind() == reflect.Slice {
+				next = next.Elem()
+			} else {
+				next = nil
+			}
+		}
+		t = next
 	}
-	return field
+	return out.String(), at
 }

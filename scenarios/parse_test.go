@@ -168,6 +168,12 @@ func TestBehaviourErrors(t *testing.T) {
 		{"    count: 3", "    count: 3\n    params:\n      tick_rat: 20", `populations[0].params.tick_rat: unknown field (did you mean "tick_rate"?)`},
 		{"    count: 3", "    count: 3\n    params:\n      tick_rate: fast", `"fast" is not a valid number`},
 		{"    count: 3", "    count: 3\n    params:\n      double_click: 2", "double_click"},
+		// Nested parameters are named as the scenario writes them, at the
+		// line and column of the bad value.
+		{"    behaviour: honest\n    count: 3", "    behaviour: laggy\n    count: 3\n    params:\n      ladder: {base: 1s, factor: 0.5}",
+			"t.yaml:16:34: populations[0].params.ladder.factor: 0.5: must be in [1, 100]"},
+		{"    behaviour: honest\n    count: 3", "    behaviour: channel-hop\n    count: 3\n    params:\n      targets:\n        - {kind: move, rate: 5}\n        - {kind: chat, rate: 0}",
+			"t.yaml:18:30: populations[0].params.targets[1].rate: 0: must be positive"},
 	} {
 		doc := strings.Replace(minimal, c.from, c.to, 1)
 		_, err := Parse([]byte(doc), "t.yaml")
