@@ -146,6 +146,12 @@ func audit(p Policy, strict bool) []Finding {
 	if len(q.Channels) == 0 {
 		add(FindingNoChannels, SeverityInfo, "", "channels", "no channel is defined: only the transport budgets gate traffic")
 	}
+	// A read is charged at least minCharge bytes, whatever it carries: above
+	// the byte burst, no read passes, with or without channels.
+	chargeTooHigh := !t.Bytes.Disabled && minCharge > *t.Bytes.Burst
+	if chargeTooHigh {
+		add(FindingUnreachable, SeverityError, "", "transport.minCharge", "the minimum charge %g is above the byte burst %g: no read can pass", minCharge, *t.Bytes.Burst)
+	}
 	for i := range q.Channels {
 		c := &q.Channels[i]
 		path := fmt.Sprintf("channels[%d]", i)
@@ -195,16 +201,13 @@ func audit(p Policy, strict bool) []Finding {
 				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "%g messages/s (rate %g ÷ cost %g) is above the frame rate %g/s", msgRate, rate, cost, *b.Rate)
 			}
 		}
-		if b := &t.Bytes; !b.Disabled {
+		if b := &t.Bytes; !b.Disabled && !chargeTooHigh { // else nothing passes, said once above
 			bb := *b.Burst
-			switch {
-			case minCharge > bb:
-				add(FindingUnreachable, SeverityError, name, "transport.minCharge", "the minimum charge %g is above the byte burst %g: no read can pass", minCharge, bb)
-			case float64(size) > bb:
+			if float64(size) > bb {
 				add(FindingSizeUnreachable, SeverityWarning, name, path+".maxSize", "messages above %g bytes (the byte burst) are allowed up to %d but can never pass", bb, size)
 			}
 			per := math.Max(minCharge, 1) // the least one read costs
-			if msgBurst*per > bb && minCharge <= bb {
+			if msgBurst*per > bb {
 				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst",
 					"a burst of %g messages costs at least %g bytes, above the byte burst %g, unless the client batches them into fewer reads", msgBurst, msgBurst*per, bb)
 			}

@@ -63,7 +63,11 @@ func TestAuditFindings(t *testing.T) {
 		}, FindingUnreachable, SeverityWarning, "x"},
 		{"minimum charge above the byte burst", func(p *Policy) {
 			p.Transport.MinCharge = new(uint32(9000))
-		}, FindingUnreachable, SeverityError, "x"},
+		}, FindingUnreachable, SeverityError, ""},
+		{"minimum charge above the byte burst, no channels", func(p *Policy) {
+			p.Channels = nil
+			p.Transport.MinCharge = new(uint32(9000))
+		}, FindingUnreachable, SeverityError, ""},
 		{"channel burst above the account burst", func(p *Policy) {
 			// 10 tokens at 4 a message: 2.5 messages, 10 tokens from the
 			// account's 8 (a burst of 30 would hold them: the cost is
@@ -122,4 +126,22 @@ func TestAuditFindings(t *testing.T) {
 	inv := Audit(Policy{Channels: []Channel{{Name: "x", Class: ClassInput, Rate: new(-1.0)}}})
 	require.Len(t, inv, 1)
 	assert.Equal(t, "channels[0].rate", inv[0].Path)
+}
+
+// A minimum charge above the byte burst stops every read, whatever channel
+// it carries: one finding for the transport, not one per channel, and none
+// of the per-channel byte findings it makes moot.
+func TestAuditMinChargeOnce(t *testing.T) {
+	p := Policy{Channels: []Channel{
+		{Name: "x", Class: ClassRequest, Rate: new(5.0), Burst: new(10.0)},
+		{Name: "y", Class: ClassInput, Rate: new(5.0), Burst: new(10.0)},
+	}}
+	p.Transport.MinCharge = new(uint32(9000))
+	var paths []string
+	for _, f := range Audit(p) {
+		if f.Kind == FindingUnreachable || f.Kind == FindingSizeUnreachable || f.Kind == FindingBurstUnreachable {
+			paths = append(paths, f.Path)
+		}
+	}
+	assert.Equal(t, []string{"transport.minCharge"}, paths)
 }
