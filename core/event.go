@@ -32,8 +32,12 @@ type FloodEvent struct {
 	Count   uint64
 	Bytes   uint64 // the bytes of the dropped messages
 	Largest uint32 // the largest dropped message
-	Budget  uint64 // the configured limit behind the reason (byte burst, frame burst, max frame), 0 if none
-	At      int64  // the Step (or Close) that reported it
+	// Budget is the configured limit behind the reason: the byte burst,
+	// the frame burst, or for Oversize the size limit the largest dropped
+	// message exceeded (its channel's max size, or the max frame for a
+	// message of no known kind); 0 if none.
+	Budget uint64
+	At     int64 // the Step (or Close) that reported it
 }
 
 // StrikeEvent reports that a session's strike score rose into a higher
@@ -172,17 +176,22 @@ var floodSlot = func() (m [NumReasons]int8) {
 // floodAcc accumulates one session's drops of one flood reason until the
 // next Step. Only the session's own messages write it.
 type floodAcc struct {
-	count   atomic.Uint64
-	bytes   atomic.Uint64
-	largest atomic.Uint32
+	count atomic.Uint64
+	bytes atomic.Uint64
+	// largest is the largest dropped message's size in the high 32 bits
+	// and the size limit it broke (Oversize; 0 otherwise) in the low 32:
+	// one word, so that a report never pairs a size with another
+	// message's limit.
+	largest atomic.Uint64
 }
 
-func (a *floodAcc) note(size uint32) {
+func (a *floodAcc) note(size, limit uint32) {
 	a.count.Add(1)
 	a.bytes.Add(uint64(size))
+	w := uint64(size)<<32 | uint64(limit)
 	for {
 		old := a.largest.Load()
-		if size <= old || a.largest.CompareAndSwap(old, size) {
+		if w <= old || a.largest.CompareAndSwap(old, w) {
 			return
 		}
 	}

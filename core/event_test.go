@@ -219,3 +219,42 @@ func TestStatsStripes(t *testing.T) {
 	assert.Equal(t, uint64(2), st.Total(None)-st.Count("(session)", None))
 	assert.Equal(t, "(unknown)", st.Kinds[len(st.Kinds)-3].Name)
 }
+
+// An Oversize report's budget is the limit the largest dropped message
+// broke: its channel's max size, or the max frame for a message of no
+// known kind, never the max frame for a channel's own smaller cap.
+func TestOversizeFloodBudgetIsTheLimitBroken(t *testing.T) {
+	p := testPolicy()
+	p.Strikes.Disabled = true
+	g := mustGate(t, p)
+	var rec recorder
+	g.Observe(rec.observer())
+	a := mustOpen(t, g, addrA, 0)
+	b := mustOpen(t, g, netip.MustParseAddrPort("198.51.100.3:3"), 0)
+	c := mustOpen(t, g, netip.MustParseAddrPort("198.51.100.4:4"), 0)
+	require.True(t, g.Check(Message{Session: a, Kind: kMove, Size: 10}, 0).OK())
+	for _, size := range []uint32{200, 300, 250} {
+		assert.Equal(t, Oversize, g.Check(Message{Session: a, Kind: kMove, Size: size}, 0).Reason)
+	}
+	assert.Equal(t, Oversize, g.Check(Message{Session: b, Kind: 99, Size: 5000}, 0).Reason)
+	// Two channels in one report: the largest message, with its own limit.
+	assert.Equal(t, Oversize, g.Check(Message{Session: c, Kind: kChat, Size: 300, Request: 1}, 0).Reason)
+	assert.Equal(t, Oversize, g.Check(Message{Session: c, Kind: kMove, Size: 290}, 0).Reason)
+	g.Step(1)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	got := map[Session]FloodEvent{}
+	for _, f := range rec.floods {
+		if f.Reason == Oversize {
+			got[f.Session] = f
+		}
+	}
+	require.Len(t, got, 3)
+	assert.Equal(t, uint64(3), got[a].Count)
+	assert.Equal(t, uint32(300), got[a].Largest)
+	assert.Equal(t, uint64(128), got[a].Budget, "move's max size")
+	assert.Equal(t, uint32(5000), got[b].Largest)
+	assert.Equal(t, uint64(4096), got[b].Budget, "the max frame")
+	assert.Equal(t, uint32(300), got[c].Largest)
+	assert.Equal(t, uint64(256), got[c].Budget, "chat's max size, the limit of the largest")
+}

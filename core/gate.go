@@ -925,7 +925,14 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			act = Disconnect
 		}
 		if slot := floodSlot[r]; slot >= 0 {
-			s.floods[slot].note(size)
+			var limit uint32 // the size limit an Oversize broke
+			if r == Oversize {
+				limit = g.maxFrame
+				if c != nil {
+					limit = c.maxSize
+				}
+			}
+			s.floods[slot].note(size, limit)
 			if !s.floodDirty.Load() {
 				s.floodDirty.Store(true)
 			}
@@ -1004,9 +1011,10 @@ func (g *Gate) flushFloods(s *session, now int64) {
 		if n == 0 {
 			continue
 		}
+		largest := a.largest.Swap(0)
 		e := FloodEvent{
 			Session: s.h, Account: s.account.Load(), Reason: floodReasons[i], Count: n,
-			Bytes: a.bytes.Swap(0), Largest: a.largest.Swap(0), At: now,
+			Bytes: a.bytes.Swap(0), Largest: uint32(largest >> 32), At: now,
 		}
 		switch e.Reason {
 		case ByteLimit:
@@ -1014,7 +1022,7 @@ func (g *Gate) flushFloods(s *session, now int64) {
 		case FrameLimit:
 			e.Budget = g.framesBurst
 		case Oversize:
-			e.Budget = uint64(g.maxFrame)
+			e.Budget = uint64(uint32(largest))
 		}
 		g.emitFlood(s.stripe, e)
 	}
