@@ -452,6 +452,27 @@ func TestPlanLayouts(t *testing.T) {
 	}
 }
 
+// Two seeds that agree in the XOR of their halves (as many of a large
+// plan's do) give different sequences: the generator keeps all 64 bits of
+// its seed. A seed whose halves are equal gives a sequence, not zeros.
+func TestRandKeepsTheWholeSeed(t *testing.T) {
+	const x, d = 0x0123_4567_89ab_cdef, 0x5555_aaaa
+	a, b := NewRand(x), NewRand(x^(d|d<<32))
+	same := 0
+	for range 64 {
+		if a.Uint32() == b.Uint32() {
+			same++
+		}
+	}
+	assert.Less(t, same, 2, "seeds with equal half-XORs share a sequence")
+	e := NewRand(0xdead_beef_dead_beef)
+	seen := map[uint32]bool{}
+	for range 64 {
+		seen[e.Uint32()] = true
+	}
+	assert.Greater(t, len(seen), 60)
+}
+
 func TestRandIsSeededNeverFromTheClock(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 1 << 32, 1<<32 | 1} {
 		a, b := NewRand(seed), NewRand(seed)

@@ -28,31 +28,50 @@ func SubSeed(seed uint64, n int) uint64 {
 	return mix64(seed + mix64(uint64(n)+1))
 }
 
-// Rand is a client's deterministic random source: fastrand's xorshift RNG
-// seeded from a derived seed. The same seed always yields the same
-// sequence. The zero value is not usable (fastrand would seed it from the
-// clock); make one with NewRand. It is not safe for concurrent use.
+// Rand is a client's deterministic random source: two of fastrand's
+// xorshift generators, seeded from the two halves of a derived 64-bit seed,
+// whose outputs are added. One 32-bit generator alone would give two of a
+// large plan's streams the same sequence once its streams number tens of
+// thousands (a birthday collision of 32-bit states); with two, two streams
+// share a sequence only if their whole 64-bit seeds do. (The outputs are
+// added, not XORed: xorshift is linear, so the XOR of two of them is one
+// 32-bit generator again.) The same seed always yields the same sequence.
+// The zero value is not usable (fastrand would seed it from the clock);
+// make one with NewRand. It is not safe for concurrent use.
 type Rand struct {
-	rng fastrand.RNG
+	lo, hi fastrand.RNG
 }
 
 // NewRand returns a source seeded by seed.
 func NewRand(seed uint64) *Rand {
 	r := &Rand{}
-	s := uint32(seed) ^ uint32(seed>>32)
-	if s == 0 {
-		// fastrand seeds a zero state from the clock: never let it.
-		s = 0x9e3779b9
+	lo, hi := uint32(seed), uint32(seed>>32)
+	// fastrand seeds a zero state from the clock: never let it.
+	if lo == 0 {
+		lo = 0x9e3779b9
 	}
-	r.rng.Seed(s)
+	if hi == 0 {
+		hi = 0x7f4a7c15
+	}
+	r.lo.Seed(lo)
+	r.hi.Seed(hi)
+	if lo == hi {
+		// Equal halves would add two copies of one sequence: put the
+		// second one step ahead.
+		r.hi.Uint32()
+	}
 	return r
 }
 
 // Uint32 returns a uniform uint32.
-func (r *Rand) Uint32() uint32 { return r.rng.Uint32() }
+func (r *Rand) Uint32() uint32 { return r.lo.Uint32() + r.hi.Uint32() }
 
 // Uint64 returns a uniform uint64.
-func (r *Rand) Uint64() uint64 { return uint64(r.rng.Uint32())<<32 | uint64(r.rng.Uint32()) }
+func (r *Rand) Uint64() uint64 { return uint64(r.Uint32())<<32 | uint64(r.Uint32()) }
+
+// uint32n returns a uniform uint32 in [0, n) by multiply-shift, as
+// fastrand's Uint32n does.
+func (r *Rand) uint32n(n uint32) uint32 { return uint32(uint64(r.Uint32()) * uint64(n) >> 32) }
 
 // Intn returns a uniform int in [0, n); 0 when n ≤ 0.
 func (r *Rand) Intn(n int) int {
@@ -60,13 +79,13 @@ func (r *Rand) Intn(n int) int {
 		return 0
 	}
 	if n <= math.MaxUint32 {
-		return int(r.rng.Uint32n(uint32(n)))
+		return int(r.uint32n(uint32(n)))
 	}
 	return int(r.Uint64() % uint64(n))
 }
 
 // Float64 returns a uniform float64 in [0, 1).
-func (r *Rand) Float64() float64 { return float64(r.rng.Uint32()) / (1 << 32) }
+func (r *Rand) Float64() float64 { return float64(r.Uint32()) / (1 << 32) }
 
 // Chance returns true with probability p.
 func (r *Rand) Chance(p float64) bool { return r.Float64() < p }
@@ -78,7 +97,7 @@ func (r *Rand) Between(lo, hi int64) int64 {
 	}
 	span := uint64(hi-lo) + 1
 	if span <= math.MaxUint32 {
-		return lo + int64(r.rng.Uint32n(uint32(span)))
+		return lo + int64(r.uint32n(uint32(span)))
 	}
 	return lo + int64(r.Uint64()%span)
 }
