@@ -31,11 +31,17 @@ type FloodEvent struct {
 	Reason  Reason
 	Count   uint64
 	Bytes   uint64 // the bytes of the dropped messages
-	Largest uint32 // the largest dropped message
+	// Largest is the largest dropped message. The accumulators are
+	// separate words, so a drop that races a Step can have its size in
+	// one report and its count in the next: Bytes and Largest then cover
+	// a drop that Count does not (and a report can carry Largest 0).
+	// Totals over reports are exact.
+	Largest uint32
 	// Budget is the configured limit behind the reason: the byte burst,
 	// the frame burst, or for Oversize the size limit the largest dropped
 	// message exceeded (its channel's max size, or the max frame for a
-	// message of no known kind); 0 if none.
+	// message of no known kind; when the report carries no size, the
+	// limit the session's latest Oversize broke); 0 if none.
 	Budget uint64
 	At     int64 // the Step (or Close) that reported it
 }
@@ -183,16 +189,23 @@ type floodAcc struct {
 	// one word, so that a report never pairs a size with another
 	// message's limit.
 	largest atomic.Uint64
+	// lastLimit is the limit of the latest Oversize, kept across reports:
+	// the budget of a report whose size word a racing Step took.
+	lastLimit atomic.Uint32
 }
 
 func (a *floodAcc) note(size, limit uint32) {
-	a.count.Add(1)
+	if limit != 0 && a.lastLimit.Load() != limit {
+		a.lastLimit.Store(limit)
+	}
 	a.bytes.Add(uint64(size))
 	w := uint64(size)<<32 | uint64(limit)
 	for {
 		old := a.largest.Load()
 		if w <= old || a.largest.CompareAndSwap(old, w) {
-			return
+			break
 		}
 	}
+	// Counted last: a Step that takes the count then finds the size.
+	a.count.Add(1)
 }

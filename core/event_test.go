@@ -1,7 +1,10 @@
 package core
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,4 +260,50 @@ func TestOversizeFloodBudgetIsTheLimitBroken(t *testing.T) {
 	assert.Equal(t, uint64(4096), got[b].Budget, "the max frame")
 	assert.Equal(t, uint32(300), got[c].Largest)
 	assert.Equal(t, uint64(256), got[c].Budget, "chat's max size, the limit of the largest")
+}
+
+// Under drops racing Steps, every Oversize report names the limit broken,
+// and the totals over all reports are exact, whichever report a racing
+// drop's size and count land in.
+func TestOversizeReportsRacingSteps(t *testing.T) {
+	p := testPolicy()
+	p.Strikes.Disabled = true
+	g := mustGate(t, p)
+	var mu sync.Mutex
+	var count, bytes uint64
+	var budgets = map[uint64]int{}
+	g.Observe(GateObserver{Flood: func(e FloodEvent) {
+		if e.Reason != Oversize {
+			return
+		}
+		mu.Lock()
+		count += e.Count
+		bytes += e.Bytes
+		budgets[e.Budget]++
+		mu.Unlock()
+	}})
+	s := mustOpen(t, g, addrA, 0)
+	const drops = 50_000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range drops {
+			g.Check(Message{Session: s, Kind: kMove, Size: 200}, 0)
+		}
+	}()
+	now := int64(1)
+	for running := true; running; now++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		g.Step(now)
+	}
+	g.Step(now)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, uint64(drops), count)
+	assert.Equal(t, uint64(drops*200), bytes)
+	assert.Equal(t, []uint64{128}, slices.Collect(maps.Keys(budgets)), "move's max size in every report")
 }

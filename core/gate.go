@@ -1023,6 +1023,9 @@ func (g *Gate) flushFloods(s *session, now int64) {
 			e.Budget = g.framesBurst
 		case Oversize:
 			e.Budget = uint64(uint32(largest))
+			if e.Budget == 0 {
+				e.Budget = uint64(a.lastLimit.Load())
+			}
 		}
 		g.emitFlood(s.stripe, e)
 	}
