@@ -237,7 +237,6 @@ func (r *Results) Finalize() error {
 			}
 			s := &p.Summary
 			s.Sent, s.Accepted, s.Dropped, s.DropRate = ps.sent, ps.accepted, ps.drop, ps.dropRate
-			s.Undecided = ps.undecided
 			// With no measured time computePop keeps the summary's own rates
 			// (for the page); derived here, they are 0.
 			s.AdmittedPerSec, s.AdmittedBytesPerSec = 0, 0

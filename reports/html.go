@@ -58,7 +58,6 @@ func writeHTML(w io.Writer, r *Results) error {
 type popStats struct {
 	pop                    *Population
 	sent, accepted, drop   int64
-	undecided              int64
 	dropRate               float64
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
@@ -73,7 +72,6 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 		s.sent += k.Sent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
-		s.undecided += k.Undecided
 		acceptedBytes += k.AcceptedBytes
 		rts = append(rts, k.ResponseTime)
 	}
@@ -218,7 +216,7 @@ type popRow struct {
 
 type kindRow struct {
 	Population, Kind, Sent, Accepted, Dropped, DropRate string
-	Undecided                                           string
+	NoOutcome                                           string
 	Reasons                                             []string
 	P50, P90, P99, P999, Max                            string
 	ServiceP99, SendLagP99                              string
@@ -888,11 +886,14 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		for j, k := range pp.Kinds {
 			kr := kindRow{
 				Population: pp.Name, Kind: k.Kind, Sent: fmtInt(k.Sent), Accepted: fmtInt(k.Accepted),
-				Dropped: fmtInt(k.Dropped()), Undecided: fmtInt(k.Undecided), First: j == 0, Span: len(pp.Kinds),
+				Dropped: fmtInt(k.Dropped()), NoOutcome: "–", First: j == 0, Span: len(pp.Kinds),
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
 			if k.Sent > 0 {
 				kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
+			}
+			if k.Kind != "raw" { // raw counts writes, the server frames
+				kr.NoOutcome = fmtInt(k.NoOutcome())
 			}
 			for _, reason := range sortedReasons(k.Drops) {
 				kr.Reasons = append(kr.Reasons, reason+" "+fmtInt(k.Drops[reason]))

@@ -172,31 +172,6 @@ func TestHTMLSections(t *testing.T) {
 
 // TestHTMLSizeLongRun bounds the page for a longer, wider run: ten minutes
 // of one-second intervals and three variants.
-// An undecided count (inputs written that the server never decided) has a
-// column of its own in the kinds table, beside the drops it is not part of.
-func TestHTMLShowsUndecided(t *testing.T) {
-	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, Environment{})
-	v, err := r.AddVariant("base", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := v.AddPopulation("flood", "tiny-flood", Hostile, 2).Kind("move")
-	k.Sent, k.Accepted, k.Undecided = 1000, 10, 7
-	k.Drop("Lockout", 983)
-	if err := r.Finalize(); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.Populations[0].Summary.Undecided; got != 7 {
-		t.Errorf("summary undecided %d, want 7", got)
-	}
-	html := renderHTML(t, r)
-	for _, want := range []string{`<th class="num">undecided</th>`, `<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`} {
-		if !strings.Contains(html, want) {
-			t.Errorf("page lacks %q", want)
-		}
-	}
-}
-
 func TestHTMLSizeLongRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a large synthetic result")
@@ -457,5 +432,35 @@ func TestWriteHTMLWithoutVariants(t *testing.T) {
 	}
 	if b.Len() == 0 {
 		t.Fatal("empty page")
+	}
+}
+
+// The kinds table shows what has no recorded outcome (sent less accepted
+// and dropped), except for raw, whose sent counts writes.
+func TestHTMLShowsNoOutcome(t *testing.T) {
+	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, Environment{})
+	v, err := r.AddVariant("base", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.AddPopulation("flood", "tiny-flood", Hostile, 2)
+	k := p.Kind("move")
+	k.Sent, k.Accepted = 1000, 10
+	k.Drop("Lockout", 983)
+	raw := p.Kind("raw")
+	raw.Sent = 12 // writes, at least the frames decided (see fillKind)
+	raw.Drop("Malformed", 9)
+	if got := k.NoOutcome(); got != 7 {
+		t.Errorf("NoOutcome %d, want 7", got)
+	}
+	html := renderHTML(t, r)
+	for _, want := range []string{
+		`<th class="num">no outcome</th>`,
+		`<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`,
+		`<td class="num">9</td><td class="num">75%</td><td class="num">–</td>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

@@ -316,7 +316,7 @@ func (r *Results) Validate() error {
 				}
 				seenK[k.Kind] = true
 				kw := fmt.Sprintf("%s kind %q", where, k.Kind)
-				if k.Sent < 0 || k.Accepted < 0 || k.Undecided < 0 || k.SentBytes < 0 || k.AcceptedBytes < 0 {
+				if k.Sent < 0 || k.Accepted < 0 || k.SentBytes < 0 || k.AcceptedBytes < 0 {
 					return bad("%s: negative count", kw)
 				}
 				if err := validateDrops(k.Drops); err != nil {
@@ -367,7 +367,7 @@ func validateSummary(s *Summary) error {
 	if !finite(s.DropRate) || !finite(s.AdmittedPerSec) || !finite(s.AdmittedBytesPerSec) || s.AdmittedPerSec < 0 || s.AdmittedBytesPerSec < 0 {
 		return errors.New("a rate is negative or not finite")
 	}
-	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.Undecided < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
+	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
 		return errors.New("negative count")
 	}
 	if s.DropRate < 0 || s.DropRate > 1 {

@@ -177,20 +177,13 @@ type Population struct {
 type KindStats struct {
 	// Kind is the message kind's name, unique within the population.
 	Kind string `json:"kind"`
-	// Sent counts messages the schedule asked to send. Every one of them
-	// ends accepted, in exactly one drop reason (client-seen reasons
-	// included) or undecided (below), or was still held by its client
-	// when the run ended.
+	// Sent counts messages the schedule asked to send. Most end accepted
+	// or in exactly one drop reason (client-seen reasons included); the
+	// rest, Sent − Accepted − Dropped(), have no recorded outcome (see
+	// NoOutcome). For the raw kind, Sent counts writes of raw bytes.
 	Sent int64 `json:"sent"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
-	// Undecided counts messages that were written, expected no reply
-	// (inputs, raw bytes), and that the server never decided: lost in a
-	// connection the server closed before reading them, or still on their
-	// way when the run ended. Neither the client nor the server saw what
-	// became of them, so they are not drops, but they were not accepted
-	// either.
-	Undecided int64 `json:"undecided,omitempty"`
 	// SentBytes counts the frame bytes of the messages written (one never
 	// written has none); AcceptedBytes those of the messages accepted,
 	// which a harness may estimate (sluice's scenarios take the accepted
@@ -208,6 +201,16 @@ type KindStats struct {
 	ServiceTime  *Histogram `json:"service_time,omitempty"`
 	SendLag      *Histogram `json:"send_lag,omitempty"`
 }
+
+// NoOutcome returns the messages of k with no recorded outcome: Sent less
+// the accepted and the dropped. They are messages held by their client when
+// the run ended, inputs written that the server never decided (lost in a
+// connection it closed before reading them, or on their way at the end of
+// the run or across the edge of the measured window), and frames the server
+// could not read a kind from, which it decides under the raw kind. It is
+// not meaningful for raw itself, whose Sent counts writes while the
+// server decides frames.
+func (k *KindStats) NoOutcome() int64 { return max(0, k.Sent-k.Accepted-k.Dropped()) }
 
 // Dropped returns the total of k's drops over all reasons.
 func (k *KindStats) Dropped() int64 {
@@ -246,11 +249,10 @@ type Interval struct {
 // sets the others. Fields that do not apply to the population's role are
 // zero and omitted.
 type Summary struct {
-	// Sent, Accepted, Dropped and Undecided total every kind (derived).
-	Sent      int64 `json:"sent"`
-	Accepted  int64 `json:"accepted"`
-	Dropped   int64 `json:"dropped"`
-	Undecided int64 `json:"undecided,omitempty"`
+	// Sent, Accepted and Dropped total every kind (derived).
+	Sent     int64 `json:"sent"`
+	Accepted int64 `json:"accepted"`
+	Dropped  int64 `json:"dropped"`
 	// DropRate is Dropped / Sent, 0 when nothing was sent (derived).
 	DropRate float64 `json:"drop_rate"`
 	// ResponseP50 and ResponseP99 are percentiles of the response time of

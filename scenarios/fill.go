@@ -94,11 +94,6 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 // second kind is counted twice, under the server's decision and the
 // client's outcome: a request the server accepted but answered late is one
 // accepted and one Timeout. Sent is at least the sum of all counts.
-//
-// A frame written with no reply expected (an input: the client's outcome
-// Sent) has only the server's decision; the written ones that exceed the
-// server's decisions of the kind are Undecided: lost in a connection the
-// server closed, or on their way at the end.
 func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) {
 	ks.Accepted = server[loadgen.Accepted]
 	decided := ks.Accepted
@@ -107,9 +102,6 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) 
 			ks.Drop(out.String(), n)
 			decided += n
 		}
-	}
-	if unreplied := client[loadgen.Sent]; unreplied > 0 {
-		ks.Undecided = max(0, unreplied-decided)
 	}
 	var written int64
 	for o, n := range client {

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 )
@@ -139,50 +138,6 @@ func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
 	assert.Equal(t, int64(6), ks.Sent)
 	assert.Equal(t, int64(2), ks.Accepted)
 	assert.Equal(t, map[string]int64{"NotSent": 1}, ks.Drops)
-	assert.Zero(t, ks.Undecided, "every input written was decided")
-}
-
-// Inputs written that the server never decided (lost when it closed the
-// connection) are Undecided, so that every message of a kind is accounted
-// for: accepted, dropped, undecided or held at the end.
-func TestInputsTheServerNeverDecidedAreUndecided(t *testing.T) {
-	var server, client [loadgen.NumOutcomes]int64
-	server[loadgen.Accepted] = 3
-	server[loadgen.Outcome(core.Lockout)] = 2
-	client[loadgen.Sent] = 9
-	client[loadgen.NotSent] = 4
-	ks := &reports.KindStats{}
-	fillKind(ks, server, client)
-	assert.Equal(t, int64(13), ks.Sent)
-	assert.Equal(t, int64(4), ks.Undecided)
-	assert.Equal(t, ks.Sent, ks.Accepted+ks.Dropped()+ks.Undecided)
-
-	// The flood of a shipped scenario: the server disconnects flooders
-	// while frames are on their way, and the counts add up.
-	s, err := Load("flood-mix.yaml")
-	require.NoError(t, err)
-	out, err := Run(context.Background(), s, Options{})
-	require.NoError(t, err)
-	var undecided int64
-	for _, p := range out.Results.Variants[0].Populations {
-		for _, k := range p.Kinds {
-			if k.Kind == "session" {
-				continue // a session's end is counted as sent, with no decision
-			}
-			undecided += k.Undecided
-			assert.Equal(t, k.Sent, k.Accepted+k.Dropped()+k.Undecided, "%s/%s", p.Name, k.Kind)
-		}
-		assert.Equal(t, sumUndecided(p), p.Summary.Undecided, p.Name)
-	}
-	assert.Positive(t, undecided, "the flood leaves frames in connections the server closed")
-}
-
-func sumUndecided(p *reports.Population) int64 {
-	var n int64
-	for _, k := range p.Kinds {
-		n += k.Undecided
-	}
-	return n
 }
 
 // A variant cut short says how far it got (Stopped, and an invalid note),
