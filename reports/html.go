@@ -325,8 +325,8 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
-// fmtPct formats a fraction as a percentage with three significant digits
-// (never rounding a non-zero share to 0% or a partial one to 100%).
+// FormatPercent formats a fraction as a percentage with three significant
+// digits, never rounding a non-zero share to 0% or a partial one to 100%.
 func FormatPercent(f float64) string {
 	switch {
 	case f == 0:
