@@ -21,7 +21,7 @@
 //     number with 60 fractional bits and v is the floor of the exact product.
 //     It is exact for every int64 reading t, before t0 or after.
 //     F is chosen per limit at construction: the largest value with ρ ≤ 1
-//     (so r·2^F ≤ 1e9) and b·2^F ≤ 2^62. F is 25 at 30/s, 11 at 480,000/s
+//     (so r·2^F ≤ 1e9) and b·2^F ≤ 2^62. F is 24 at 30/s, 11 at 480,000/s
 //     and 0 above 5e8/s. One unit, 2^-F token, is the refill quantum.
 //   - The word of each bucket is E, the virtual time at which the bucket is
 //     empty. The level at t is min(b·2^F, v(t) − E) units; a take of n

@@ -4,7 +4,8 @@
 // gate (frame size, session, transport bytes and frames, account, command
 // kind, match) with strikes, events, stats and audit.
 //
-// core does no I/O, starts no goroutine the caller cannot stop, and knows
-// nothing about sockets. Time is always a parameter (nanoseconds on the
+// core does no I/O, except that LoadPolicy, a convenience for servers and
+// tools, reads the one policy file it is given; it starts no goroutine the
+// caller cannot stop, and knows nothing about sockets. Time is always a parameter (nanoseconds on the
 // server's clock; see atomicbucket.Nanotime), never taken from a client.
 package core

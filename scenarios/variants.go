@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/sluicedev/sluice/core"
@@ -116,6 +117,10 @@ func (s *Scenario) variantNodes() []VariantNode {
 	return out
 }
 
+// ErrNoVariant is wrapped by the error for a --policy NAME the scenario does
+// not define.
+var ErrNoVariant = errors.New("scenarios: no policy variant")
+
 // variantByName finds one variant, for --policy NAME.
 func (s *Scenario) variantByName(name string) (VariantNode, error) {
 	names := []string{}
@@ -125,7 +130,7 @@ func (s *Scenario) variantByName(name string) (VariantNode, error) {
 		}
 		names = append(names, v.Name)
 	}
-	return VariantNode{}, fmt.Errorf("scenarios: no policy variant %q (have %v)", name, names)
+	return VariantNode{}, fmt.Errorf("%w %q (have %v)", ErrNoVariant, name, names)
 }
 
 // NamedPolicy is one policy variant, decoded and validated.

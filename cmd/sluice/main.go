@@ -96,7 +96,8 @@ compares policy variants side by side, checks thresholds, and writes
 results.json, report.html and .hgrm files.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 a threshold failed (or a benchmark
-regressed), 4 interrupted (partial results written).`,
+regressed, or the audit found an error), 4 interrupted (partial results
+written).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -53,7 +53,7 @@ func TestExitCodes(t *testing.T) {
 		{"serve without policy", []string{"serve"}, exitUsage, "--policy FILE is required"},
 		{"report missing", []string{"report", filepath.Join(dir, "none.json")}, exitError, "no such file"},
 		{"bad progress", []string{"run", "--progress", "loud", scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
-		{"bad variant", []string{"run", "--policy", "nope", "-o", dir, scenarioDir + "quickstart.yaml"}, exitError, `no policy variant "nope"`},
+		{"bad variant", []string{"run", "--policy", "nope", "-o", dir, scenarioDir + "quickstart.yaml"}, exitUsage, `no policy variant "nope"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -88,6 +88,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// harness would refuse or that the results cannot be written (the
 	// directory is made last, so a refused run leaves none behind).
 	if err := s.Check(opt); err != nil {
+		if errors.Is(err, scenarios.ErrNoVariant) {
+			return usageError{err} // a --policy value, like a bad --driver
+		}
 		return err
 	}
 	if err := checkWritable(f.out); err != nil {
