@@ -62,7 +62,10 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"threshold metric", "honest.drop_rate < 0.1%", "honest.drop_rat < 0.1%", []string{"thresholds[0]", `unknown metric "drop_rat"`, `did you mean "drop_rate"?`}},
 		{"threshold population", "honest.drop_rate < 0.1%", "honset.drop_rate < 0.1%", []string{"thresholds[0]", `no population named "honset"`}},
 		{"warmup too long", "warmup: 1s", "warmup: 11s", []string{"t.yaml:4:9:", "warmup", "shorter than duration"}},
-		{"policy field", "      rate: 30", "      rtae: 30", []string{`policy variant "base"`, "rtae"}},
+		{"policy field", "      rate: 30", "      rtae: 30", []string{"t.yaml:10:7:", "policy.channels[0].rtae", "unknown field", `did you mean "rate"?`}},
+		{"policy class", "      class: input", "      class: inptu", []string{"t.yaml:9:14:", "policy.channels[0].class", `unknown class "inptu"`}},
+		{"policy reason", "      rate: 30", "      rate: 30\n  strikes:\n    weights: {ChanelLimit: 2}", []string{"t.yaml:12:15:", "policy.strikes.weights.ChanelLimit", `"ChanelLimit"`}},
+		{"variant set field", "thresholds:", "variants:\n  - name: v\n    set:\n      acount: {rate: 5}\nthresholds:", []string{"t.yaml:18:7:", "variants[0].set.acount", `did you mean "account"?`}},
 		{"policy value", "      rate: 30", "      rate: -1", []string{`policy variant "base"`, "rate"}},
 	}
 	for _, c := range cases {

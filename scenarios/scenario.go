@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 	"gopkg.in/yaml.v3"
@@ -190,6 +191,11 @@ func (s *Scenario) fail(root *yaml.Node, path string, at []any, msg string) erro
 	return &FieldError{File: s.File, Line: n.Line, Col: n.Column, Path: path, Msg: msg}
 }
 
+// policyType is what a policy node decodes into: scenario files check
+// their policy and variants against it for the errors of checkNode (line,
+// column, path, suggestion), before package core decodes them.
+var policyType = reflect.TypeOf(core.Policy{})
+
 func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Name == "" {
 		return s.fail(root, "name", nil, "is required")
@@ -240,6 +246,13 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))
 		}
 		s.Policy = *doc.Content[0]
+		if fe := checkNode(&s.Policy, policyType, ""); fe != nil {
+			fe.File = s.PolicyFile
+			return fe
+		}
+	} else if fe := checkNode(&s.Policy, policyType, "policy"); fe != nil {
+		fe.File = s.File
+		return fe
 	}
 	seen := map[string]bool{}
 	for i, v := range s.Variants {
@@ -258,6 +271,12 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, p+".expect", []any{"variants", i, "expect"}, fmt.Sprintf("%q is not pass or fail", v.Expect))
 		}
 		seen[v.Name] = true
+		if v.Set.Kind != 0 {
+			if fe := checkNode(&s.Variants[i].Set, policyType, p+".set"); fe != nil {
+				fe.File = s.File
+				return fe
+			}
+		}
 	}
 	if len(s.Population) == 0 {
 		return s.fail(root, "populations", nil, "at least one population is required")

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding"
 	"fmt"
 	"maps"
 	"reflect"
@@ -98,6 +99,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			return errAt(n, path, "want a mapping")
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if e := checkText(n.Content[i], t.Key(), join(path, n.Content[i].Value)); e != nil {
+				return e // a key such as a reason name
+			}
 			if e := checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); e != nil {
 				return e
 			}
@@ -119,6 +123,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		if n.Kind != yaml.ScalarNode {
 			return errAt(n, path, fmt.Sprintf("want a single %s value", kindWord(t)))
 		}
+		if reflect.PointerTo(t).Implements(textUnmarshaler) {
+			return checkText(n, t, path)
+		}
 		v := reflect.New(t)
 		if err := n.Decode(v.Interface()); err != nil {
 			return errAt(n, path, fmt.Sprintf("%q is not a valid %s", n.Value, kindWord(t)))
@@ -129,6 +136,22 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		}
 		return nil
 	}
+}
+
+var textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
+
+// checkText decodes a scalar into t when t reads itself from text (a
+// class, a direction, a reason, a duration of package core), reporting
+// its own error at the node; other types pass.
+func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
+	if n.Kind != yaml.ScalarNode || !reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
+	v := reflect.New(t).Interface().(encoding.TextUnmarshaler)
+	if err := v.UnmarshalText([]byte(n.Value)); err != nil {
+		return errAt(n, path, err.Error())
+	}
+	return nil
 }
 
 func kindWord(t reflect.Type) string {
