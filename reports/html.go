@@ -892,7 +892,10 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			if k.Sent > 0 {
 				kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
 			}
-			if k.Kind != "raw" { // raw counts writes, the server frames
+			// Raw counts writes (the server decides frames) and session
+			// counts session ends, not messages: no remainder means
+			// anything for them.
+			if k.Kind != "raw" && k.Kind != "session" {
 				kr.NoOutcome = fmtInt(k.NoOutcome())
 			}
 			for _, reason := range sortedReasons(k.Drops) {

@@ -436,7 +436,8 @@ func TestWriteHTMLWithoutVariants(t *testing.T) {
 }
 
 // The kinds table shows what has no recorded outcome (sent less accepted
-// and dropped), except for raw, whose sent counts writes.
+// and dropped), except for raw, whose sent counts writes, and session,
+// whose sent counts session ends.
 func TestHTMLShowsNoOutcome(t *testing.T) {
 	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, Environment{})
 	v, err := r.AddVariant("base", nil)
@@ -450,6 +451,7 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 	raw := p.Kind("raw")
 	raw.Sent = 12 // writes, at least the frames decided (see fillKind)
 	raw.Drop("Malformed", 9)
+	p.Kind("session").Sent = 31 // session ends, none a message
 	if got := k.NoOutcome(); got != 7 {
 		t.Errorf("NoOutcome %d, want 7", got)
 	}
@@ -458,6 +460,7 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 		`<th class="num">no outcome</th>`,
 		`<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`,
 		`<td class="num">9</td><td class="num">75%</td><td class="num">–</td>`,
+		`<td class="num">0</td><td class="num">0%</td><td class="num">–</td>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)

@@ -207,9 +207,11 @@ type KindStats struct {
 // the run ended, inputs written that the server never decided (lost in a
 // connection it closed before reading them, or on their way at the end of
 // the run or across the edge of the measured window), and frames the server
-// could not read a kind from, which it decides under the raw kind. It is
-// not meaningful for raw itself, whose Sent counts writes while the
-// server decides frames.
+// could not read a kind from, which it decides under the raw kind. A
+// request accepted and then timed out counts both as accepted and as a
+// Timeout drop, which lowers the remainder (it never goes below 0). It is
+// not meaningful for raw, whose Sent counts writes while the server
+// decides frames, nor for session, whose Sent counts session ends.
 func (k *KindStats) NoOutcome() int64 { return max(0, k.Sent-k.Accepted-k.Dropped()) }
 
 // Dropped returns the total of k's drops over all reasons.
