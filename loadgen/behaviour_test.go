@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"testing"
 	"time"
@@ -452,25 +453,37 @@ func TestPlanLayouts(t *testing.T) {
 	}
 }
 
-// Two seeds that agree in the XOR of their halves (as many of a large
-// plan's do) give different sequences: the generator keeps all 64 bits of
-// its seed. A seed whose halves are equal gives a sequence, not zeros.
+// Seeds that agree in the XOR of their halves (as many of a large plan's
+// do), or that swap their halves, give unrelated sequences, down to the
+// lowest bit: the generator keeps all 64 bits of its seed. A seed whose
+// halves are equal gives a sequence with every bit alive.
 func TestRandKeepsTheWholeSeed(t *testing.T) {
-	const x, d = 0x0123_4567_89ab_cdef, 0x5555_aaaa
-	a, b := NewRand(x), NewRand(x^(d|d<<32))
-	same := 0
-	for range 64 {
-		if a.Uint32() == b.Uint32() {
-			same++
+	const x, d uint64 = 0x0123_4567_89ab_cdef, 0x5555_aaaa
+	swapped := bits.RotateLeft64(x, 32)
+	for _, pair := range [][2]uint64{{x, x ^ (d | d<<32)}, {x, swapped}} {
+		a, b := NewRand(pair[0]), NewRand(pair[1])
+		same, sameLow := 0, 0
+		for range 1000 {
+			u, v := a.Uint32(), b.Uint32()
+			if u == v {
+				same++
+			}
+			if u&1 == v&1 {
+				sameLow++
+			}
 		}
+		assert.Less(t, same, 2, "seeds %#x and %#x share a sequence", pair[0], pair[1])
+		assert.InDelta(t, 500, sameLow, 100, "seeds %#x and %#x share their lowest bits", pair[0], pair[1])
 	}
-	assert.Less(t, same, 2, "seeds with equal half-XORs share a sequence")
 	e := NewRand(0xdead_beef_dead_beef)
-	seen := map[uint32]bool{}
-	for range 64 {
-		seen[e.Uint32()] = true
+	seen, odd := map[uint32]bool{}, 0
+	for range 1000 {
+		v := e.Uint32()
+		seen[v] = true
+		odd += int(v & 1)
 	}
-	assert.Greater(t, len(seen), 60)
+	assert.Greater(t, len(seen), 990)
+	assert.InDelta(t, 500, odd, 100, "equal halves: the lowest bit is alive")
 }
 
 func TestRandIsSeededNeverFromTheClock(t *testing.T) {

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/valyala/fastrand"
 )
@@ -29,13 +30,16 @@ func SubSeed(seed uint64, n int) uint64 {
 }
 
 // Rand is a client's deterministic random source: two of fastrand's
-// xorshift generators, seeded from the two halves of a derived 64-bit seed,
-// whose outputs are added. One 32-bit generator alone would give two of a
-// large plan's streams the same sequence once its streams number tens of
-// thousands (a birthday collision of 32-bit states); with two, two streams
-// share a sequence only if their whole 64-bit seeds do. (The outputs are
-// added, not XORed: xorshift is linear, so the XOR of two of them is one
-// 32-bit generator again.) The same seed always yields the same sequence.
+// xorshift generators, seeded from the two halves of a derived 64-bit seed;
+// each output is the first one's plus the second one's rotated by half a
+// word. One 32-bit generator alone would give two of a large plan's streams
+// the same sequence once its streams number tens of thousands (a birthday
+// collision of 32-bit states); with two, the state is the whole 64-bit
+// seed. The outputs are added, not XORed, because xorshift is linear: the
+// XOR of two of them is one 32-bit generator again. The rotation keeps
+// seeds with swapped halves apart (addition alone is symmetric) and makes
+// every output bit, the lowest included, depend on both generators. The
+// same seed always yields the same sequence.
 // The zero value is not usable (fastrand would seed it from the clock);
 // make one with NewRand. It is not safe for concurrent use.
 type Rand struct {
@@ -55,16 +59,11 @@ func NewRand(seed uint64) *Rand {
 	}
 	r.lo.Seed(lo)
 	r.hi.Seed(hi)
-	if lo == hi {
-		// Equal halves would add two copies of one sequence: put the
-		// second one step ahead.
-		r.hi.Uint32()
-	}
 	return r
 }
 
 // Uint32 returns a uniform uint32.
-func (r *Rand) Uint32() uint32 { return r.lo.Uint32() + r.hi.Uint32() }
+func (r *Rand) Uint32() uint32 { return r.lo.Uint32() + bits.RotateLeft32(r.hi.Uint32(), 16) }
 
 // Uint64 returns a uniform uint64.
 func (r *Rand) Uint64() uint64 { return uint64(r.Uint32())<<32 | uint64(r.Uint32()) }

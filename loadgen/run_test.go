@@ -24,7 +24,7 @@ func mixedPlan(seed uint64, d time.Duration) Plan {
 	return Plan{Seed: seed, Duration: d, Populations: []Population{
 		{Name: "honest", Clients: 12, Behaviour: &Honest{ChatEvery: 2 * time.Second, PurchaseEvery: 5 * time.Second}},
 		{Name: "nat", Clients: 6, Behaviour: &Honest{}, PerAddress: 3},
-		{Name: "laggy", Clients: 4, Behaviour: &Laggy{FreezeEvery: 2 * time.Second, DropEvery: 3 * time.Second}},
+		{Name: "laggy", Clients: 4, Behaviour: &Laggy{Honest: Honest{ChatEvery: 2 * time.Second}, FreezeEvery: 2 * time.Second, DropEvery: 3 * time.Second}},
 		{Name: "tiny-flood", Clients: 2, Behaviour: &TinyFlood{}, Hostile: true},
 		{Name: "replay", Clients: 2, Behaviour: &Replay{}, Hostile: true},
 		{Name: "bad-length", Clients: 1, Behaviour: &BadLength{Mode: "mixed"}, Hostile: true},
