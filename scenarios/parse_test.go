@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +67,8 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"policy field", "      rate: 30", "      rtae: 30", []string{"t.yaml:10:7:", "policy.channels[0].rtae", "unknown field", `did you mean "rate"?`}},
 		{"policy class", "      class: input", "      class: inptu", []string{"t.yaml:9:14:", "policy.channels[0].class", `unknown class "inptu"`}},
 		{"policy reason", "      rate: 30", "      rate: 30\n  strikes:\n    weights: {ChanelLimit: 2}", []string{"t.yaml:12:15:", "policy.strikes.weights.ChanelLimit", `"ChanelLimit"`}},
+		{"policy class shape", "      class: input", "      class: [input]", []string{"t.yaml:9:14:", "policy.channels[0].class", "want a single value, not a list"}},
+		{"merge key", "policy:\n", "policy:\n  <<: {shadow: false}\n", []string{"t.yaml:7:3:", "policy.<<", "merge keys (<<) are not supported"}},
 		{"variant set field", "thresholds:", "variants:\n  - name: v\n    set:\n      acount: {rate: 5}\nthresholds:", []string{"t.yaml:18:7:", "variants[0].set.acount", `did you mean "account"?`}},
 		{"policy value", "      rate: 30", "      rate: -1", []string{`policy variant "base"`, "rate"}},
 	}
@@ -186,4 +190,24 @@ func TestBehaviourErrors(t *testing.T) {
 	s, err := Parse([]byte(minimal), "t.yaml")
 	require.NoError(t, err)
 	assert.False(t, *s.Population[0].Hostile, "honest is not hostile by default")
+}
+
+// A policy file is one YAML document: a second one is refused, as package
+// core refuses it, rather than ignored.
+func TestPolicyFileWithTwoDocumentsIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	pol := "channels:\n  - {name: move, class: input, rate: 30}\n---\nshadow: true\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "two.yaml"), []byte(pol), 0o644))
+	doc := strings.Replace(minimal, "policy:\n  channels:\n    - name: move\n      class: input\n      rate: 30\n", "policy_file: two.yaml\n", 1)
+	require.NotEqual(t, minimal, doc)
+	file := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(doc), 0o644))
+	_, err := Load(file)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "two.yaml:3:")
+	assert.Contains(t, err.Error(), "a second YAML document")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "two.yaml"), []byte(pol[:strings.Index(pol, "---")]), 0o644))
+	_, err = Load(file)
+	assert.NoError(t, err, "the same policy as one document")
 }

@@ -83,6 +83,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				return errAt(k, join(path, k.Value), "merge keys (<<) are not supported: write the fields out")
+			}
 			f, ok := fields[k.Value]
 			if !ok {
 				e := errAt(k, join(path, k.Value), "unknown field")
@@ -120,10 +123,14 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 	case t.Kind() == reflect.Interface:
 		return nil
 	default:
+		text := reflect.PointerTo(t).Implements(textUnmarshaler)
 		if n.Kind != yaml.ScalarNode {
+			if text { // a class, a direction, a reason, a duration
+				return errAt(n, path, "want a single value, not a list or a mapping")
+			}
 			return errAt(n, path, fmt.Sprintf("want a single %s value", kindWord(t)))
 		}
-		if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		if text {
 			return checkText(n, t, path)
 		}
 		v := reflect.New(t)

@@ -6,8 +6,9 @@
 //
 //	0  success
 //	1  error (bad file, failed run, I/O)
-//	2  usage (unknown command or flag, wrong arguments)
-//	3  the run finished but a threshold failed, or the gate found a regression
+//	2  usage (unknown command or flag, a bad flag value, wrong arguments)
+//	3  the run finished but a threshold failed, the gate found a
+//	   regression, or the audit found an error
 //	4  the run was interrupted (Ctrl-C); partial results were written
 package main
 
