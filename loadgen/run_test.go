@@ -152,6 +152,7 @@ func TestSimWarmupAndSeries(t *testing.T) {
 		}
 		assert.Positive(t, sent, all.Labels[p])
 		assert.Equal(t, total, all.Recorder.Decisions(p), "%s: the series holds every decision", all.Labels[p])
+		assertSeriesOutcomesAreMessages(t, all, p)
 		assert.Equal(t, after, warm.Recorder.Decisions(p), "%s: the recorder keeps those after the warm-up", all.Labels[p])
 	}
 	h := pop(t, all, "honest")
@@ -170,6 +171,41 @@ func TestSimWarmupAndSeries(t *testing.T) {
 		}
 	}
 	assert.Equal(t, replies, responses, "the series' response times are the recorder's")
+}
+
+// assertSeriesOutcomesAreMessages checks that population p's series holds
+// the client's outcomes of messages, not of the sessions the server ended:
+// a session end is no message's drop.
+func assertSeriesOutcomesAreMessages(t *testing.T, res *Result, p int) {
+	t.Helper()
+	var series, messages [NumOutcomes]int64
+	for _, pt := range res.Series[p] {
+		for o := ServerReasons; o < NumOutcomes; o++ {
+			series[o] += pt.Outcomes[o]
+		}
+	}
+	for k := range NumKinds {
+		if k == KindSession {
+			continue
+		}
+		o := res.Recorder.Outcomes(p, k)
+		for i := ServerReasons; i < NumOutcomes; i++ {
+			messages[i] += o[i]
+		}
+	}
+	assert.Equal(t, messages, series, "%s: the series' client outcomes are the messages'", res.Labels[p])
+}
+
+// Slow clients are disconnected without a reason (a read timeout): the
+// session ends are recorded as such, and the series' drops over time do
+// not count them as dropped messages.
+func TestSimSessionEndsAreNotSeriesDrops(t *testing.T) {
+	plan := Plan{Seed: 4, Duration: 20 * time.Second, Populations: []Population{
+		{Name: "slow", Clients: 3, Behaviour: &Slowloris{}, Hostile: true},
+	}}
+	res := runSim(t, RunSpec{Plan: plan}, DefaultPolicy())
+	require.Positive(t, res.Recorder.Count(0, KindSession, Disconnected), "the setup ends sessions without a reason")
+	assertSeriesOutcomesAreMessages(t, res, 0)
 }
 
 func TestSimStallShowsInResponseTime(t *testing.T) {

@@ -160,7 +160,8 @@ func (w *Worker) add(t int64, pop int, k Kind, o Outcome, n int64) {
 	if t >= w.warmup {
 		w.rec.Add(pop, k, o, n)
 	}
-	if w.series != nil && o >= ServerReasons {
+	// The series counts messages: a session the server ended is not one.
+	if w.series != nil && o >= ServerReasons && k != KindSession {
 		w.point(t, pop).Outcomes[o] += n
 	}
 }

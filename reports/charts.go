@@ -712,7 +712,9 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 	var drops []map[string]int64
 	for _, p := range pops {
 		for _, k := range p.Kinds {
-			drops = append(drops, k.Drops)
+			if !k.IsSessions() {
+				drops = append(drops, k.Drops)
+			}
 		}
 	}
 	reasons := sortedReasons(drops...)
@@ -731,6 +733,9 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 		var sent, accepted int64
 		d := map[string]int64{}
 		for _, k := range p.Kinds {
+			if k.IsSessions() {
+				continue // session ends, not messages
+			}
 			sent += k.Sent
 			accepted += k.Accepted
 			for r, n := range k.Drops {

@@ -69,6 +69,9 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	var acceptedBytes int64
 	var rts []*Histogram
 	for _, k := range p.Kinds {
+		if k.IsSessions() {
+			continue // session ends, not messages
+		}
 		s.sent += k.Sent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
@@ -886,16 +889,16 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		for j, k := range pp.Kinds {
 			kr := kindRow{
 				Population: pp.Name, Kind: k.Kind, Sent: fmtInt(k.Sent), Accepted: fmtInt(k.Accepted),
-				Dropped: fmtInt(k.Dropped()), NoOutcome: "–", First: j == 0, Span: len(pp.Kinds),
+				Dropped: fmtInt(k.Dropped()), DropRate: "–", NoOutcome: "–", First: j == 0, Span: len(pp.Kinds),
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
-			if k.Sent > 0 {
+			if k.Sent > 0 && !k.IsSessions() {
 				kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
 			}
-			// Raw counts writes (the server decides frames) and session
-			// counts session ends, not messages: no remainder means
+			// Raw counts writes (the server decides frames) and the
+			// session row session ends, not messages: no remainder means
 			// anything for them.
-			if k.Kind != "raw" && k.Kind != "session" {
+			if k.Kind != "raw" && !k.IsSessions() {
 				kr.NoOutcome = fmtInt(k.NoOutcome())
 			}
 			for _, reason := range sortedReasons(k.Drops) {

@@ -436,8 +436,8 @@ func TestWriteHTMLWithoutVariants(t *testing.T) {
 }
 
 // The kinds table shows what has no recorded outcome (sent less accepted
-// and dropped), except for raw, whose sent counts writes, and session,
-// whose sent counts session ends.
+// and dropped), except for raw, whose sent counts writes, and the session
+// row, whose counts are session ends, which no total includes.
 func TestHTMLShowsNoOutcome(t *testing.T) {
 	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, Environment{})
 	v, err := r.AddVariant("base", nil)
@@ -451,16 +451,25 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 	raw := p.Kind("raw")
 	raw.Sent = 12 // writes, at least the frames decided (see fillKind)
 	raw.Drop("Malformed", 9)
-	p.Kind("session").Sent = 31 // session ends, none a message
+	ends := p.Kind(SessionKind) // sessions the server ended, not messages
+	ends.Sent = 31
+	ends.Drop("Lockout", 31)
 	if got := k.NoOutcome(); got != 7 {
 		t.Errorf("NoOutcome %d, want 7", got)
+	}
+	// The session ends count in no total.
+	if err := r.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Summary; s.Sent != 1012 || s.Dropped != 992 {
+		t.Errorf("summary sent %d dropped %d, want 1012 and 992 (without the 31 session ends)", s.Sent, s.Dropped)
 	}
 	html := renderHTML(t, r)
 	for _, want := range []string{
 		`<th class="num">no outcome</th>`,
 		`<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`,
 		`<td class="num">9</td><td class="num">75%</td><td class="num">–</td>`,
-		`<td class="num">0</td><td class="num">0%</td><td class="num">–</td>`,
+		`<td class="num">31</td><td class="num">–</td><td class="num">–</td>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)

@@ -202,6 +202,16 @@ type KindStats struct {
 	SendLag      *Histogram `json:"send_lag,omitempty"`
 }
 
+// SessionKind is the kind under which a harness records the sessions the
+// server ended: Sent counts them and Drops gives each one's reason (the
+// server's, or Disconnected when it gave none). Session ends are not
+// messages, so no population total, rate, chart or threshold over all
+// kinds counts them; a threshold may name the kind to read them.
+const SessionKind = "session"
+
+// IsSessions reports whether k is the SessionKind record.
+func (k *KindStats) IsSessions() bool { return k.Kind == SessionKind }
+
 // NoOutcome returns the messages of k with no recorded outcome: Sent less
 // the accepted and the dropped. They are messages held by their client when
 // the run ended, inputs written that the server never decided (lost in a
@@ -211,7 +221,7 @@ type KindStats struct {
 // request accepted and then timed out counts both as accepted and as a
 // Timeout drop, which lowers the remainder (it never goes below 0). It is
 // not meaningful for raw, whose Sent counts writes while the server
-// decides frames, nor for session, whose Sent counts session ends.
+// decides frames, nor for SessionKind.
 func (k *KindStats) NoOutcome() int64 { return max(0, k.Sent-k.Accepted-k.Dropped()) }
 
 // Dropped returns the total of k's drops over all reasons.

@@ -50,7 +50,9 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	var kinds []*reports.KindStats
 	for _, p := range pops {
 		for _, k := range p.Kinds {
-			if kind == "" || k.Kind == kind {
+			// Every kind but the session ends, which are not messages, or
+			// the one named (session included).
+			if kind == "" && !k.IsSessions() || k.Kind == kind {
 				kinds = append(kinds, k)
 			}
 		}

@@ -33,6 +33,10 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				continue
 			}
 			ks := p.Kind(k.String())
+			if k == loadgen.KindSession {
+				fillSessions(ks, client)
+				continue
+			}
 			fillKind(ks, server, client)
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
@@ -84,6 +88,17 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 		}
 	}
 	return nil
+}
+
+// fillSessions sets the session row: each session the server ended, by
+// the reason it gave (its own, or Disconnected), as the worker saw it.
+func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
+	for o, n := range client {
+		if n > 0 {
+			ks.Sent += n
+			ks.Drop(loadgen.Outcome(o).String(), n)
+		}
+	}
 }
 
 // fillKind sets a kind's counts. The server's decisions say what became of

@@ -166,3 +166,33 @@ func TestInterruptedVariantSaysHowFarItGot(t *testing.T) {
 	assert.Contains(t, v.Invalid[0], "the run stopped ")
 	assert.Zero(t, out.Results.MeasuredOf(v), "stopped before the end of its warm-up: nothing measured")
 }
+
+// The sessions the server ended are recorded by reason in the session row,
+// and no message total counts them: a population's sent, dropped and drop
+// rate are over messages only. A threshold can still name the row.
+func TestSessionEndsAreNotMessages(t *testing.T) {
+	s, err := Load("flood-mix.yaml")
+	require.NoError(t, err)
+	out, err := Run(context.Background(), s, Options{})
+	require.NoError(t, err)
+	r, v := out.Results, out.Results.Variants[0]
+	ends := 0
+	for _, p := range v.Populations {
+		var sent, dropped int64
+		for _, k := range p.Kinds {
+			if k.IsSessions() {
+				ends++
+				assert.Positive(t, k.Sent, p.Name)
+				assert.Equal(t, k.Sent, k.Dropped(), "%s: every session end has its reason", p.Name)
+				assert.Equal(t, float64(k.Drops["Lockout"]), MetricValue(r, v, p.Name, "session", "drops.Lockout"), p.Name)
+				continue
+			}
+			sent += k.Sent
+			dropped += k.Dropped()
+		}
+		assert.Equal(t, sent, p.Summary.Sent, p.Name)
+		assert.Equal(t, dropped, p.Summary.Dropped, p.Name)
+		assert.Equal(t, float64(sent), MetricValue(r, v, p.Name, "", "sent"), p.Name)
+	}
+	assert.Positive(t, ends, "the attackers' sessions were ended")
+}

@@ -159,6 +159,9 @@ func thresholdValue(t reports.Threshold) string {
 func topReasons(p *reports.Population, n int) string {
 	totals := map[string]int64{}
 	for _, k := range p.Kinds {
+		if k.IsSessions() {
+			continue // session ends, not messages
+		}
 		for r, c := range k.Drops {
 			totals[r] += c
 		}
