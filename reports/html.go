@@ -901,6 +901,11 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			if k.Kind != "raw" && !k.IsSessions() {
 				kr.NoOutcome = fmtInt(k.NoOutcome())
 			}
+			if k.IsSessions() {
+				// Sent is the sessions ended and the reasons say why; none
+				// was accepted or dropped as a message.
+				kr.Accepted, kr.Dropped = "–", "–"
+			}
 			for _, reason := range sortedReasons(k.Drops) {
 				kr.Reasons = append(kr.Reasons, reason+" "+fmtInt(k.Drops[reason]))
 			}

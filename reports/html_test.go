@@ -469,7 +469,7 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 		`<th class="num">no outcome</th>`,
 		`<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`,
 		`<td class="num">9</td><td class="num">75%</td><td class="num">–</td>`,
-		`<td class="num">31</td><td class="num">–</td><td class="num">–</td>`,
+		`<td>session</td><td class="num">31</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td><span class="nw">Lockout 31</span>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
