@@ -22,7 +22,8 @@ type Interval struct {
 	// population's frames (Accepted, or the reason it refused one; see
 	// Recorder.AddDecision); the others are what only the client saw (Sent,
 	// NotSent, Timeout, Disconnected, Refused, Failed, Overflow,
-	// UnknownReason, HeldAtEnd), as the Recorder counts them.
+	// UnknownReason, HeldAtEnd), as the Recorder counts them for every kind
+	// but KindSession: a session the server ended is not a message.
 	Outcomes [NumOutcomes]int64
 	// Response holds the response times (from the intended send time, in
 	// ns) of every reply and pong the population received, all kinds

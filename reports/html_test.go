@@ -5,6 +5,7 @@ import (
 	"errors"
 	"html/template"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,5 +475,28 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// The share-of-sent chart is over messages: the session row's reasons
+// (here its only Lockouts) are no bar and no legend entry.
+func TestOutcomeChartLeavesOutSessions(t *testing.T) {
+	p := &Population{Name: "flood"}
+	m := p.Kind("move")
+	m.Sent, m.Accepted = 100, 50
+	m.Drop("ChannelLimit", 50)
+	s := p.Kind(SessionKind)
+	s.Sent = 60
+	s.Drop("Lockout", 60)
+	c, err := outcomeChart("t", []*Population{p}, nil)
+	if err != nil || c == nil {
+		t.Fatalf("chart %v, err %v", c, err)
+	}
+	var names []string
+	for _, l := range c.Legend {
+		names = append(names, l.Name)
+	}
+	if want := []string{"accepted", "ChannelLimit"}; !slices.Equal(names, want) {
+		t.Errorf("legend %v, want %v", names, want)
 	}
 }

@@ -322,6 +322,9 @@ func (r *Results) Validate() error {
 				if err := validateDrops(k.Drops); err != nil {
 					return bad("%s: drops: %v", kw, err)
 				}
+				if k.IsSessions() && (k.Accepted != 0 || k.Dropped() != k.Sent) {
+					return bad("%s: the session row gives every session ended its reason (accepted %d, sent %d, reasons %d)", kw, k.Accepted, k.Sent, k.Dropped())
+				}
 				for _, m := range []Metric{ResponseTime, ServiceTime, SendLag} {
 					if err := validateHistogram(k.Histogram(m)); err != nil {
 						return bad("%s: %s: %v", kw, m, err)

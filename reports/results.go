@@ -8,8 +8,10 @@ import (
 
 // SchemaVersion is the version of the results file format this package writes
 // and the only one it reads. It changes whenever a field changes meaning or a
-// reader of the previous version could not read the new files.
-const SchemaVersion = 2
+// reader of the previous version could not read the new files. Version 3:
+// the session row (SessionKind) holds every server-ended session by reason,
+// and population totals leave it out.
+const SchemaVersion = 3
 
 // Drivers of a run.
 const (
@@ -176,6 +178,7 @@ type Population struct {
 // window. The zero value is an empty record.
 type KindStats struct {
 	// Kind is the message kind's name, unique within the population.
+	// SessionKind is reserved for the sessions the server ended.
 	Kind string `json:"kind"`
 	// Sent counts messages the schedule asked to send. Most end accepted
 	// or in exactly one drop reason (client-seen reasons included); the
@@ -261,7 +264,8 @@ type Interval struct {
 // sets the others. Fields that do not apply to the population's role are
 // zero and omitted.
 type Summary struct {
-	// Sent, Accepted and Dropped total every kind (derived).
+	// Sent, Accepted and Dropped total every kind but the session row
+	// (derived).
 	Sent     int64 `json:"sent"`
 	Accepted int64 `json:"accepted"`
 	Dropped  int64 `json:"dropped"`

@@ -287,6 +287,9 @@ func TestValidate(t *testing.T) {
 			ks[1].Kind = ks[0].Kind
 		}, "appears twice"},
 		{"negative sent", func(r *Results) { r.Variants[0].Populations[0].Kinds[0].Sent = -1 }, "negative"},
+		{"session row without reasons", func(r *Results) {
+			r.Variants[0].Populations[0].Kind(SessionKind).Sent = 3
+		}, "session row"},
 		{"bad reason", func(r *Results) { r.Variants[0].Populations[0].Kinds[0].Drops["no such reason!"] = 1 }, "not a reason name"},
 		{"histogram count", func(r *Results) { r.Variants[0].Populations[0].Kinds[0].ResponseTime.Count++ }, "response_time"},
 		{"histogram garbage", func(r *Results) { r.Variants[0].Populations[0].Kinds[0].SendLag.HDR = "!!!" }, "send_lag"},

@@ -35,7 +35,8 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 }
 
 // MetricValue returns one metric (see Metrics) of population pop ("all" for
-// every population) and kind ("" for every kind) in variant v, or NaN when
+// every population) and kind ("" for every kind but the session row, which
+// counts sessions the server ended, not messages) in variant v, or NaN when
 // it cannot be computed.
 func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric string) float64 {
 	var pops []*reports.Population
@@ -56,6 +57,11 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 				kinds = append(kinds, k)
 			}
 		}
+	}
+	if kind == reports.SessionKind && len(kinds) == 0 {
+		// No session row: no population named ended a session, which
+		// is 0 of every count, not a kind nobody sent.
+		kinds = []*reports.KindStats{{Kind: reports.SessionKind}}
 	}
 	if kind != "" && len(kinds) == 0 {
 		// A kind nobody sent (or a misspelt one) has no counts: 0 would

@@ -104,3 +104,17 @@ func TestPercentileOverPartOfTheDataIsNaN(t *testing.T) {
 	res, v = build(wider, false)
 	assert.InDelta(t, float64(30*time.Minute), MetricValue(res, v, "honest", "", "p99"), float64(time.Second), "the value past the first kind's range counts")
 }
+
+// A population with no session row ended no session: a threshold that
+// names the row reads 0, so "honest.session.sent == 0" passes when it holds.
+func TestNoSessionRowIsZeroSessionsEnded(t *testing.T) {
+	r := reports.New(reports.Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, reports.Environment{})
+	v, err := r.AddVariant("base", nil)
+	require.NoError(t, err)
+	k := v.AddPopulation("honest", "honest", reports.Honest, 1).Kind("move")
+	k.Sent, k.Accepted = 10, 10
+	for _, m := range []string{"sent", "dropped", "drops.Lockout"} {
+		assert.Equal(t, 0.0, MetricValue(r, v, "honest", reports.SessionKind, m), m)
+	}
+	assert.True(t, math.IsNaN(MetricValue(r, v, "honest", "chta", "sent")), "a misspelt kind still has no value")
+}

@@ -22,7 +22,7 @@ import (
 type Threshold struct {
 	Text       string
 	Population string
-	Kind       string // "" for all kinds
+	Kind       string // "" for all kinds of message (the session row is named, never implied)
 	Metric     string
 	Op         string
 	Value      float64 // durations in nanoseconds, percentages as fractions
@@ -31,7 +31,7 @@ type Threshold struct {
 
 // Metrics lists the metric names a threshold may use, with their meaning.
 var Metrics = map[string]string{
-	"sent":                 "messages the clients meant to send",
+	"sent":                 "messages the clients meant to send (of the session row, x.session.sent: sessions the server ended)",
 	"accepted":             "messages the server accepted",
 	"dropped":              "messages not accepted, for any reason",
 	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001), whatever the reason",

@@ -24,3 +24,17 @@ func TestSummaryNumbers(t *testing.T) {
 	assert.Equal(t, "never", thresholdValue(reports.Threshold{Value: math.Inf(1), Unit: "ns"}))
 	assert.Equal(t, "nothing measured", thresholdValue(reports.Threshold{Value: math.NaN(), Unit: reports.UnitFraction}))
 }
+
+// The top drop reasons are of messages, not of the sessions the server
+// ended.
+func TestTopReasonsLeaveOutSessions(t *testing.T) {
+	p := &reports.Population{Name: "flood"}
+	m := p.Kind("move")
+	m.Sent = 100
+	m.Drop("NotSent", 50)
+	m.Drop("Lockout", 5)
+	s := p.Kind(reports.SessionKind)
+	s.Sent = 60
+	s.Drop("Lockout", 60)
+	assert.Equal(t, "NotSent 50, Lockout 5", topReasons(p, 3))
+}
