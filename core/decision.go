@@ -23,11 +23,14 @@ type Decision struct {
 	// lockout: the later of the two);
 	// for TableFull: when the first key of the full shard becomes
 	// evictable if untouched (its bucket full, its escalation over), as
-	// the shard's scan found it, else one fill time; for
+	// the shard's scan found it, and not before the shard's eviction
+	// backoff ends, else one fill time; for
 	// Oversize: 0, it never will). 0 for a pass.
 	RetryAfter time.Duration
 	// Remaining is the number of whole tokens left in the key's bucket
-	// after the decision.
+	// after the decision; 0 for a take refused while its key is held
+	// (Lockout), which does not read the bucket, and for Closed and
+	// TableFull.
 	Remaining uint32
 	// Allowed reports whether the take passed.
 	Allowed bool

@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ReportAt's ActiveLockouts comes from Map.Range, which misses keys whose
@@ -156,4 +159,35 @@ func TestJanitorStopRacingClose(t *testing.T) {
 			t.Fatal(n)
 		}
 	}
+}
+
+// A client that retries a TableFull when told to is let in then, not
+// refused again while the full shard backs off its scans (the wait ends no
+// sooner than the backoff), and not sent away for a whole fill time when
+// the first key became evictable during the backoff.
+func TestTableFullRetryAfterCountsTheBackoff(t *testing.T) {
+	// Keys full again after 1µs; the shard backs off 1ms after a scan.
+	l := newLimiter(t, LimiterConfig{Rate: 1e6, Burst: 1, MaxKeys: 16, Shards: 1, DisableEscalation: true})
+	for k := uint64(0); k < 16; k++ {
+		require.True(t, l.TakeAt(k, 0, 1).Allowed)
+	}
+	d := l.TakeAt(100, 0, 1)
+	require.Equal(t, TableFull, d.Reason)
+	assert.Equal(t, l.Config().EvictBackoff, d.RetryAfter, "evictable after 1µs, but no scan before the backoff ends")
+	assert.True(t, l.TakeAt(100, int64(d.RetryAfter), 1).Allowed, "let in when told")
+
+	// Keys full again after 1s; a scan 0.5ms before that backs off past it.
+	l = newLimiter(t, LimiterConfig{Rate: 1, Burst: 100, MaxKeys: 16, Shards: 1, DisableEscalation: true})
+	for k := uint64(0); k < 16; k++ {
+		require.True(t, l.TakeAt(k, 0, 1).Allowed)
+	}
+	const us = int64(time.Microsecond)
+	first := lsec - 500*us
+	d = l.TakeAt(100, first, 1)
+	require.Equal(t, TableFull, d.Reason)
+	assert.Equal(t, l.Config().EvictBackoff, d.RetryAfter)
+	d = l.TakeAt(100, lsec, 1) // evictable now, but still backing off
+	require.Equal(t, TableFull, d.Reason)
+	assert.Equal(t, time.Duration(first+int64(l.Config().EvictBackoff)-lsec), d.RetryAfter, "the rest of the backoff, not a fill time")
+	assert.True(t, l.TakeAt(100, lsec+int64(d.RetryAfter), 1).Allowed)
 }

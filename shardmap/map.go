@@ -346,11 +346,10 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
 // is held at now is refused (Held) without touching its bucket. It returns
 // the decision (for Held, a denial whose RetryAfter is the time left in the
-// hold; for Full, a
-// denial whose RetryAfter is the time until the shard's first key can be
-// evicted, as its last full scan found it, or 0 if that is not known), the
-// key's mark as read before the take,
-// and st.
+// hold; for Full, a denial whose RetryAfter is the time until the shard's
+// first key can be evicted, as its last full scan found it, and not before
+// the shard's eviction backoff ends; 0 if that is not known), the key's
+// mark as read before the take, and st.
 //
 // Three results rather than one struct: a struct of them would exceed the
 // four words the compiler keeps in registers, and spilling it costs more
@@ -461,11 +460,17 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 	if s == nil {
 		sh.full.Add(1)
 		// The wait is until the shard's first key can be evicted, as its
-		// last scan found it (0 if that is past: other shards' inserts
-		// took the room, or none was scanned).
+		// last scan found it, and no sooner than the end of its backoff,
+		// before which it does not scan again. 0 when not known: nothing
+		// was scanned, or the time is past and the shard is not backing
+		// off (other shards' inserts took the room).
 		var wait time.Duration
-		if sh.evictableAt > now {
-			wait = time.Duration(sh.evictableAt - now)
+		next := sh.evictableAt
+		if next != 0 && now < sh.noEvictUntil {
+			next = max(next, sh.noEvictUntil)
+		}
+		if next > now {
+			wait = time.Duration(next - now)
 		}
 		return atomicbucket.DeniedFor(wait), MarkNone, Full
 	}
