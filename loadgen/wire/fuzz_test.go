@@ -104,14 +104,14 @@ func FuzzRoundTrip(f *testing.F) {
 		case TypeRequest:
 			m.Kind, m.ID, m.Payload = kind, id, b1
 		case TypeReply:
-			m.ID, m.Status, m.Reason, m.RetryAfter = id, Status(status%numStatuses), reason, u64
+			m.ID, m.Status, m.Reason, m.RetryAfter = id, Status(status), reason, u64
 		case TypeDisconnect:
 			m.Reason = reason
 		case TypePing, TypePong:
 			m.Timestamp = u64
 		}
 		buf, err := Append(nil, &m)
-		if !m.Type.Valid() || len(m.Token) > MaxToken || len(m.Label) > MaxLabel {
+		if !m.Type.Valid() || len(m.Token) > MaxToken || len(m.Label) > MaxLabel || m.Type == TypeReply && !m.Status.Valid() {
 			if err == nil {
 				t.Fatalf("Append accepted %+v", m)
 			}

@@ -183,6 +183,9 @@ func bodySize(m *Msg) (int, error) {
 	case TypeRequest:
 		return payloadBody(TypeRequest, RequestOverhead, len(m.Payload))
 	case TypeReply:
+		if !m.Status.Valid() { // Decode would refuse it as malformed
+			return 0, &FieldError{TypeReply, "status", int(m.Status), numStatuses - 1}
+		}
 		return ReplySize - HeaderSize, nil
 	case TypeDisconnect:
 		return DisconnectSize - HeaderSize, nil
@@ -267,9 +270,13 @@ func AppendRequest(dst []byte, kind uint8, id uint64, payload []byte) ([]byte, e
 	return Append(dst, &Msg{Type: TypeRequest, Kind: kind, ID: id, Payload: payload})
 }
 
-// AppendReply appends a Reply.
+// AppendReply appends a Reply. It panics on a status that is not Valid,
+// which Decode would refuse: a caller's bug, not an input.
 func AppendReply(dst []byte, id uint64, status Status, reason uint8, retryAfter uint64) []byte {
-	dst, _ = Append(dst, &Msg{Type: TypeReply, ID: id, Status: status, Reason: reason, RetryAfter: retryAfter})
+	dst, err := Append(dst, &Msg{Type: TypeReply, ID: id, Status: status, Reason: reason, RetryAfter: retryAfter})
+	if err != nil {
+		panic(err) // an invalid status: a caller's bug, as an index out of range is
+	}
 	return dst
 }
 

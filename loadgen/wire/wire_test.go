@@ -229,15 +229,44 @@ func TestDecoderWalksManyFramesInOneBuffer(t *testing.T) {
 	assert.ErrorIs(t, empty.Next(&m), io.EOF)
 }
 
+// Appending to any view a decode returns (token, label, payload) leaves the
+// input untouched: each view's capacity ends with its field.
 func TestDecodedViewsDoNotReachPastTheirField(t *testing.T) {
 	buf, err := AppendHello(nil, []byte("tok"), []byte("pop"))
 	require.NoError(t, err)
-	var m Msg
-	_, err = Decode(buf, 0, &m)
+	buf, err = AppendInput(buf, 1, []byte{1, 2})
 	require.NoError(t, err)
-	// Appending to a view must not overwrite the label that follows it.
-	_ = append(m.Token, 'X')
-	assert.Equal(t, "pop", string(m.Label))
+	buf, err = AppendRequest(buf, 1, 9, []byte{3})
+	require.NoError(t, err)
+	buf = AppendPing(buf, 1)
+	orig := bytes.Clone(buf)
+	var d Decoder
+	d.Reset(buf)
+	var m Msg
+	n := 0
+	for d.Next(&m) == nil {
+		n++
+		_ = append(m.Token, 'X')
+		_ = append(m.Label, 'X')
+		_ = append(m.Payload, 'X')
+	}
+	require.Equal(t, 4, n)
+	assert.Equal(t, orig, buf, "a view's append wrote into the input")
+}
+
+// A Reply status Decode would refuse is refused when encoding too.
+func TestAppendRefusesAnInvalidStatus(t *testing.T) {
+	_, err := Append(nil, &Msg{Type: TypeReply, ID: 1, Status: Status(7)})
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "status", fe.Field)
+	assert.Equal(t, 7, fe.Len)
+	assert.Panics(t, func() { AppendReply(nil, 1, Status(3), 0, 0) })
+	b := AppendReply(nil, 1, StatusFailed, 0, 0)
+	var m Msg
+	_, err = Decode(b, 0, &m)
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, m.Status)
 }
 
 func TestNewFramerValidatesSizes(t *testing.T) {
