@@ -103,6 +103,10 @@ const (
 
 const rhoFracBits = 60
 
+// minRho is the least ρ, in units of 2^-60 unit/ns: ρ is rounded up to a
+// whole one, so at 2^20 it runs fast by under one part in a million.
+const minRho = 1 << 20
+
 // Errors returned by construction and reconfiguration. They are wrapped in a
 // *ConfigError that names the field; test them with errors.Is.
 var (
@@ -164,10 +168,14 @@ type params struct {
 	burst     float64 // as configured, tokens
 }
 
-// anchorAt anchors the virtual clock so that v(t0) = v0, for the ρ already
-// set.
-func (p *params) anchorAt(t0 int64, v0 uint64) {
-	p.c1, p.c0 = bits.Mul64(offset(t0), p.rho)
+// anchorAt anchors the virtual clock so that v(t0) = v0 plus frac (a
+// fraction of a unit, in units of 2^-60, already earned at t0), for the ρ
+// already set: v(t) = v0 + floor(frac·2^-60 + ρ·(t − t0)).
+func (p *params) anchorAt(t0 int64, v0, frac uint64) {
+	c1, c0 := bits.Mul64(offset(t0), p.rho)
+	var borrow uint64
+	p.c0, borrow = bits.Sub64(c0, frac, 0)
+	p.c1, _ = bits.Sub64(c1, 0, borrow)
 	p.v0 = v0
 }
 
@@ -299,11 +307,13 @@ func newParams(rate, burst float64, now int64) (*params, error) {
 	if err := p.setRate(rate); err != nil {
 		return nil, err
 	}
-	p.anchorAt(now, 0)
+	p.anchorAt(now, 0, 0)
 	p.setBurst(burst)
 	return p, nil
 }
 
+// validate checks a rate and a burst. A fill time (burst ÷ rate) over
+// MaxFillTime is blamed on the burst; validateRate blames the rate.
 func validate(rate, burst float64) error {
 	switch {
 	case math.IsNaN(rate) || math.IsInf(rate, 0):
@@ -322,6 +332,17 @@ func validate(rate, burst float64) error {
 		return burstErr(burst, fmt.Sprintf("fill time burst/rate = %gs exceeds %v", burst/rate, MaxFillTime))
 	}
 	return nil
+}
+
+// validateRate is validate for a new rate under a burst already in force:
+// a fill time too long is the rate's fault.
+func validateRate(rate, burst float64) error {
+	err := validate(rate, burst)
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Field == "burst" {
+		return rateErr(rate, fmt.Sprintf("makes the fill time burst/rate = %gs exceed %v", burst/rate, MaxFillTime))
+	}
+	return err
 }
 
 // chooseShift picks F: as fine as possible with ρ ≤ 1 unit/ns and the burst
@@ -349,8 +370,11 @@ func (p *params) setRate(rate float64) error {
 	if !rho.IsUint64() { // ρ ≥ 16 units/ns
 		return rateErr(rate, fmt.Sprintf("is more than %d times the rate this limit's fixed-point scale was built for", maxRho))
 	}
-	if rho.Sign() == 0 {
-		return rateErr(rate, "is below the resolution of this limit's fixed-point scale")
+	if rho.Cmp(big.NewInt(minRho)) < 0 {
+		// Rounded up to a whole 2^-60 unit/ns, ρ would run fast by more
+		// than one part in a million (a limit starts at ρ > 1/2: a rate
+		// more than 2^39 times below the one it was made for).
+		return rateErr(rate, "is too far below the rate this limit's fixed-point scale was built for (it would run over one part in a million fast)")
 	}
 	p.setRho(rho.Uint64())
 	p.rate = rate
@@ -389,7 +413,8 @@ func (l *Limit) Burst() float64 { return l.p.Load().burst }
 // EffectiveRate returns the rate the fixed-point clock actually runs at, in
 // tokens per second, rounded to the nearest float64. The fixed-point rate
 // itself is never below Rate and exceeds it by less than 2^-60 units per
-// nanosecond, so the two agree to within a float64's precision.
+// nanosecond: under 2^-59 of Rate for the rate a limit is made with, and
+// under one part in a million after any rate change SetRateAt accepts.
 func (l *Limit) EffectiveRate() float64 {
 	p := l.p.Load()
 	return math.Ldexp(float64(p.rho), -rhoFracBits-int(p.shift)) * 1e9
@@ -399,30 +424,48 @@ func (l *Limit) EffectiveRate() float64 {
 func (l *Limit) Quantum() float64 { return math.Ldexp(1, -int(l.p.Load().shift)) }
 
 // SetRateAt changes the rate from now on. The level every bucket word holds
-// at now is kept; from now on it refills at the new rate. Takes running
-// concurrently are judged under the old or the new rate, never a mixture. A
-// rate more than 16 times the one the limit was made with (the fixed-point
-// scale's headroom) is refused, as are the bounds NewLimit enforces.
+// at now is kept, the fraction of a refill quantum earned so far included;
+// from now on it refills at the new rate.
+//
+// Each take is judged under the old or the new configuration, whole. Their
+// clocks agree at now only, so a take whose reading is later than now but
+// which loaded the configuration before the change, beside a take under the
+// new one, can together pass up to |new rate − old rate| × (reading − now)
+// tokens more than either rate allows: with Nanotime readings, microseconds'
+// worth; call SetRateAt with a current now, not a stale one.
+//
+// The fixed-point scale chosen at construction bounds the new rate: a rate
+// at which ρ reaches 16 units/ns is refused (16 to 32 times the rate the
+// limit was made with, depending on where that rate fell in its scale), as
+// is one so far below it (over 2^39 times) that its rounding would exceed
+// one part in a million; so are the bounds NewLimit enforces, a fill time
+// over MaxFillTime under the current burst included.
 func (l *Limit) SetRateAt(rate float64, now int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.p.Load()
-	if err := validate(rate, old.burst); err != nil {
+	if err := validateRate(rate, old.burst); err != nil {
 		return err
 	}
 	p := *old
 	if err := p.setRate(rate); err != nil {
 		return err
 	}
-	v, _ := old.virtual(now)
-	p.anchorAt(now, v)
+	// The new clock starts where the old one is at now, the fraction of
+	// a unit earned so far included: a rate change costs no credit.
+	v, frac := old.virtual(now)
+	p.anchorAt(now, v, frac)
 	l.p.Store(&p)
 	return nil
 }
 
-// SetBurst changes the burst. A bucket holding more than the new burst is
-// capped to it at its next take or read, never above; a bucket below keeps
-// its level and may now refill up to the new burst.
+// SetBurst changes the burst, as if the new burst had always applied: a
+// bucket's level is the credit it earned since it was last empty, capped at
+// the burst in force. So a cut caps a bucket holding more at its next take
+// or read; a raise lets a bucket below the old burst keep its level and
+// refill up to the new one, and gives a bucket that sat full the credit it
+// earned while full, up to the new burst (what a keyed table would give a
+// key it had forgotten and created afresh).
 func (l *Limit) SetBurst(burst float64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -124,9 +124,11 @@ func TestRetryAfterExactAfterSetRate(t *testing.T) {
 }
 
 // A reading at the least int64 (a zero time.Time's UnixNano is near it) on a
-// bucket made at a small positive time is more than 2^63 ns back: it is
-// judged as the clock stepping back (denied, then rebased), never as a
-// reading from the far future that finds the bucket full.
+// bucket of 10/s made at a small positive time is more than 2^63 ns back:
+// it is judged as the clock stepping back (denied, then rebased), not as a
+// reading from the far future that finds the bucket full. (That holds while
+// 2^63 ns is under 2^63 units, ρ < 1; at the fastest rates such a reading is
+// past the horizon the package doc states, and may read either way.)
 func TestReadingAtMinInt64IsAStepBack(t *testing.T) {
 	b, err := NewAt(10, 3, 5*int64(time.Second))
 	if err != nil {

@@ -160,6 +160,9 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 func (l *Limit) Refund(old uint64, now int64, n uint64) uint64 {
 	p := l.p.Load()
 	v, _ := p.virtual(now)
+	if n > p.maxTake {
+		return v - p.capUnits // more than a burst: full (n<<shift could wrap)
+	}
 	next := old - n<<p.shift
 	if int64(v-next) > int64(p.capUnits) {
 		next = v - p.capUnits
