@@ -146,19 +146,21 @@ func DefaultBurst(rate float64) float64 {
 // a new one and publishes it with one atomic store; a Result keeps the one its
 // decision used, to compute RetryAfter when asked.
 //
-// The virtual clock is v(t) = v0 + floor(ρ·(t − t0)). A take computes it
+// The virtual clock is v(t) = v0 + floor(f0 + ρ·(t − t0)), where f0 is the
+// fraction of a unit (below 1) already earned at the anchor t0: 0 for a new
+// Limit, the old clock's fraction after SetRateAt. A take computes it
 // without a branch for readings before t0, and exactly for every int64
 // reading: it multiplies ρ by the reading's offset from the least int64
-// (never negative, always below 2^64) and subtracts the same product for
-// t0, a 128-bit constant c1:c0, in 128-bit two's complement. The result is
-// ρ·(t − t0) in units of 2^-60, whatever its sign, and its bits from 60 up
-// are v − v0 modulo 2^64.
+// (never negative, always below 2^64) and subtracts the 128-bit constant
+// c1:c0 = ρ·(t0 − MinInt64) − f0, in 128-bit two's complement. The result
+// is f0 + ρ·(t − t0) in units of 2^-60, whatever its sign, and its bits
+// from 60 up are v − v0 modulo 2^64.
 type params struct {
 	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
 	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of waitAt
 	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: waitAt's reciprocal
 	rhoZ      uint    // leading zeros of rho
-	c1, c0    uint64  // ρ·(t0 − MinInt64), 128 bits, in units of 2^-60
+	c1, c0    uint64  // ρ·(t0 − MinInt64) − f0, 128 bits, in units of 2^-60
 	v0        uint64  // v(t0), in units
 	capUnits  uint64  // burst in units; ≤ 2^62
 	maxTake   uint64  // largest n that can ever pass: floor(burst)
@@ -182,7 +184,7 @@ func (p *params) anchorAt(t0 int64, v0, frac uint64) {
 // offset is t − MinInt64: every int64 reading as a uint64, in order.
 func offset(t int64) uint64 { return uint64(t) ^ 1<<63 }
 
-// clock returns ρ·(now − t0) in units of 2^-60, as 128-bit two's
+// clock returns f0 + ρ·(now − t0) in units of 2^-60, as 128-bit two's
 // complement hi:lo: v(now) is v0 + (hi:lo >> 60) modulo 2^64, and the
 // fraction of a unit earned at now is lo's low 60 bits.
 func (p *params) clock(now int64) (hi, lo uint64) {
@@ -193,8 +195,8 @@ func (p *params) clock(now int64) (hi, lo uint64) {
 }
 
 // virtual returns v(now) and the fraction of a unit beyond it, in units of
-// 2^-rhoFracBits, such that v + frac/2^60 = v0 + ρ·(now − t0) exactly (mod
-// 2^64 in v), for every int64 now.
+// 2^-rhoFracBits, such that v + frac/2^60 = v0 + f0 + ρ·(now − t0) exactly
+// (mod 2^64 in v), for every int64 now.
 func (p *params) virtual(now int64) (v uint64, frac uint64) {
 	hi, lo := p.clock(now)
 	return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
@@ -459,9 +461,9 @@ func (l *Limit) SetRateAt(rate float64, now int64) error {
 	return nil
 }
 
-// SetBurst changes the burst, as if the new burst had always applied: a
-// bucket's level is the credit it earned since it was last empty, capped at
-// the burst in force. So a cut caps a bucket holding more at its next take
+// SetBurst changes the burst. A bucket's level is always the credit it
+// earned since its empty point, capped at the burst in force, and the new
+// burst applies to that from now on. So a cut caps a bucket holding more at its next take
 // or read; a raise lets a bucket below the old burst keep its level and
 // refill up to the new one, and gives a bucket that sat full the credit it
 // earned while full, up to the new burst (what a keyed table would give a

@@ -83,3 +83,22 @@ func TestSetBurstRaiseIsRetroactive(t *testing.T) {
 	assert.InDelta(t, 1.0, b.TokensAt(int64(1000*time.Second)), 1e-9, "earned 1 since last empty")
 	assert.Equal(t, 1000.0, idle.TokensAt(int64(1000*time.Second)), "full since 0: 1000 earned, capped at the new burst")
 }
+
+// A refund at a stale reading, where the level is below empty, makes it
+// min(burst, level + n): a refund of more than a burst there gives back n
+// tokens, not a full bucket, unless n covers what the bucket lacks.
+func TestRefundOverABurstAtAStaleReading(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, c := range []struct {
+		n    uint64
+		pass bool
+	}{{1, false}, {2, false}, {5, false}, {11, true}, {1 << 40, true}, {1<<64 - 1, true}} {
+		b, err := NewAt(1000, 1, 0)
+		require.NoError(t, err)
+		require.True(t, b.TakeAt(sec, 1).OK())
+		var w atomic.Uint64
+		w.Store(b.Word())
+		b.Limit.RefundAt(&w, sec-10*ms, c.n) // the level there is −10 tokens
+		assert.Equal(t, c.pass, b.Limit.TakeAt(&w, sec-5*ms, 1).OK(), "refund of %d", c.n)
+	}
+}

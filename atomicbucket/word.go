@@ -160,14 +160,19 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 func (l *Limit) Refund(old uint64, now int64, n uint64) uint64 {
 	p := l.p.Load()
 	v, _ := p.virtual(now)
-	if n > p.maxTake {
-		return v - p.capUnits // more than a burst: full (n<<shift could wrap)
+	level := int64(v - old)
+	if level >= int64(p.capUnits) {
+		return v - p.capUnits // full already: capped
 	}
-	next := old - n<<p.shift
-	if int64(v-next) > int64(p.capUnits) {
-		next = v - p.capUnits
+	// The level becomes min(cap, level + n). What the bucket lacks of full,
+	// cap − level, is exact in uint64 (below 2^63 + 2^62 even for a level
+	// far below empty at a stale reading); comparing n with it in tokens
+	// keeps n<<shift from wrapping.
+	lack := p.capUnits - uint64(level)
+	if n > (lack-1)>>p.shift { // n<<shift ≥ lack
+		return v - p.capUnits
 	}
-	return next
+	return old - n<<p.shift
 }
 
 // RefundAt gives back n tokens to the bucket word w at now (see Refund).

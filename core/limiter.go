@@ -276,7 +276,9 @@ func (l *Limiter) Len() int { return l.m.Len() }
 
 // SetRefillFactor scales the refill rate to f·Rate from now on, for a server
 // that sheds load: f in (0, 1]; 1 restores the configured rate. Every
-// bucket keeps the level it has at now (atomicbucket.Limit.SetRateAt).
+// bucket keeps the level it has at now (atomicbucket.Limit.SetRateAt). A
+// factor the bucket's scale cannot hold is refused: one that makes the fill
+// time exceed atomicbucket.MaxFillTime, or a cut of more than 2^39 times.
 func (l *Limiter) SetRefillFactor(f float64, now int64) error {
 	if math.IsNaN(f) || f <= 0 || f > 1 {
 		return cfgErr("RefillFactor", f, "must be in (0, 1]", nil)

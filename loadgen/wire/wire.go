@@ -122,8 +122,9 @@ func (unknownTypeError) Is(target error) bool { return target == ErrMalformed }
 
 // FieldError names a message field that an encoder could not represent. It
 // wraps ErrField. Len and Max are the field's length and the most it may
-// be, in bytes; for Field "type" (a Type that is no message type) they are
-// the type's value and the last valid one, and Error says so.
+// be, in bytes; for Field "type" (a Type that is no message type) and
+// "status" (a Reply Status that is not Valid) they are the value and the
+// last valid one, and Error says so.
 type FieldError struct {
 	Type  Type
 	Field string
@@ -132,8 +133,11 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
-	if e.Field == "type" { // Len is the type's value, not a length
+	switch e.Field { // Len is a value, not a length, for these two
+	case "type":
 		return fmt.Sprintf("wire: type %d is not a message type (1 to %d)", e.Len, e.Max)
+	case "status":
+		return fmt.Sprintf("wire: %v status %d is not a reply status (0 to %d)", e.Type, e.Len, e.Max)
 	}
 	return fmt.Sprintf("wire: %v %s is %d bytes, more than %d", e.Type, e.Field, e.Len, e.Max)
 }
@@ -213,8 +217,9 @@ func FrameSize(m *Msg) (int, error) {
 
 // Append appends m's frame to dst and returns the extended slice. It does
 // not allocate when dst has the capacity (see FrameSize). A message whose
-// frame would exceed MaxFrameLimit, or whose hello fields exceed 255 bytes,
-// is refused with a *FieldError and dst is returned unchanged. The
+// frame would exceed MaxFrameLimit, whose hello fields exceed 255 bytes,
+// whose Type is no message type or whose Reply Status is not Valid is
+// refused with a *FieldError and dst is returned unchanged. The
 // receiver's own maximum frame size is the caller's to respect.
 func Append(dst []byte, m *Msg) ([]byte, error) {
 	n, err := bodySize(m)

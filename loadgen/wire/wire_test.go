@@ -261,6 +261,7 @@ func TestAppendRefusesAnInvalidStatus(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "status", fe.Field)
 	assert.Equal(t, 7, fe.Len)
+	assert.Equal(t, "wire: Reply status 7 is not a reply status (0 to 2)", err.Error())
 	assert.Panics(t, func() { AppendReply(nil, 1, Status(3), 0, 0) })
 	b := AppendReply(nil, 1, StatusFailed, 0, 0)
 	var m Msg
