@@ -107,3 +107,26 @@ func TestByteFloodMaxFrameIsChecked(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MaxFrame")
 }
+
+// A slowloris in session mode dribbles valid requests, each with an id of
+// its own: the same id every time was a replay from the second on, so more
+// than its pace was hostile.
+func TestSlowlorisSessionRequestsHaveTheirOwnIDs(t *testing.T) {
+	acts := actionsOf(t, planOf(1, 2*time.Minute, &Slowloris{Session: true, BytesPerWrite: 8, Every: 100 * time.Millisecond}, 1))[0]
+	var stream []byte
+	for _, a := range acts {
+		if a.Op == OpRaw {
+			stream = append(stream, a.Data...)
+		}
+	}
+	var d wire.Decoder
+	d.Reset(stream)
+	var m wire.Msg
+	ids := map[uint64]bool{}
+	for d.Next(&m) == nil {
+		require.Equal(t, wire.TypeRequest, m.Type)
+		require.False(t, ids[m.ID], "id %d twice", m.ID)
+		ids[m.ID] = true
+	}
+	assert.Greater(t, len(ids), 10)
+}

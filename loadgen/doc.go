@@ -205,7 +205,7 @@
 //
 //	BytesPerWrite  1      bytes per write
 //	Every          500ms  gap between writes, ±10%
-//	Session        false  log in first and dribble requests instead
+//	Session        false  log in first and dribble requests instead (each its own id, on DefaultChannels' chat)
 //
 // replay (Replay): duplicate requests (the same id while the first is in
 // flight) and replays (an id already answered).

@@ -317,7 +317,8 @@ type Slowloris struct {
 	BytesPerWrite int `yaml:"bytes_per_write"`
 	// Every: time between writes (±10% jitter). Default 500ms.
 	Every time.Duration `yaml:"every"`
-	// Session: log in first (OpConnect) and dribble requests, instead of
+	// Session: log in first (OpConnect) and dribble requests (each with
+	// an id of its own, on the chat channel of DefaultChannels), instead of
 	// dialling (OpDial) and dribbling a Hello.
 	Session bool `yaml:"session"`
 }
@@ -337,30 +338,35 @@ func (s Slowloris) Validate() error {
 // Stream returns the dribble.
 func (s Slowloris) Stream(c *Client) Stream {
 	subs, t0 := s.Persist.streams(c, !s.Session)
-	var frame []byte
+	d := &dribble{n: orInt(s.BytesPerWrite, 1)}
 	if s.Session {
-		// A valid request (on the chat channel of DefaultChannels), so
-		// that only its pace is hostile.
-		frame, _ = wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62, make([]byte, 32))
+		// Valid requests (on the chat channel of DefaultChannels), each
+		// with an id of its own, so that only their pace is hostile.
+		d.renew = func(i uint64) []byte {
+			f, _ := wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62+i, make([]byte, 32))
+			return f
+		}
+		d.frame = d.renew(0)
 	} else {
 		var tok [8]byte
-		frame, _ = wire.AppendHello(nil, tok[:], []byte(c.Label))
+		d.frame, _ = wire.AppendHello(nil, tok[:], []byte(c.Label))
 	}
 	every := orDur(s.Every, 500*time.Millisecond)
 	r := subRand(c, subAttack)
-	return newMerge(append(subs, &dribble{
-		ticker: newTicker(r, Action{Op: OpRaw}, t0+every, every, every/10, c.End),
-		frame:  frame,
-		n:      orInt(s.BytesPerWrite, 1),
-	})...)
+	d.ticker = newTicker(r, Action{Op: OpRaw}, t0+every, every, every/10, c.End)
+	return newMerge(append(subs, d)...)
 }
 
-// dribble yields frame n bytes per tick, over and over.
+// dribble yields frame n bytes per tick, over and over; with renew, each
+// frame after the first is renew(1), renew(2)... (a new slice: the
+// actions already yielded keep theirs).
 type dribble struct {
 	*ticker
 	frame []byte
 	n     int
 	off   int
+	renew func(i uint64) []byte
+	made  uint64
 }
 
 func (d *dribble) Next(a *Action) bool {
@@ -370,6 +376,10 @@ func (d *dribble) Next(a *Action) bool {
 	end := min(d.off+d.n, len(d.frame))
 	a.Data = d.frame[d.off:end]
 	d.off = end % len(d.frame)
+	if d.off == 0 && d.renew != nil {
+		d.made++
+		d.frame = d.renew(d.made)
+	}
 	return true
 }
 

@@ -280,6 +280,20 @@ func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 {
 	return r.pops[pop].dropped[k][m]
 }
 
+// TotalClamped returns the values recorded out of range, and clamped into
+// it, over every histogram.
+func (r *Recorder) TotalClamped() int64 {
+	var n int64
+	for i := range r.pops {
+		for k := range NumKinds {
+			for m := range NumMetrics {
+				n += r.pops[i].clamped[k][m]
+			}
+		}
+	}
+	return n
+}
+
 // TotalDropped returns the values lost over every histogram.
 func (r *Recorder) TotalDropped() int64 {
 	r.flush()

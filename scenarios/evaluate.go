@@ -148,8 +148,14 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			worst = max(worst, d)
 			found = true
 		}
-		if !found || worst == reports.Never {
-			return math.Inf(1) // a client never cut off, or no hostile client
+		if !found {
+			// No hostile population named: cutting an honest client off
+			// is false_disconnects' business, and a value here would let
+			// "laggy.cutoff_max > 19s" pass on nothing measured.
+			return math.NaN()
+		}
+		if worst == reports.Never {
+			return math.Inf(1) // a client never cut off
 		}
 		return float64(worst)
 	}

@@ -115,7 +115,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 			rv.Invalid = append(rv.Invalid, err.Error())
 		}
 		if n := r.Recorder.TotalDropped(); n > 0 {
-			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values fell outside the histograms' range", n))
+			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values were lost from the histograms", n))
+		}
+		if n := r.Recorder.TotalClamped(); n > 0 {
+			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
 		}
 		// A run cut short counts what ran, but its per-second rates are
 		// over the whole measured window: say so rather than report them

@@ -81,6 +81,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			return errAt(n, path, "want a mapping of fields")
 		}
 		fields := yamlFields(t)
+		if e := repeatedKey(n, path); e != nil {
+			return e
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Tag == "!!merge" {
@@ -101,6 +104,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		if n.Kind != yaml.MappingNode {
 			return errAt(n, path, "want a mapping")
 		}
+		if e := repeatedKey(n, path); e != nil {
+			return e
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if e := checkText(n.Content[i], t.Key(), join(path, n.Content[i].Value)); e != nil {
 				return e // a key such as a reason name
@@ -113,6 +119,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return errAt(n, path, "want a list")
+		}
+		if e := repeatedName(n, t.Elem(), path); e != nil {
+			return e
 		}
 		for i, c := range n.Content {
 			if e := checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
@@ -143,6 +152,48 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		}
 		return nil
 	}
+}
+
+// repeatedKey reports the second occurrence of a key in mapping n. A
+// policy variant's set is merged before core decodes it, and the merge
+// would keep the last one silently.
+func repeatedKey(n *yaml.Node, path string) *FieldError {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if seen[k.Value] {
+			return errAt(k, join(path, k.Value), "repeated key")
+		}
+		seen[k.Value] = true
+	}
+	return nil
+}
+
+// repeatedName reports the second item of list n with a name already used,
+// for lists of structs with a name field (channels, populations, variants):
+// a variant's set merges its items by name, and would fold two of them.
+func repeatedName(n *yaml.Node, elem reflect.Type, path string) *FieldError {
+	for elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	if elem.Kind() != reflect.Struct {
+		return nil
+	}
+	if _, ok := yamlFields(elem)["name"]; !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	for i, item := range n.Content {
+		name := itemName(item)
+		if name == "" {
+			continue
+		}
+		if seen[name] {
+			return errAt(item, fmt.Sprintf("%s[%d].name", path, i), fmt.Sprintf("%q is used twice", name))
+		}
+		seen[name] = true
+	}
+	return nil
 }
 
 var textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,8 +46,8 @@ var Metrics = map[string]string{
 	"max":                  "largest response time",
 	"false_disconnects":    "honest clients the server disconnected (a defect); no value for a hostile population",
 	"lockouts":             "honest clients locked out (a defect); no value for a hostile population",
-	"cutoff_p50":           "median over the population's clients of the time from a client's first message until it was cut off (never, if fewer than half were)",
-	"cutoff_max":           "longest time until a client was cut off, over all of the population's clients (never, if one was not)",
+	"cutoff_p50":           "median over a hostile population's clients of the time from a client's first message until it was cut off (never, if fewer than half were); over several populations, the largest of their medians; no value for an honest population",
+	"cutoff_max":           "longest time until a client was cut off, over all of a hostile population's clients (never, if one was not); no value for an honest population",
 	"send_lag_p99":         "99th percentile of how late sends left versus their schedule",
 }
 
@@ -112,7 +113,7 @@ func ParseThreshold(text string) (Threshold, error) {
 		return t, fmt.Errorf("%s", msg)
 	}
 	t.IsDuration = durationMetrics[t.Metric]
-	v, err := parseValue(rhs, t.IsDuration)
+	v, err := parseValue(rhs, t.IsDuration, fractionMetrics[t.Metric])
 	if err != nil {
 		return t, fmt.Errorf("%s: %v", t.Metric, err)
 	}
@@ -120,7 +121,7 @@ func ParseThreshold(text string) (Threshold, error) {
 	return t, nil
 }
 
-func parseValue(s string, duration bool) (float64, error) {
+func parseValue(s string, duration, percent bool) (float64, error) {
 	if duration {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -128,16 +129,31 @@ func parseValue(s string, duration bool) (float64, error) {
 		}
 		return float64(d), nil
 	}
-	if strings.HasSuffix(s, "%") {
-		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-		if err != nil {
+	if num, ok := strings.CutSuffix(s, "%"); ok {
+		if !percent {
+			return 0, fmt.Errorf("%q: a percentage is only for a share (drop_rate, limited_rate)", s)
+		}
+		// Scaled by the exponent, rounded once: 0.7% is the float64 of
+		// 0.007 (ParseFloat then /100 would round twice, to just below
+		// it, and fail "<= 0.7%" at exactly 7 in 1000).
+		f, err := strconv.ParseFloat(num+"e-2", 64)
+		if err != nil || strings.ContainsAny(num, "eE") {
 			return 0, fmt.Errorf("%q is not a percentage", s)
 		}
-		return f / 100, nil
+		return finite(s, f)
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return finite(s, f)
+}
+
+// finite refuses NaN and infinities: a threshold against one can never
+// fail, or never pass.
+func finite(s string, f float64) (float64, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a finite number", s)
 	}
 	return f, nil
 }

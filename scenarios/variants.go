@@ -12,8 +12,10 @@ import (
 // mergeNode returns base with over laid on top: mappings merge key by key,
 // lists whose items are all mappings with a name merge item by item (an item
 // with a new name is appended), and anything else replaces. Neither input
-// is modified.
+// is modified. Aliases are followed: a value the base writes as *anchor
+// merges like the value it names.
 func mergeNode(base, over *yaml.Node) *yaml.Node {
+	base, over = unalias(base), unalias(over)
 	if over == nil || over.Kind == 0 {
 		return cloneNode(base)
 	}
@@ -71,7 +73,16 @@ func namedItems(n *yaml.Node) bool {
 	return true
 }
 
+// unalias follows n's aliases to the node they name.
+func unalias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
 func itemName(n *yaml.Node) string {
+	n = unalias(n)
 	if n.Kind != yaml.MappingNode {
 		return ""
 	}
@@ -143,16 +154,26 @@ type NamedPolicy struct {
 }
 
 // Policies decodes and validates every variant (or the base policy alone
-// when there are none). Errors name the scenario file, the variant and the
-// field path with its line.
+// when there are none). Errors name the file the field is written in, the
+// variant and the field path with its line: a base policy from policy_file
+// that is invalid on its own is that file's error; a variant's, once the
+// base is valid, comes from its set in the scenario file.
 func (s *Scenario) Policies() ([]NamedPolicy, error) {
+	if s.PolicyFile != "" && len(s.Variants) > 0 {
+		if _, err := core.DecodePolicyNode(cloneNode(&s.Policy)); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.PolicyFile, err)
+		}
+	}
 	var out []NamedPolicy
 	for _, v := range s.variantNodes() {
 		p, err := core.DecodePolicyNode(v.Node)
 		if err != nil {
 			file := s.File
-			if s.PolicyFile != "" {
-				file = s.PolicyFile + " (with " + s.File + ")"
+			switch {
+			case s.PolicyFile != "" && len(s.Variants) == 0:
+				file = s.PolicyFile // the base alone
+			case s.PolicyFile != "":
+				return nil, fmt.Errorf("%s: policy variant %q: its set over %s: %w", s.File, v.Name, s.PolicyFile, err)
 			}
 			return nil, fmt.Errorf("%s: policy variant %q: %w", file, v.Name, err)
 		}
