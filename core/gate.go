@@ -196,7 +196,8 @@ func (v Verdict) String() string {
 type GateOption func(*gateConfig)
 
 type gateConfig struct {
-	locked func(account uint64) bool
+	locked    func(account uint64) bool
+	tableSeed uint64 // WithReproducibleTables; 0: random secrets, default shards
 }
 
 // WithLockedHook sets the transaction-lock hook: a message from an
@@ -206,6 +207,17 @@ type gateConfig struct {
 // for concurrent use.
 func WithLockedHook(f func(account uint64) bool) GateOption {
 	return func(c *gateConfig) { c.locked = f }
+}
+
+// WithReproducibleTables makes the keyed tables (account, address, match)
+// place keys the same way on every run and every machine: their hash
+// secrets come from seed (not 0) and their shard counts from their sizes
+// alone, not GOMAXPROCS. Which keys share a shard decides when a full table
+// says TableFull, so a simulation that must give the same results for the
+// same seed needs this. Never in production: a client that learns the seed
+// can craft keys that collide.
+func WithReproducibleTables(seed uint64) GateOption {
+	return func(c *gateConfig) { c.tableSeed = seed }
 }
 
 // NewGate validates a copy of the policy, fills its defaults, and returns
@@ -275,7 +287,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 			// no strikes for the same reason.
 			esc.Violations = new(uint32(0))
 		}
-		k, err := newLimiterKeyed(b, int(maxKeys), &esc, reason, now)
+		k, err := newLimiterKeyed(b, int(maxKeys), &esc, reason, now, cfg.tableSeed)
 		if err != nil {
 			return nil, &PolicyError{Path: path, Line: pol.lines[path], Msg: err.Error(), Err: err}
 		}

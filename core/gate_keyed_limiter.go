@@ -13,8 +13,18 @@ type limiterKeyed struct {
 
 // newLimiterKeyed builds the Limiter of one layer. Its clock is anchored at
 // now; the gate only ever calls its At methods.
-func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64) (*limiterKeyed, error) {
+func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64, seed uint64) (*limiterKeyed, error) {
+	var shards int
+	if seed != 0 {
+		// WithReproducibleTables: one layout whatever the machine, and a
+		// seed of its own per layer.
+		seed ^= uint64(reason) * 0x9e3779b97f4a7c15
+		seed |= 1 // never 0, which would mean random
+		shards = shardmap.ReproducibleShards(maxKeys)
+	}
 	l, err := NewLimiter(LimiterConfig{
+		Shards:              shards,
+		HashSeed:            seed,
 		Rate:                *b.Rate,
 		Burst:               *b.Burst,
 		MaxKeys:             maxKeys,

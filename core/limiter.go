@@ -76,7 +76,7 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, cfgErr("Rate", cfg.Rate, err.Error(), err)
 	}
-	m, err := shardmap.New(lim, shardmap.Config{MaxKeys: cfg.MaxKeys, Shards: cfg.Shards, EvictBackoff: cfg.EvictBackoff}, now)
+	m, err := shardmap.New(lim, shardmap.Config{MaxKeys: cfg.MaxKeys, Shards: cfg.Shards, EvictBackoff: cfg.EvictBackoff, Seed: cfg.HashSeed}, now)
 	if err != nil {
 		return nil, cfgErr("MaxKeys", cfg.MaxKeys, err.Error(), err)
 	}

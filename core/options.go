@@ -62,6 +62,9 @@ type LimiterConfig struct {
 	// EvictBackoff: see shardmap.Config. 0 means
 	// shardmap.DefaultEvictBackoff; negative means never back off.
 	EvictBackoff time.Duration
+	// HashSeed, if not 0, fixes the key table's hash secrets
+	// (shardmap.Config.Seed): for reproducible simulations only.
+	HashSeed uint64
 
 	// Clock is the clock of the convenience methods without an At suffix
 	// and of the janitor, in nanoseconds; the limiter is anchored at its

@@ -89,6 +89,7 @@
 // SimConfig.Stalls interval stops the simulated server, to show how a
 // server-side stall reaches every response measured from its intended
 // time. Result.ServerCPU is the wall time spent simulating the server.
+// Sim's doc lists where the sim differs from the real server.
 //
 // loopback (Loopback, RunLoopback) starts a loadgen/server in-process on
 // 127.0.0.1 (a free port) with the policy and tick rate, and runs the plan

@@ -211,6 +211,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		TickRate:   sp.TickRate,
 		MaxConns:   serverMaxConns(len(clients)),
 		Channels:   &chans,
+		TableSeed:  mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
 		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
 	}, clients)
 	if err != nil {

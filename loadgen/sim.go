@@ -45,6 +45,10 @@ type SimConfig struct {
 	// Channels are the kinds' channels (see ChannelsOf), by which the sim
 	// labels what it decides; nil means ChannelsOf the policy.
 	Channels *Channels
+	// TableSeed lays out the gate's keyed tables (core.WithReproducibleTables)
+	// so that when a table fills, the same keys are refused on every run and
+	// machine. RunSim derives it from the plan's seed; 0 means 1.
+	TableSeed uint64
 	// OnDecision, if set, is called with every decision the server makes
 	// on a frame (and Hello) of a client: the client's population, the
 	// kind the server decoded the frame as (KindRaw for a frame that does
@@ -76,7 +80,25 @@ type Stall struct {
 // StatusFailed before a Hello) and Done in the gate Service later; every
 // tick runs Gate.Step and the idle and partial-frame timeouts. Network
 // latency is zero. Everything happens in the order of virtual time, ties
-// in the order of calls, so the same calls give the same events.
+// in the order of calls, so the same calls give the same events; the
+// gate's keyed tables are laid out from SimConfig.TableSeed, so a table
+// that fills refuses the same keys every time.
+//
+// Where it differs from the server, deliberately or because a socket is not
+// deterministic:
+//   - each Write is read on its own: a server that falls behind reads
+//     several writes of a connection in one read (one minimum byte charge
+//     for all of them) or splits one, which changes ByteLimit counts for
+//     floods of small writes;
+//   - a timeout closes the connection at the first tick at or after its
+//     deadline; the server re-arms its socket deadline lazily, and closes
+//     up to an eighth of the timeout later (a frame completed in that slack
+//     is read there, and the connection lives on);
+//   - a request holds its queue place until its reply, Service later; the
+//     server frees it at its next tick;
+//   - the server's write buffer and write timeout (the disconnects of a
+//     client that does not read) are not modelled;
+//   - a client that closes during a stall loses what the stall held.
 //
 // Make one with NewSim; it is not safe for concurrent use (one worker
 // calls it).
@@ -243,7 +265,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
 		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
 	}
-	g, err := core.NewGate(p, 0)
+	g, err := core.NewGate(p, 0, core.WithReproducibleTables(max(cfg.TableSeed, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: sim: %w", err)
 	}

@@ -210,3 +210,29 @@ func TestFullAfterEvictionsDoesNotReportAStaleWait(t *testing.T) {
 		t.Errorf("Full with RetryAfter %v while the shard just evicted %d idle keys", r.RetryAfter(), m.Counters().Evicted)
 	}
 }
+
+// A map made with a Seed lays keys out the same way every time (and a
+// different seed differently); ReproducibleShards depends on the size alone.
+func TestSeedFixesTheLayout(t *testing.T) {
+	mk := func(seed uint64) *Map {
+		return newMap(t, 1, 1, Config{MaxKeys: 4096, Shards: ReproducibleShards(4096), Seed: seed})
+	}
+	a, b, c := mk(7), mk(7), mk(8)
+	same, other := 0, 0
+	for k := uint64(0); k < 1000; k++ {
+		if a.ShardOf(k) == b.ShardOf(k) {
+			same++
+		}
+		if a.ShardOf(k) == c.ShardOf(k) {
+			other++
+		}
+	}
+	if same != 1000 || other >= 200 {
+		t.Fatalf("same seed: %d of 1000 keys in the same shard (want all); another seed: %d (want about 1 in 16)", same, other)
+	}
+	for _, c := range [][2]int{{1 << 20, 16}, {200, 2}, {10, 1}} {
+		if got := ReproducibleShards(c[0]); got != c[1] {
+			t.Errorf("ReproducibleShards(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+}

@@ -26,6 +26,11 @@ type Config struct {
 	// nothing could be evicted refuses new keys without scanning again.
 	// 0 means DefaultEvictBackoff; a negative value means never back off.
 	EvictBackoff time.Duration
+	// Seed, if not 0, derives the hash's secrets from it instead of drawing
+	// them at random, so that keys land in the same shards and slots on
+	// every run: for reproducible simulations, never in production, where
+	// a client that learns the seed can craft keys that collide.
+	Seed uint64
 }
 
 // DefaultEvictBackoff is the EvictBackoff used when none is given.
@@ -44,6 +49,18 @@ const MaxKeysLimit = 1 << 40
 func DefaultShards(maxKeys int) int {
 	n := 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1))
 	n = min(max(n, 16), 1024)
+	for n > 1 && maxKeys/n < 64 {
+		n >>= 1
+	}
+	return n
+}
+
+// ReproducibleShards is DefaultShards as it is on a machine with
+// GOMAXPROCS 4: a shard count that depends on the map's size alone, for
+// maps that must lay keys out the same way on every machine (with
+// Config.Seed).
+func ReproducibleShards(maxKeys int) int {
+	n := 16
 	for n > 1 && maxKeys/n < 64 {
 		n >>= 1
 	}
@@ -297,8 +314,15 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	// at least one slot always stays empty so that probes end.
 	m.maxUsed = m.perShard + max(1, (int64(m.slots)-m.perShard)/2)
 	m.maxUsed = min(m.maxUsed, int64(m.slots)-1)
-	for i := range m.seed {
-		m.seed[i] = rand.Uint64() // ChaCha8, seeded by the runtime from the OS
+	if cfg.Seed != 0 {
+		r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+		for i := range m.seed {
+			m.seed[i] = r.Uint64()
+		}
+	} else {
+		for i := range m.seed {
+			m.seed[i] = rand.Uint64() // ChaCha8, seeded by the runtime from the OS
+		}
 	}
 	m.seed[1] |= 1
 	m.seed[3] |= 1

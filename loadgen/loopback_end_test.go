@@ -1,0 +1,66 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/core"
+)
+
+// A client that keeps writing after the server ended its connection (an
+// oversize prefix, then 255 frames due at the same instant, as a worker that
+// is behind carries them out) is still recorded as disconnected by the
+// server, with its reason: the writes after the end are lost, as the sim
+// loses them, instead of failing and making the worker drop the connection
+// itself before it read the server's Disconnect.
+func TestLoopbackRecordsTheServersEndDespiteLaterWrites(t *testing.T) {
+	acts := []Action{{At: int64(10 * time.Millisecond), Op: OpConnect}}
+	at := int64(200 * time.Millisecond)
+	acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF, 2}})
+	for range 255 {
+		acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0, 0, 0, 6, 2, 0}})
+	}
+	plan := Plan{Seed: 1, Duration: time.Second, Populations: []Population{{Name: "x", Clients: 1, Behaviour: &scripted{acts: acts}, Hostile: true}}}
+	spec := RunSpec{Plan: plan, Workers: 1, Config: RunConfig{Timeout: 300 * time.Millisecond}}
+	sim, err := RunSim(context.Background(), spec, DefaultPolicy())
+	require.NoError(t, err)
+	loop, err := RunLoopback(context.Background(), spec, DefaultPolicy())
+	require.NoError(t, err)
+	for _, res := range []*Result{sim, loop} {
+		assert.Equal(t, int64(1), res.Disconnected[0])
+		assert.Equal(t, int64(1), res.Recorder.Count(0, KindSession, Outcome(core.Oversize)), "the session ended Oversize")
+		assert.Zero(t, res.Recorder.Count(0, KindRaw, Disconnected), "no write failed")
+	}
+}
+
+// A sim run whose account table fills (key churn pushing new identities
+// into a small table of slow buckets) gives the same results on every run
+// of the same seed: the tables are laid out from the seed, not from random
+// hash secrets and GOMAXPROCS, which decided which keys a full table
+// refused.
+func TestSimIsDeterministicWhenATableFills(t *testing.T) {
+	p := DefaultPolicy()
+	p.Tables.Accounts = new(uint32(300))
+	p.Account = core.Budget{Rate: new(0.5), Burst: new(10.0)}
+	plan := Plan{Seed: 9, Duration: 10 * time.Second, Populations: []Population{
+		{Name: "honest", Clients: 4, Behaviour: &Honest{}},
+		{Name: "churn", Clients: 2, Behaviour: &KeyChurn{Every: 5 * time.Millisecond}, Hostile: true},
+	}}
+	var first []byte
+	for range 4 {
+		res, err := RunSim(context.Background(), RunSpec{Plan: plan}, p)
+		require.NoError(t, err)
+		require.Positive(t, res.Recorder.Decisions(1)[Outcome(core.TableFull)], "the table filled")
+		b, err := res.Canonical()
+		require.NoError(t, err)
+		if first == nil {
+			first = b
+			continue
+		}
+		require.Equal(t, first, b)
+	}
+}
