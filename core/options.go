@@ -63,7 +63,9 @@ type LimiterConfig struct {
 	// shardmap.DefaultEvictBackoff; negative means never back off.
 	EvictBackoff time.Duration
 	// HashSeed, if not 0, fixes the key table's hash secrets
-	// (shardmap.Config.Seed): for reproducible simulations only.
+	// (shardmap.Config.Seed): for reproducible simulations only. It fixes
+	// where uint64 keys land; StringKey and AddrKey still hash with a
+	// secret of their own, and Shards 0 still depends on GOMAXPROCS.
 	HashSeed uint64
 
 	// Clock is the clock of the convenience methods without an At suffix

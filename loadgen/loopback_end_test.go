@@ -2,6 +2,9 @@ package loadgen
 
 import (
 	"context"
+	"net"
+	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -63,4 +66,37 @@ func TestSimIsDeterministicWhenATableFills(t *testing.T) {
 		}
 		require.Equal(t, first, b)
 	}
+}
+
+// A write that times out (a server that stops reading) is the worker's
+// error, not a lost write: only a socket the server ended loses writes.
+func TestLoopbackWriteTimeoutIsAnError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	hold := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		<-hold // never reads
+		c.Close()
+	}()
+	defer func() { close(hold); <-done }()
+	l, err := NewLoopback(context.Background(), netip.MustParseAddrPort(ln.Addr().String()), NewRealTime(), 200*time.Millisecond)
+	require.NoError(t, err)
+	defer l.Stop()
+	id := ConnID{1, 1}
+	require.NoError(t, l.Dial(id, 1))
+	buf := make([]byte, 1<<20)
+	for range 256 { // far more than the socket buffers hold
+		if err = l.Write(id, buf); err != nil {
+			break
+		}
+	}
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 }

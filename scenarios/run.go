@@ -109,17 +109,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		if err := fill(rv, eff, r); err != nil {
 			return nil, fmt.Errorf("scenarios: variant %q: %w", v.Name, err)
 		}
-		// An open-model run is only valid if the load generator kept its
-		// schedule: a late send hides the server's latency.
-		if err := r.Recorder.CheckSendLag(0.99, MaxSendLagP99); err != nil {
-			rv.Invalid = append(rv.Invalid, err.Error())
-		}
-		if n := r.Recorder.TotalDropped(); n > 0 {
-			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values were lost from the histograms", n))
-		}
-		if n := r.Recorder.TotalClamped(); n > 0 {
-			rv.Invalid = append(rv.Invalid, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
-		}
+		rv.Invalid = append(rv.Invalid, recorderInvalid(r.Recorder)...)
 		// A run cut short counts what ran, but its per-second rates are
 		// over the whole measured window: say so rather than report them
 		// as if it had run to the end.
@@ -296,4 +286,22 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 		}
 	}
 	return eff, variants, plan, nil
+}
+
+// recorderInvalid says why a run's recording cannot be trusted, if it
+// cannot: an open-model run is only valid if the load generator kept its
+// schedule (a late send hides the server's latency), and its percentiles
+// only if no value was lost or clamped.
+func recorderInvalid(rec *loadgen.Recorder) []string {
+	var out []string
+	if err := rec.CheckSendLag(0.99, MaxSendLagP99); err != nil {
+		out = append(out, err.Error())
+	}
+	if n := rec.TotalDropped(); n > 0 {
+		out = append(out, fmt.Sprintf("%d latency values were lost from the histograms", n))
+	}
+	if n := rec.TotalClamped(); n > 0 {
+		out = append(out, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,13 +30,20 @@ func TestPercentThresholdsHoldAtEquality(t *testing.T) {
 
 // A percentage is for a share only, and a threshold value is finite.
 func TestThresholdValuesAreCheckedForTheMetric(t *testing.T) {
-	for _, bad := range []string{"flood.admitted_per_s <= 10%", "honest.false_disconnects <= 1%", "honest.drop_rate < NaN", "flood.admitted_per_s <= inf", "honest.drop_rate <= 1e2%"} {
+	for _, bad := range []string{"flood.admitted_per_s <= 10%", "honest.false_disconnects <= 1%", "honest.drop_rate < NaN", "flood.admitted_per_s <= inf", "honest.drop_rate <= 1e400%", "honest.drop_rate <= 1ex%"} {
 		_, err := ParseThreshold(bad)
 		assert.Error(t, err, bad)
 	}
-	for _, ok := range []string{"honest.limited_rate < 0.5%", "honest.drop_rate < 0.001", "flood.admitted_per_s <= 10"} {
-		_, err := ParseThreshold(ok)
-		assert.NoError(t, err, ok)
+	for _, c := range []struct {
+		text string
+		want float64
+	}{
+		{"honest.limited_rate < 0.5%", 0.005}, {"honest.drop_rate < 0.001", 0.001}, {"flood.admitted_per_s <= 10", 10},
+		{"honest.drop_rate <= 1e-3%", 1e-5}, {"honest.drop_rate <= 1E2%", 1}, {"honest.drop_rate <= .5%", 0.005},
+	} {
+		th, err := ParseThreshold(c.text)
+		require.NoError(t, err, c.text)
+		assert.Equal(t, c.want, th.Value, c.text)
 	}
 }
 
@@ -106,11 +114,15 @@ func TestCutoffOnAnHonestPopulationHasNoValue(t *testing.T) {
 func TestClampedLatenciesAreCounted(t *testing.T) {
 	rec, err := loadgen.NewRecorder([]string{"p"}, loadgen.HistConfig{})
 	require.NoError(t, err)
+	rec.Record(0, loadgen.KindChat, loadgen.Response, int64(time.Millisecond))
+	assert.Empty(t, recorderInvalid(rec))
 	rec.Record(0, loadgen.KindChat, loadgen.Response, int64(2*time.Minute))
 	rec.Record(0, loadgen.KindChat, loadgen.Response, -5)
-	rec.Record(0, loadgen.KindChat, loadgen.Response, int64(time.Millisecond))
 	assert.Equal(t, int64(2), rec.TotalClamped())
 	assert.Zero(t, rec.TotalDropped())
+	notes := recorderInvalid(rec)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "2 latency values fell outside the histograms' range")
 }
 
 // A variant's invalid set over a valid policy file is the scenario's
@@ -131,11 +143,28 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Policies()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "s1.yaml: policy variant \"v\": its set over")
+	assert.Contains(t, err.Error(), "s1.yaml: policy variant \"v\" (its set, over")
 	assert.Contains(t, err.Error(), "(line 7)")
-	s, err = Load(write("s2.yaml", scen("bad.yaml")))
+	s, err = Load(write("s2.yaml", strings.Replace(scen("bad.yaml"), "account: {rate: -5}", "channels: [{name: move, rate: 20}]", 1)))
 	require.NoError(t, err)
 	_, err = s.Policies()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "bad.yaml: core: policy: account.rate (line 3)")
+	assert.Contains(t, err.Error(), "bad.yaml: policy variant \"v\" (with the set in")
+	assert.Contains(t, err.Error(), "account.rate (line 3)")
+
+	// A set that breaks a field it did not write: the field's line is the
+	// policy file's, and so is the name.
+	write("ladder.yaml", "channels:\n  - {name: move, class: input, rate: 30}\nstrikes:\n  ladder: {warn: 1, shed: 2, drop: 3, disconnect: 4, lockout: 5}\n")
+	s, err = Load(write("s3.yaml", "name: n\nduration: 3s\npolicy_file: ladder.yaml\nvariants:\n  - name: v\n    set:\n      strikes: {ladder: {warn: 3}}\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"))
+	require.NoError(t, err)
+	_, err = s.Policies()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ladder.yaml: policy variant \"v\" (with the set in")
+
+	// A policy file completed by every variant's set is not refused alone.
+	write("partial.yaml", "channels:\n  - {name: move, class: input}\n")
+	s, err = Load(write("s4.yaml", "name: n\nduration: 3s\npolicy_file: partial.yaml\nvariants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 20}]\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"))
+	require.NoError(t, err)
+	_, err = s.Policies()
+	assert.NoError(t, err)
 }

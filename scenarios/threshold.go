@@ -136,8 +136,16 @@ func parseValue(s string, duration, percent bool) (float64, error) {
 		// Scaled by the exponent, rounded once: 0.7% is the float64 of
 		// 0.007 (ParseFloat then /100 would round twice, to just below
 		// it, and fail "<= 0.7%" at exactly 7 in 1000).
-		f, err := strconv.ParseFloat(num+"e-2", 64)
-		if err != nil || strings.ContainsAny(num, "eE") {
+		mant, exp := num, 0
+		if i := strings.IndexAny(num, "eE"); i >= 0 {
+			e, err := strconv.Atoi(num[i+1:])
+			if err != nil {
+				return 0, fmt.Errorf("%q is not a percentage", s)
+			}
+			mant, exp = num[:i], e
+		}
+		f, err := strconv.ParseFloat(mant+"e"+strconv.Itoa(exp-2), 64)
+		if err != nil {
 			return 0, fmt.Errorf("%q is not a percentage", s)
 		}
 		return finite(s, f)

@@ -73,6 +73,27 @@ func namedItems(n *yaml.Node) bool {
 	return true
 }
 
+// lineSpan returns the first and last line of n's subtree (0, -1 for an
+// empty node).
+func lineSpan(n *yaml.Node) (lo, hi int) {
+	lo, hi = 0, -1
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || n.Kind == 0 {
+			return
+		}
+		if n.Line > 0 && (lo == 0 || n.Line < lo) {
+			lo = n.Line
+		}
+		hi = max(hi, n.Line)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return lo, hi
+}
+
 // unalias follows n's aliases to the node they name.
 func unalias(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
@@ -159,23 +180,25 @@ type NamedPolicy struct {
 // that is invalid on its own is that file's error; a variant's, once the
 // base is valid, comes from its set in the scenario file.
 func (s *Scenario) Policies() ([]NamedPolicy, error) {
-	if s.PolicyFile != "" && len(s.Variants) > 0 {
-		if _, err := core.DecodePolicyNode(cloneNode(&s.Policy)); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.PolicyFile, err)
-		}
-	}
 	var out []NamedPolicy
-	for _, v := range s.variantNodes() {
+	for i, v := range s.variantNodes() {
 		p, err := core.DecodePolicyNode(v.Node)
 		if err != nil {
-			file := s.File
 			switch {
-			case s.PolicyFile != "" && len(s.Variants) == 0:
-				file = s.PolicyFile // the base alone
-			case s.PolicyFile != "":
-				return nil, fmt.Errorf("%s: policy variant %q: its set over %s: %w", s.File, v.Name, s.PolicyFile, err)
+			case s.PolicyFile == "":
+				return nil, fmt.Errorf("%s: policy variant %q: %w", s.File, v.Name, err)
+			case len(s.Variants) == 0:
+				return nil, fmt.Errorf("%s: %w", s.PolicyFile, err) // the policy file alone
 			}
-			return nil, fmt.Errorf("%s: policy variant %q: %w", file, v.Name, err)
+			// Lines come from the file the field is written in: the set's
+			// own lines are the scenario's, the rest the policy file's.
+			var pe *core.PolicyError
+			if errors.As(err, &pe) && pe.Line > 0 {
+				if lo, hi := lineSpan(&s.Variants[i].Set); lo <= pe.Line && pe.Line <= hi {
+					return nil, fmt.Errorf("%s: policy variant %q (its set, over %s): %w", s.File, v.Name, s.PolicyFile, err)
+				}
+			}
+			return nil, fmt.Errorf("%s: policy variant %q (with the set in %s): %w", s.PolicyFile, v.Name, s.File, err)
 		}
 		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Policy: p})
 	}
