@@ -102,7 +102,8 @@ func (r *refBucket) word() uint64 {
 // bucket's word must equal it modulo 2^64.
 type ratModel struct {
 	rho   *big.Rat // units per nanosecond
-	t0    int64
+	t0    int64    // the clock's anchor: NewAt's now, or the last SetRateAt's
+	v0    *big.Rat // v*(t0): 0 at NewAt, the old clock's exact value after a SetRateAt
 	unit  *big.Int // 2^F units per token
 	cap   *big.Int // floor(burst·2^F)
 	step  *big.Int // cap + floor(ρ·StepBack)
@@ -180,6 +181,7 @@ func newRatModel(t testing.TB, l *Limit, rate, burst float64, t0 int64) *ratMode
 	return &ratModel{
 		rho:   rho,
 		t0:    t0,
+		v0:    new(big.Rat),
 		unit:  unit,
 		cap:   capU,
 		step:  step,
@@ -189,10 +191,36 @@ func newRatModel(t testing.TB, l *Limit, rate, burst float64, t0 int64) *ratMode
 	}
 }
 
-// exact returns v*(now) = ρ·(now − t0).
+// exact returns v*(now) = v0 + ρ·(now − t0).
 func (m *ratModel) exact(now int64) *big.Rat {
 	d := new(big.Int).Sub(big.NewInt(now), big.NewInt(m.t0))
-	return new(big.Rat).Mul(m.rho, new(big.Rat).SetInt(d))
+	v := new(big.Rat).Mul(m.rho, new(big.Rat).SetInt(d))
+	return v.Add(v, m.v0)
+}
+
+// setRateAt follows l.SetRateAt(…, at), which has just returned: the clock
+// goes on from its exact value at at (the fraction of a unit included) at
+// the Limit's new ρ, whose threshold for a step back is checked again.
+func (m *ratModel) setRateAt(t testing.TB, l *Limit, at int64) {
+	t.Helper()
+	m.v0, m.t0 = m.exact(at), at
+	p := l.p.Load()
+	m.rho = new(big.Rat).SetFrac(new(big.Int).SetUint64(p.rho), bigTwo60)
+	m.step = ratFloor(new(big.Rat).Mul(m.rho, big.NewRat(int64(StepBack), 1)))
+	m.step.Add(m.step, m.cap)
+	if m.step.Uint64() != p.stepUnits {
+		t.Fatalf("stepUnits %d, want %s", p.stepUnits, m.step)
+	}
+}
+
+// refund gives n tokens back at now: the level becomes min(cap, level + n),
+// that is E' = max(E − n·2^F, v(now) − cap).
+func (m *ratModel) refund(now int64, n uint64) {
+	e := new(big.Int).Sub(m.e, new(big.Int).Mul(new(big.Int).SetUint64(n), m.unit))
+	if full := new(big.Int).Sub(ratFloor(m.exact(now)), m.cap); e.Cmp(full) < 0 {
+		e = full
+	}
+	m.e = e
 }
 
 func (m *ratModel) take(now int64, n uint64) decision {
