@@ -41,7 +41,7 @@ type FloodEvent struct {
 	// the frame burst, or for Oversize the size limit the largest dropped
 	// message exceeded (its channel's max size, or the max frame for a
 	// message of no known kind; when the report carries no size, the
-	// limit the session's latest Oversize broke); 0 if none.
+	// limit of the previous report's largest); 0 if none.
 	Budget uint64
 	At     int64 // the Step (or Close) that reported it
 }
@@ -187,17 +187,12 @@ type floodAcc struct {
 	// largest is the largest dropped message's size in the high 32 bits
 	// and the size limit it broke (Oversize; 0 otherwise) in the low 32:
 	// one word, so that a report never pairs a size with another
-	// message's limit.
+	// message's limit. A report takes the size and leaves the limit (see
+	// takeLargest).
 	largest atomic.Uint64
-	// lastLimit is the limit of the latest Oversize, kept across reports:
-	// the budget of a report whose size word a racing Step took.
-	lastLimit atomic.Uint32
 }
 
 func (a *floodAcc) note(size, limit uint32) {
-	if limit != 0 && a.lastLimit.Load() != limit {
-		a.lastLimit.Store(limit)
-	}
 	a.bytes.Add(uint64(size))
 	w := uint64(size)<<32 | uint64(limit)
 	for {
@@ -208,4 +203,16 @@ func (a *floodAcc) note(size, limit uint32) {
 	}
 	// Counted last: a Step that takes the count then finds the size.
 	a.count.Add(1)
+}
+
+// takeLargest takes the largest size for a report and returns it with its
+// limit, which it leaves in place: a drop whose size a racing report took
+// is counted in the next one, which then still has a budget.
+func (a *floodAcc) takeLargest() (size, limit uint32) {
+	for {
+		old := a.largest.Load()
+		if a.largest.CompareAndSwap(old, uint64(uint32(old))) {
+			return uint32(old >> 32), uint32(old)
+		}
+	}
 }

@@ -1023,10 +1023,10 @@ func (g *Gate) flushFloods(s *session, now int64) {
 		if n == 0 {
 			continue
 		}
-		largest := a.largest.Swap(0)
+		largest, limit := a.takeLargest()
 		e := FloodEvent{
 			Session: s.h, Account: s.account.Load(), Reason: floodReasons[i], Count: n,
-			Bytes: a.bytes.Swap(0), Largest: uint32(largest >> 32), At: now,
+			Bytes: a.bytes.Swap(0), Largest: largest, At: now,
 		}
 		switch e.Reason {
 		case ByteLimit:
@@ -1034,10 +1034,7 @@ func (g *Gate) flushFloods(s *session, now int64) {
 		case FrameLimit:
 			e.Budget = g.framesBurst
 		case Oversize:
-			e.Budget = uint64(uint32(largest))
-			if e.Budget == 0 {
-				e.Budget = uint64(a.lastLimit.Load())
-			}
+			e.Budget = uint64(limit)
 		}
 		g.emitFlood(s.stripe, e)
 	}
