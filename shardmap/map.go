@@ -869,10 +869,10 @@ func (m *Map) Range(f func(key uint64, mk Mark) bool) {
 			}
 			k := s.key.Load()
 			if mk == markDead {
-				// Removed, or moved to next by a compaction: only a key
-				// still live in a later table is tracked.
+				// Removed, or moved by a compaction: only a key still live
+				// in a later table is tracked.
 				var ok bool
-				if mk, ok = m.markFrom(t.next.Load(), k); !ok {
+				if mk, ok = m.MarkOf(k); !ok {
 					continue
 				}
 			}
@@ -881,20 +881,4 @@ func (m *Map) Range(f func(key uint64, mk Mark) bool) {
 			}
 		}
 	}
-}
-
-// markFrom returns key's mark in table t or the tables a compaction moved
-// it to, and whether it is tracked there.
-func (m *Map) markFrom(t *table, key uint64) (Mark, bool) {
-	h := m.hash(key)
-	for ; t != nil; t = t.next.Load() {
-		s, mk := t.lookup(key, h)
-		if s == nil {
-			return 0, false
-		}
-		if mk != markDead {
-			return mk, true
-		}
-	}
-	return 0, false
 }
