@@ -283,25 +283,23 @@ func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 {
 // TotalClamped returns the values recorded out of range, and clamped into
 // it, over every histogram.
 func (r *Recorder) TotalClamped() int64 {
-	var n int64
-	for i := range r.pops {
-		for k := range NumKinds {
-			for m := range NumMetrics {
-				n += r.pops[i].clamped[k][m]
-			}
-		}
-	}
-	return n
+	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.clamped })
 }
 
 // TotalDropped returns the values lost over every histogram.
 func (r *Recorder) TotalDropped() int64 {
 	r.flush()
+	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.dropped })
+}
+
+// total sums one per-histogram count over every population, kind and
+// metric.
+func (r *Recorder) total(counts func(*popRecord) *[NumKinds][NumMetrics]int64) int64 {
 	var n int64
 	for i := range r.pops {
-		for k := range NumKinds {
-			for m := range NumMetrics {
-				n += r.pops[i].dropped[k][m]
+		for _, row := range counts(&r.pops[i]) {
+			for _, c := range row {
+				n += c
 			}
 		}
 	}
