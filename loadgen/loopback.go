@@ -45,15 +45,9 @@ type Loopback struct {
 }
 
 type loopConn struct {
-	nc     net.Conn
-	closed atomic.Bool // closed by the worker (or Stop): no EvClosed for it
-	// ended: the reader saw the server end the connection (a Disconnect,
-	// or the end of the stream) and is handing that to Poll. A write from
-	// then on is lost without an error, as bytes written after a peer's
-	// close are (and as the sim loses them): the worker learns of the end
-	// from the event, with its reason, not from a failed write.
-	ended     atomic.Bool
-	wdeadline time.Time // the write deadline armed on nc (worker only)
+	nc        net.Conn
+	closed    atomic.Bool // closed by the worker (or Stop): no EvClosed for it
+	wdeadline time.Time   // the write deadline armed on nc (worker only)
 }
 
 // loopbackEvents is the event channel's capacity: readers block (and TCP
@@ -133,13 +127,9 @@ func (l *Loopback) read(id ConnID, c *loopConn) {
 		at := l.rt.Now()
 		if err != nil || !EventFromMsg(id, at, &m, &ev) {
 			if !c.closed.Load() {
-				c.ended.Store(true)
 				l.send(Event{Conn: id, Kind: EvClosed, At: at})
 			}
 			return
-		}
-		if ev.Kind == EvDisconnect {
-			c.ended.Store(true)
 		}
 		if !l.send(ev) || ev.Kind == EvDisconnect {
 			return
@@ -162,9 +152,6 @@ func (l *Loopback) Write(id ConnID, p []byte) error {
 	if c == nil {
 		return net.ErrClosed
 	}
-	if c.ended.Load() {
-		return nil // lost: the server has ended the connection (see ended)
-	}
 	// The deadline is armed 1.5 timeouts ahead and re-armed once less
 	// than one is left, so a write always gets the timeout and a busy
 	// connection updates its timer once per half timeout, not per write.
@@ -174,12 +161,14 @@ func (l *Loopback) Write(id ConnID, p []byte) error {
 	}
 	_, err := c.nc.Write(p)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		// A socket that fails a write other than by the write timeout was
-		// ended by the server (or the network): possibly before the reader
-		// has read the Disconnect that came first, and the reader is what
-		// tells the worker, with the reason, by an event it always sends
-		// for a connection the worker did not close. The bytes are lost,
-		// as above. A write that timed out is the worker's to handle.
+		// A write the socket fails other than by the write timeout is on
+		// a connection the server (or the network) ended, perhaps before
+		// the reader read the Disconnect that came first. The bytes are
+		// lost without an error, as bytes written after a peer's close
+		// are, and as the sim loses them: the worker learns of the end
+		// from the reader's event, with its reason (the reader sends one
+		// for every connection the worker did not close itself). A write
+		// that timed out is the worker's to handle.
 		return nil
 	}
 	return err
