@@ -64,6 +64,7 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"threshold metric", "honest.drop_rate < 0.1%", "honest.drop_rat < 0.1%", []string{"thresholds[0]", `unknown metric "drop_rat"`, `did you mean "drop_rate"?`}},
 		{"threshold population", "honest.drop_rate < 0.1%", "honset.drop_rate < 0.1%", []string{"thresholds[0]", `no population named "honset"`}},
 		{"warmup too long", "warmup: 1s", "warmup: 11s", []string{"t.yaml:4:9:", "warmup", "shorter than duration"}},
+		{"population twice", "thresholds:", "  - name: honest\n    behaviour: honest\n    count: 1\nthresholds:", []string{"t.yaml:15:11:", "populations[1].name", `"honest" is used twice`}},
 		{"policy field", "      rate: 30", "      rtae: 30", []string{"t.yaml:10:7:", "policy.channels[0].rtae", "unknown field", `did you mean "rate"?`}},
 		{"policy class", "      class: input", "      class: inptu", []string{"t.yaml:9:14:", "policy.channels[0].class", `unknown class "inptu"`}},
 		{"policy reason", "      rate: 30", "      rate: 30\n  strikes:\n    weights: {ChanelLimit: 2}", []string{"t.yaml:12:15:", "policy.strikes.weights.ChanelLimit", `"ChanelLimit"`}},

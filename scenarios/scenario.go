@@ -264,14 +264,11 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		fe.File = s.File
 		return fe
 	}
-	seen := map[string]bool{}
+	// Names used twice (variants, populations) were refused by checkNode.
 	for i, v := range s.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if v.Name == "" {
 			return s.fail(root, p+".name", []any{"variants", i}, "is required")
-		}
-		if seen[v.Name] {
-			return s.fail(root, p+".name", []any{"variants", i, "name"}, fmt.Sprintf("%q is used twice", v.Name))
 		}
 		switch v.Expect {
 		case "":
@@ -280,7 +277,6 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		default:
 			return s.fail(root, p+".expect", []any{"variants", i, "expect"}, fmt.Sprintf("%q is not pass or fail", v.Expect))
 		}
-		seen[v.Name] = true
 		if v.Set.Kind != 0 {
 			if fe := checkNode(&s.Variants[i].Set, policyType, p+".set"); fe != nil {
 				fe.File = s.File
@@ -291,7 +287,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if len(s.Population) == 0 {
 		return s.fail(root, "populations", nil, "at least one population is required")
 	}
-	seen = map[string]bool{}
+	popNames := map[string]bool{} // for the thresholds below
 	for i := range s.Population {
 		p := &s.Population[i]
 		path := fmt.Sprintf("populations[%d]", i)
@@ -303,14 +299,12 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			// A threshold names a population before its first dot and
 			// its comparison, and "all" means every population there.
 			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q cannot be named in a threshold: use none of . < > = or spaces, and not \"all\"", p.Name))
-		case seen[p.Name]:
-			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q is used twice", p.Name))
 		case p.Count < 1 || p.Count > 100000:
 			return s.fail(root, path+".count", at("count"), "must be between 1 and 100000")
 		case p.Start < 0 || p.Start >= s.Duration:
 			return s.fail(root, path+".start", at("start"), "must be at least 0 and before the end of the run")
 		}
-		seen[p.Name] = true
+		popNames[p.Name] = true
 		if p.Stop == 0 {
 			p.Stop = s.Duration
 		}
@@ -343,7 +337,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if err != nil {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, err.Error())
 		}
-		if !seen[th.Population] && th.Population != "all" {
+		if !popNames[th.Population] && th.Population != "all" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
 				fmt.Sprintf("no population named %q", th.Population))
 		}

@@ -184,14 +184,14 @@ func repeatedName(n *yaml.Node, elem reflect.Type, path string) *FieldError {
 	}
 	seen := map[string]bool{}
 	for i, item := range n.Content {
-		name := itemName(item)
-		if name == "" {
+		name := itemNameNode(item)
+		if name == nil || name.Value == "" {
 			continue
 		}
-		if seen[name] {
-			return errAt(item, fmt.Sprintf("%s[%d].name", path, i), fmt.Sprintf("%q is used twice", name))
+		if seen[name.Value] {
+			return errAt(name, fmt.Sprintf("%s[%d].name", path, i), fmt.Sprintf("%q is used twice", name.Value))
 		}
-		seen[name] = true
+		seen[name.Value] = true
 	}
 	return nil
 }

@@ -103,16 +103,24 @@ func unalias(n *yaml.Node) *yaml.Node {
 }
 
 func itemName(n *yaml.Node) string {
+	if v := itemNameNode(n); v != nil {
+		return v.Value
+	}
+	return ""
+}
+
+// itemNameNode returns the value node of a mapping's name key, or nil.
+func itemNameNode(n *yaml.Node) *yaml.Node {
 	n = unalias(n)
 	if n.Kind != yaml.MappingNode {
-		return ""
+		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "name" {
-			return n.Content[i+1].Value
+			return unalias(n.Content[i+1])
 		}
 	}
-	return ""
+	return nil
 }
 
 func cloneNode(n *yaml.Node) *yaml.Node {
