@@ -711,10 +711,8 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 	}
 	var drops []map[string]int64
 	for _, p := range pops {
-		for _, k := range p.Kinds {
-			if !k.IsSessions() {
-				drops = append(drops, k.Drops)
-			}
+		for k := range p.MessageKinds() {
+			drops = append(drops, k.Drops)
 		}
 	}
 	reasons := sortedReasons(drops...)
@@ -732,10 +730,7 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 		names[row] = p.Name
 		var sent, accepted int64
 		d := map[string]int64{}
-		for _, k := range p.Kinds {
-			if k.IsSessions() {
-				continue // session ends, not messages
-			}
+		for k := range p.MessageKinds() {
 			sent += k.Sent
 			accepted += k.Accepted
 			for r, n := range k.Drops {

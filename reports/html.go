@@ -68,10 +68,7 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	s := &popStats{pop: p}
 	var acceptedBytes int64
 	var rts []*Histogram
-	for _, k := range p.Kinds {
-		if k.IsSessions() {
-			continue // session ends, not messages
-		}
+	for k := range p.MessageKinds() {
 		s.sent += k.Sent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"encoding/json"
+	"iter"
 	"math"
 	"time"
 )
@@ -214,6 +215,18 @@ const SessionKind = "session"
 
 // IsSessions reports whether k is the SessionKind record.
 func (k *KindStats) IsSessions() bool { return k.Kind == SessionKind }
+
+// MessageKinds yields p's kinds of message: every kind but the session row.
+// Totals, rates and charts of messages are over these.
+func (p *Population) MessageKinds() iter.Seq[*KindStats] {
+	return func(yield func(*KindStats) bool) {
+		for _, k := range p.Kinds {
+			if !k.IsSessions() && !yield(k) {
+				return
+			}
+		}
+	}
+}
 
 // NoOutcome returns the messages of k with no recorded outcome: Sent less
 // the accepted and the dropped. They are messages held by their client when

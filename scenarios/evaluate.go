@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,10 +51,12 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	}
 	var kinds []*reports.KindStats
 	for _, p := range pops {
-		for _, k := range p.Kinds {
-			// Every kind but the session ends, which are not messages, or
-			// the one named (session included).
-			if kind == "" && !k.IsSessions() || k.Kind == kind {
+		if kind == "" { // every kind of message
+			kinds = slices.AppendSeq(kinds, p.MessageKinds())
+			continue
+		}
+		for _, k := range p.Kinds { // the one named, the session row included
+			if k.Kind == kind {
 				kinds = append(kinds, k)
 			}
 		}

@@ -158,10 +158,7 @@ func thresholdValue(t reports.Threshold) string {
 // topReasons names the population's commonest drop reasons with counts.
 func topReasons(p *reports.Population, n int) string {
 	totals := map[string]int64{}
-	for _, k := range p.Kinds {
-		if k.IsSessions() {
-			continue // session ends, not messages
-		}
+	for k := range p.MessageKinds() {
 		for r, c := range k.Drops {
 			totals[r] += c
 		}
