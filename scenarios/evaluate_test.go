@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A threshold on a kind the population never sent (or a misspelt one) fails
-// with NaN instead of reading zeros and passing vacuously; the same
-// threshold on a kind that was sent is computed.
-func TestThresholdOnUnknownKindFails(t *testing.T) {
+// honestMoves returns the minimal scenario and results in which its honest
+// population sent 100 moves, 90 accepted and 10 dropped by ChannelLimit.
+func honestMoves(t *testing.T) (*Scenario, *reports.Results, *reports.Variant) {
+	t.Helper()
 	s, err := Parse([]byte(minimal), "t.yaml")
 	require.NoError(t, err)
 	res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
@@ -23,6 +23,14 @@ func TestThresholdOnUnknownKindFails(t *testing.T) {
 	k := v.AddPopulation("honest", "honest", reports.Honest, 3).Kind("move")
 	k.Sent, k.Accepted = 100, 90
 	k.Drops = map[string]int64{"ChannelLimit": 10}
+	return s, res, v
+}
+
+// A threshold on a kind the population never sent (or a misspelt one) fails
+// with NaN instead of reading zeros and passing vacuously; the same
+// threshold on a kind that was sent is computed.
+func TestThresholdOnUnknownKindFails(t *testing.T) {
+	s, res, v := honestMoves(t)
 
 	assert.Equal(t, 90.0, MetricValue(res, v, "honest", "move", "accepted"))
 	for _, m := range []string{"sent", "accepted", "dropped", "admitted_per_s", "admitted_bytes_per_s", "drops.ChannelLimit"} {
@@ -37,14 +45,7 @@ func TestThresholdOnUnknownKindFails(t *testing.T) {
 // A share of what was sent carries the fraction unit, so that reports show
 // it as a percentage too; a count carries none.
 func TestThresholdUnits(t *testing.T) {
-	s, err := Parse([]byte(minimal), "t.yaml")
-	require.NoError(t, err)
-	res := reports.New(reports.Run{Scenario: "t", Duration: 10 * time.Second}, reports.Environment{})
-	v, err := res.AddVariant("base", nil)
-	require.NoError(t, err)
-	k := v.AddPopulation("honest", "honest", reports.Honest, 3).Kind("move")
-	k.Sent, k.Accepted = 100, 90
-	k.Drops = map[string]int64{"ChannelLimit": 10}
+	s, res, v := honestMoves(t)
 	s.thresholds = nil
 	for _, text := range []string{"honest.drop_rate < 0.2", "honest.limited_rate < 0.2", "honest.dropped < 20"} {
 		th, err := ParseThreshold(text)
@@ -108,11 +109,7 @@ func TestPercentileOverPartOfTheDataIsNaN(t *testing.T) {
 // A population with no session row ended no session: a threshold that
 // names the row reads 0, so "honest.session.sent == 0" passes when it holds.
 func TestNoSessionRowIsZeroSessionsEnded(t *testing.T) {
-	r := reports.New(reports.Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, reports.Environment{})
-	v, err := r.AddVariant("base", nil)
-	require.NoError(t, err)
-	k := v.AddPopulation("honest", "honest", reports.Honest, 1).Kind("move")
-	k.Sent, k.Accepted = 10, 10
+	_, r, v := honestMoves(t)
 	for _, m := range []string{"sent", "dropped", "drops.Lockout"} {
 		assert.Equal(t, 0.0, MetricValue(r, v, "honest", reports.SessionKind, m), m)
 	}
