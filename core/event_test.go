@@ -60,16 +60,24 @@ func TestObserverPanicIsFailOpen(t *testing.T) {
 	g.Check(Message{Session: s, Kind: kChat, Size: 10, Request: 4}, sec)
 }
 
+// floodGate is a gate of policy p without strikes (so floods are dropped,
+// never escalated), whose events rec records.
+func floodGate(t *testing.T, p Policy) (*Gate, *recorder) {
+	t.Helper()
+	p.Strikes.Disabled = true
+	g := mustGate(t, p)
+	rec := &recorder{}
+	g.Observe(rec.observer())
+	return g, rec
+}
+
 // Transport floods are coalesced into one report per session and reason
 // per Step, carrying the number of drops; other denials are reported once
 // per message.
 func TestFloodCoalescing(t *testing.T) {
 	p := testPolicy()
 	p.Transport.Bytes = Budget{Rate: new(800.0), Burst: new(800.0)}
-	p.Strikes.Disabled = true
-	g := mustGate(t, p)
-	var rec recorder
-	g.Observe(rec.observer())
+	g, rec := floodGate(t, p)
 	a := mustOpen(t, g, addrA, 0)
 	b := mustOpen(t, g, netip.MustParseAddrPort("198.51.100.3:3"), 0)
 	require.True(t, g.Check(Message{Session: a, Kind: kMove, Size: 10}, 0).OK())
@@ -131,7 +139,7 @@ func TestFloodCoalescing(t *testing.T) {
 
 	// A channel over its rate is reported per message, with the channel.
 	g = mustGate(t, testPolicy())
-	rec = recorder{}
+	rec = &recorder{}
 	g.Observe(rec.observer())
 	s := mustOpen(t, g, addrA, 0)
 	for range 12 {
@@ -227,11 +235,7 @@ func TestStatsStripes(t *testing.T) {
 // broke: its channel's max size, or the max frame for a message of no
 // known kind, never the max frame for a channel's own smaller cap.
 func TestOversizeFloodBudgetIsTheLimitBroken(t *testing.T) {
-	p := testPolicy()
-	p.Strikes.Disabled = true
-	g := mustGate(t, p)
-	var rec recorder
-	g.Observe(rec.observer())
+	g, rec := floodGate(t, testPolicy())
 	a := mustOpen(t, g, addrA, 0)
 	b := mustOpen(t, g, netip.MustParseAddrPort("198.51.100.3:3"), 0)
 	c := mustOpen(t, g, netip.MustParseAddrPort("198.51.100.4:4"), 0)
