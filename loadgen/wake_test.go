@@ -1,0 +1,113 @@
+package loadgen
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// newPollLoopback is a Loopback that dials nothing: its Poll is tested
+// with events handed to it as a connection's reader would.
+func newPollLoopback(t testing.TB) *Loopback {
+	l, err := NewLoopback(context.Background(), netip.MustParseAddrPort("127.0.0.1:9"), NewRealTime(), time.Second)
+	require.NoError(t, err)
+	t.Cleanup(l.Stop)
+	return l
+}
+
+func TestLoopbackPollNeverReturnsBeforeUntil(t *testing.T) {
+	l := newPollLoopback(t)
+	var ev Event
+	// Waits on both sides of spinBelow: spun, and slept on the wake timer.
+	for _, d := range []time.Duration{0, 10 * time.Microsecond, spinBelow - 1, spinBelow, 300 * time.Microsecond, 2 * time.Millisecond} {
+		for range 20 {
+			until := l.Now() + int64(d)
+			got, err := l.Poll(context.Background(), until, &ev)
+			require.NoError(t, err)
+			require.False(t, got, "no event was sent")
+			require.GreaterOrEqual(t, l.Now(), until, "returned before until (wait %v)", d)
+		}
+	}
+}
+
+func TestLoopbackPollIgnoresAnOvertakenExpiry(t *testing.T) {
+	l := newPollLoopback(t)
+	var ev Event
+	got, err := l.Poll(context.Background(), l.Now()+int64(time.Millisecond), &ev) // makes the wake timer
+	require.NoError(t, err)
+	require.False(t, got)
+	require.NotNil(t, l.wake)
+	// A short sleep armed and then left by an event: its expiry signals
+	// (the signal waits in C), and the long wait below must not end on it.
+	require.NoError(t, l.wake.Reset(time.Millisecond))
+	require.Eventually(t, func() bool { return len(l.wake.C) == 1 }, 5*time.Second, time.Millisecond)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		l.send(Event{Conn: ConnID{2, 1}, Kind: EvReply})
+	}()
+	start := l.Now()
+	until := start + int64(10*time.Second)
+	got, err = l.Poll(context.Background(), until, &ev)
+	require.NoError(t, err)
+	// The event ends the wait, 20ms in; the stale signal must not.
+	require.True(t, got, "the stale expiry ended the wait %v early", time.Duration(until-l.Now()))
+	require.Equal(t, ConnID{2, 1}, ev.Conn)
+}
+
+func TestLoopbackPollWakesForAnEventAndForCancel(t *testing.T) {
+	l := newPollLoopback(t)
+	var ev Event
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		l.send(Event{Conn: ConnID{3, 1}, Kind: EvReply, At: 42})
+	}()
+	got, err := l.Poll(context.Background(), l.Now()+int64(time.Minute), &ev)
+	require.NoError(t, err)
+	require.True(t, got)
+	require.Equal(t, Event{Conn: ConnID{3, 1}, Kind: EvReply, At: 42}, ev)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+	}()
+	got, err = l.Poll(ctx, l.Now()+int64(time.Minute), &ev)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, got)
+}
+
+// BenchmarkPollOvershoot sleeps for 200µs at a time, the gap between two
+// sends of a worker at a few thousand sends per second, with the process
+// otherwise idle, and reports how late the wait ended (overshoot-p50-ns,
+// overshoot-p99-ns) on Loopback.Poll's wake timer (wake) and on Go's
+// timers (RealTime.Poll, gotimer). Read the two in one run.
+func BenchmarkPollOvershoot(b *testing.B) {
+	const gap = 200 * time.Microsecond
+	for _, name := range []string{"wake", "gotimer"} {
+		b.Run(name, func(b *testing.B) {
+			l := newPollLoopback(b)
+			poll := l.Poll
+			if name == "gotimer" {
+				poll = func(ctx context.Context, until int64, ev *Event) (bool, error) {
+					return l.rt.Poll(ctx, l.events, until, ev)
+				}
+			}
+			late := make([]int64, 0, b.N)
+			var ev Event
+			for b.Loop() {
+				until := l.Now() + int64(gap)
+				if _, err := poll(context.Background(), until, &ev); err != nil {
+					b.Fatal(err)
+				}
+				late = append(late, l.Now()-until)
+			}
+			slices.Sort(late)
+			b.ReportMetric(float64(late[len(late)/2]), "overshoot-p50-ns")
+			b.ReportMetric(float64(late[len(late)*99/100]), "overshoot-p99-ns")
+		})
+	}
+}
