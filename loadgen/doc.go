@@ -98,11 +98,12 @@
 // 127.0.0.0/8 loops back on Linux), so the server's pre-auth limits see
 // distinct hosts; one goroutine per connection reads the server's frames
 // and stamps them with the run's clock (RealTime) as they arrive. A
-// worker waits for its next intended send on a timerfd on Linux, not on
-// Go's timers, which fire up to a millisecond late when the process is
-// idle (Loopback.Poll). The server's decisions come from its per-population counters (which count a
-// client's frames before its Hello under no population), read at each
-// interval's end. Every goroutine the run starts has ended, and the server
+// worker spins through a wait for its next intended send under 50µs and
+// sleeps through a longer one on a timerfd (on Linux) beside Go's timer,
+// which alone fires up to a millisecond late when the process is idle
+// (Loopback.Poll). The server's decisions come from its per-population
+// counters (which count a client's frames before its Hello under no
+// population), read at each interval's end. Every goroutine the run starts has ended, and the server
 // is stopped, when it returns. Result.ServerCPU is the server's own
 // service time (server.Stats ReadService + TickService). With
 // RunSpec.Remote it starts no server and drives one already running

@@ -5,8 +5,8 @@ package loadgen
 import "time"
 
 // wakeTimer is a timerfd on Linux. Elsewhere there is none, and Loopback
-// waits on Go's timers (RealTime.Poll), which may fire up to a timer tick
-// late when the process is idle.
+// sleeps on Go's timers alone (it still spins through waits under
+// spinBelow), which may fire late when the process is idle.
 type wakeTimer struct{ C chan struct{} }
 
 func newWakeTimer() (*wakeTimer, error) { return nil, nil }
