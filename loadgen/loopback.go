@@ -212,20 +212,23 @@ const spinBelow = 50 * time.Microsecond
 // time. Where there is no wakeTimer (not Linux, or timerfd_create failed),
 // Go's timer alone is used.
 func (l *Loopback) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case e := <-l.events:
-		*ev = e
-		return true, nil
-	default:
-	}
-	d := time.Duration(until - l.rt.Now())
-	switch {
-	case d <= 0:
-		return false, ctx.Err()
-	case d < spinBelow:
-		return l.spin(ctx, until, ev)
+	var d time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case e := <-l.events:
+			*ev = e
+			return true, nil
+		default:
+		}
+		if d = time.Duration(until - l.rt.Now()); d <= 0 {
+			return false, ctx.Err()
+		}
+		if d >= spinBelow {
+			break
+		}
+		runtime.Gosched() // spin: a wait under spinBelow
 	}
 	wake := l.wakeTimer()
 	if wake != nil && wake.Reset(d) != nil {
@@ -283,24 +286,9 @@ func (l *Loopback) dropWake() {
 	l.noWake = true
 }
 
-// spin is Poll for a wait below spinBelow.
-func (l *Loopback) spin(ctx context.Context, until int64, ev *Event) (bool, error) {
-	for l.rt.Now() < until {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case e := <-l.events:
-			*ev = e
-			return true, nil
-		default:
-		}
-		runtime.Gosched()
-	}
-	return false, nil
-}
-
 // Stop closes every connection still open and waits for every reading
-// goroutine to end. Call it once the worker is done (from its goroutine,
+// goroutine to end, and for the wake timer's; a later Poll sleeps on Go's
+// timers alone. Call it once the worker is done (from its goroutine,
 // or after it).
 func (l *Loopback) Stop() {
 	if l.stopped {
