@@ -86,7 +86,7 @@ func TestLoopbackPollWakesForAnEventAndForCancel(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		cancel()
 	}()
-	got, err = l.Poll(ctx, l.Now()+int64(time.Minute), &ev)
+	got, err = l.Poll(ctx, l.Now()+int64(3*time.Second), &ev)
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, got)
 }
