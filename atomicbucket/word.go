@@ -4,6 +4,10 @@ import (
 	"sync/atomic"
 )
 
+// Valid reports whether a take of n tokens could ever pass: n is at least
+// 1 and at most the burst. A take of any other n is Invalid.
+func (l *Limit) Valid(n uint64) bool { return n-1 < l.p.Load().maxTake } // n == 0 wraps
+
 // Decide computes, without writing anything, what a take of n tokens at now
 // does to a bucket whose word is old: the decision, and the word to store
 // for it. next == old means there is nothing to store (a denial, or an

@@ -475,7 +475,8 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 	// A take that can never pass (n 0, or above the burst) is Invalid
 	// before anything else: it neither inserts the key nor, on a full
 	// map, says Full (which would promise room later).
-	if _, r := m.lim.Decide(0, now, n); r.Status() == atomicbucket.Invalid {
+	if !m.lim.Valid(n) {
+		_, r := m.lim.Decide(0, now, n) // Invalid, decided before any clock reading
 		return r, MarkNone, Taken
 	}
 	sh.mu.Lock()
@@ -634,7 +635,6 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		return false
 	}
 	var killed int64
-	first := int64(math.MaxInt64) // when the first slot scanned becomes evictable
 	for scanned := uint64(0); scanned < t.m && killed < m.batch; scanned++ {
 		s := &t.slots[sh.hand]
 		if sh.hand++; sh.hand == t.m {
@@ -642,14 +642,18 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		}
 		if m.kill(s, now, false) {
 			killed++
-		} else if killed == 0 {
-			first = min(first, m.idleAt(s, now)) // only while nothing was killed: a scan that kills stops caring
 		}
 	}
 	if killed == 0 {
-		// Every slot was scanned: first is when this shard can make room,
+		// Every slot was scanned and none was idle. When the first one
+		// will be is worked out only now, in a second pass: a scan that
+		// kills has no use for it. It is when this shard can make room,
 		// unless it holds no live key at all (MaxKeys reached by other
 		// shards): then it does not know, 0.
+		first := int64(math.MaxInt64)
+		for i := range t.slots {
+			first = min(first, m.idleAt(&t.slots[i], now))
+		}
 		sh.evictableAt = first
 		if first == math.MaxInt64 {
 			sh.evictableAt = 0
