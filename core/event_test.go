@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -270,22 +269,7 @@ func TestOversizeFloodBudgetIsTheLimitBroken(t *testing.T) {
 // and the totals over all reports are exact, whichever report a racing
 // drop's size and count land in.
 func TestOversizeReportsRacingSteps(t *testing.T) {
-	p := testPolicy()
-	p.Strikes.Disabled = true
-	g := mustGate(t, p)
-	var mu sync.Mutex
-	var count, bytes uint64
-	var budgets = map[uint64]int{}
-	g.Observe(GateObserver{Flood: func(e FloodEvent) {
-		if e.Reason != Oversize {
-			return
-		}
-		mu.Lock()
-		count += e.Count
-		bytes += e.Bytes
-		budgets[e.Budget]++
-		mu.Unlock()
-	}})
+	g, rec := floodGate(t, testPolicy())
 	s := mustOpen(t, g, addrA, 0)
 	const drops = 50_000
 	done := make(chan struct{})
@@ -305,8 +289,17 @@ func TestOversizeReportsRacingSteps(t *testing.T) {
 		g.Step(now)
 	}
 	g.Step(now)
-	mu.Lock()
-	defer mu.Unlock()
+	var count, bytes uint64
+	budgets := map[uint64]int{}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, e := range rec.floods {
+		if e.Reason == Oversize {
+			count += e.Count
+			bytes += e.Bytes
+			budgets[e.Budget]++
+		}
+	}
 	assert.Equal(t, uint64(drops), count)
 	assert.Equal(t, uint64(drops*200), bytes)
 	assert.Equal(t, []uint64{128}, slices.Collect(maps.Keys(budgets)), "move's max size in every report")

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ReportAt's ActiveLockouts comes from Map.Range, which misses keys whose
-// slots a concurrent compaction (here: a sweep's) has moved. No lockout
-// starts or ends during the test, yet the report undercounts.
+// ReportAt counts every held lockout while a sweep's compaction moves the
+// slots underneath it: Map.Range follows the keys moved. No lockout starts
+// or ends during the test, so every report must count all of them.
 func TestReportCountsLockoutsDuringASweep(t *testing.T) {
 	l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 256, Shards: 1, MaxSoftViolations: 1, LockoutDuration: time.Hour})
 	const locked = 20
@@ -27,7 +27,7 @@ func TestReportCountsLockoutsDuringASweep(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for round := int64(0); !stop.Load(); round++ {
+		for !stop.Load() {
 			now := 10 * lsec // fixed: the lockouts (1h) never end
 			for k := uint64(1000); k < 1150; k++ {
 				l.TakeAt(k, now, 1)
@@ -35,29 +35,41 @@ func TestReportCountsLockoutsDuringASweep(t *testing.T) {
 			l.SweepAt(now + 5*lsec) // junk idle: swept, the shard compacts
 		}
 	}()
-	bad, lowest := 0, locked
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+	}()
+	// Reports until 200 compactions have run beside them (the time bound
+	// only guards against a sweeper that stopped compacting).
+	const compactions = 200
+	start := l.m.Counters().Compactions
+	deadline := time.Now().Add(20 * time.Second)
+	for l.m.Counters().Compactions-start < compactions {
 		if r := l.ReportAt(100 * lsec); r.ActiveLockouts != locked {
-			bad++
-			lowest = min(lowest, r.ActiveLockouts)
+			t.Fatalf("ActiveLockouts %d during a compaction, want %d", r.ActiveLockouts, locked)
 		}
-	}
-	stop.Store(true)
-	wg.Wait()
-	if bad > 0 {
-		t.Errorf("%d reports miscounted ActiveLockouts (lowest %d, want %d); compactions %d", bad, lowest, locked, l.m.Counters().Compactions)
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d compactions in 20s", l.m.Counters().Compactions-start)
+		}
 	}
 }
 
-// TableFull's RetryAfter is one fill time ("a tracked bucket becomes
-// evictable once it is full again: at the latest one fill time"), but a key
-// in a soft-violation window (8s by default) or a lockout is not evictable
-// however full its bucket: retrying after RetryAfter is refused again.
+// fill takes one token for each of the keys 0..n-1 at now.
+func fill(t *testing.T, l *Limiter, n int, now int64) {
+	t.Helper()
+	for k := range uint64(n) {
+		require.True(t, l.TakeAt(k, now, 1).Allowed, "key %d", k)
+	}
+}
+
+// TableFull's RetryAfter waits for the escalation state too: a key in a
+// soft-violation window (8s by default) or a lockout is not evictable
+// however full its bucket, so a retry after one fill time would be refused
+// again.
 func TestTableFullRetryAfterWaitsForEscalation(t *testing.T) {
 	l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 16, Shards: 1, EvictBackoff: -1})
+	fill(t, l, 16, 0)
 	for k := uint64(0); k < 16; k++ {
-		l.TakeAt(k, 0, 1)
 		l.TakeAt(k, 1, 1) // one soft violation: window until 8s
 	}
 	d := l.TakeAt(100, 2, 1)
@@ -70,27 +82,28 @@ func TestTableFullRetryAfterWaitsForEscalation(t *testing.T) {
 	}
 }
 
-// A take that can never pass (n above the burst, or 0) is checked only after
-// the table: on a full fail-open table it passes, on a full fail-closed one
-// it is TableFull with a RetryAfter, and on a free table it inserts the key.
+// A take that can never pass (n above the burst, or 0) is Oversize before
+// the table is consulted: a full fail-open table does not let it pass, a
+// full fail-closed one does not call it TableFull (promising room later),
+// and a free table does not insert the key for it.
 func TestOversizeBeforeTableFull(t *testing.T) {
-	l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 16, Shards: 1, FailOpen: true})
-	for k := uint64(0); k < 16; k++ {
-		l.TakeAt(k, 0, 1)
+	for _, failOpen := range []bool{true, false} {
+		l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 16, Shards: 1, FailOpen: failOpen})
+		fill(t, l, 16, 0)
+		if d := l.TakeAt(100, 0, 5); d.Reason != Oversize || d.Allowed {
+			t.Errorf("n=5 > burst 1 on a full table (fail open %v): %+v, want Oversize", failOpen, d)
+		}
 	}
-	if d := l.TakeAt(100, 0, 5); d.Reason != Oversize || d.Allowed {
-		t.Errorf("n=5 > burst 1 on a full fail-open table: %+v, want Oversize", d)
-	}
-	l2 := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 16, Shards: 1})
-	if d := l2.TakeAt(100, 0, 5); d.Reason != Oversize || l2.Len() != 0 {
-		t.Errorf("oversize take: %+v, and it inserted the key: Len %d", d, l2.Len())
+	l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 16, Shards: 1})
+	if d := l.TakeAt(100, 0, 5); d.Reason != Oversize || l.Len() != 0 {
+		t.Errorf("oversize take: %+v, and it inserted the key: Len %d", d, l.Len())
 	}
 }
 
 // A map at MaxKeys whose keys all sit in other shards: an insert into an
-// empty shard scans it, finds no live slot (evictableAt = MaxInt64) and is
-// refused TableFull with a RetryAfter of ~292 years instead of the
-// documented fallback (one fill time).
+// empty shard scans it and finds no live slot, so the shard cannot tell
+// when it will have room; the TableFull says the documented fallback, one
+// fill time, not the ~292 years of a wait that never comes.
 func TestTableFullRetryAfterOfAShardWithNoKey(t *testing.T) {
 	l := newLimiter(t, LimiterConfig{Rate: 1, Burst: 1, MaxKeys: 4, Shards: 2, EvictBackoff: -1})
 	filled := 0
@@ -168,9 +181,7 @@ func TestJanitorStopRacingClose(t *testing.T) {
 func TestTableFullRetryAfterCountsTheBackoff(t *testing.T) {
 	// Keys full again after 1µs; the shard backs off 1ms after a scan.
 	l := newLimiter(t, LimiterConfig{Rate: 1e6, Burst: 1, MaxKeys: 16, Shards: 1, DisableEscalation: true})
-	for k := uint64(0); k < 16; k++ {
-		require.True(t, l.TakeAt(k, 0, 1).Allowed)
-	}
+	fill(t, l, 16, 0)
 	d := l.TakeAt(100, 0, 1)
 	require.Equal(t, TableFull, d.Reason)
 	assert.Equal(t, l.Config().EvictBackoff, d.RetryAfter, "evictable after 1µs, but no scan before the backoff ends")
@@ -178,9 +189,7 @@ func TestTableFullRetryAfterCountsTheBackoff(t *testing.T) {
 
 	// Keys full again after 1s; a scan 0.5ms before that backs off past it.
 	l = newLimiter(t, LimiterConfig{Rate: 1, Burst: 100, MaxKeys: 16, Shards: 1, DisableEscalation: true})
-	for k := uint64(0); k < 16; k++ {
-		require.True(t, l.TakeAt(k, 0, 1).Allowed)
-	}
+	fill(t, l, 16, 0)
 	const us = int64(time.Microsecond)
 	first := lsec - 500*us
 	d = l.TakeAt(100, first, 1)

@@ -116,9 +116,8 @@ func (l *Limiter) refused(key uint64, now int64, r atomicbucket.Result, st shard
 	switch st {
 	case shardmap.Held:
 		// The rest of the hold only: the bucket's own wait would cost a
-		// held take a second lookup and a division (measured: the 1k-key
-		// benchmark, whose hot keys are held, took 85% longer), and a
-		// held take, the common case under a flood, must stay cheap.
+		// held take a second lookup and a 128-bit division, and a held
+		// take, the common case under a flood, must stay cheap.
 		return Decision{Reason: Lockout, RetryAfter: r.RetryAfter()}
 	case shardmap.Full:
 		st := &l.stripes[l.m.ShardOf(key)]
