@@ -2,7 +2,6 @@ package atomicbucket
 
 import (
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +35,8 @@ func TestRefundOfMoreThanABurstFills(t *testing.T) {
 	require.Equal(t, 1.0/(1<<29), b.Quantum(), "F = 29: 2^35 tokens are 2^64 units")
 	for _, n := range []uint64{1 << 35, 3 << 35, 1<<64 - 1} {
 		require.True(t, b.TakeAt(0, 1).OK())
-		var w atomic.Uint64
-		w.Store(b.Word())
-		b.Limit.RefundAt(&w, 0, n)
-		assert.Equal(t, 1.0, b.Limit.LevelAt(&w, 0), "refund of %d", n)
+		b.RefundAt(&b.word, 0, n)
+		assert.Equal(t, 1.0, b.TokensAt(0), "refund of %d", n)
 		b.ResetAt(0)
 	}
 }
@@ -96,9 +93,7 @@ func TestRefundOverABurstAtAStaleReading(t *testing.T) {
 		b, err := NewAt(1000, 1, 0)
 		require.NoError(t, err)
 		require.True(t, b.TakeAt(sec, 1).OK())
-		var w atomic.Uint64
-		w.Store(b.Word())
-		b.Limit.RefundAt(&w, sec-10*ms, c.n) // the level there is −10 tokens
-		assert.Equal(t, c.pass, b.Limit.TakeAt(&w, sec-5*ms, 1).OK(), "refund of %d", c.n)
+		b.RefundAt(&b.word, sec-10*ms, c.n) // the level there is −10 tokens
+		assert.Equal(t, c.pass, b.TakeAt(sec-5*ms, 1).OK(), "refund of %d", c.n)
 	}
 }

@@ -547,7 +547,7 @@ func (p *Policy) validate() error {
 			v.add(path+".name", "is required")
 		case strings.TrimSpace(c.Name) != c.Name:
 			v.add(path+".name", "has leading or trailing space")
-		case c.Name == "(unknown)" || c.Name == "(transport)" || c.Name == "(session)":
+		case slices.Contains(statsRowNames[:], c.Name):
 			// GateStats names its extra rows so: Count would read the
 			// channel's row and theirs as one.
 			v.add(path+".name", fmt.Sprintf("%q is reserved for a row of the gate's stats", c.Name))

@@ -187,7 +187,7 @@ func (y yamlNode) text() (string, error) {
 }
 
 func (y yamlNode) decode(v any) error {
-	if n := y.node(); n.ShortTag() == "!!float" && isInteger(reflect.TypeOf(v)) {
+	if n := y.node(); n.ShortTag() == "!!float" && pointsToInteger(v) {
 		// yaml.v3 would drop the fraction: cost 1.9 is not cost 1.
 		return fmt.Errorf("%s is not an integer", n.Value)
 	}
@@ -476,19 +476,8 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 	return fail(fmt.Sprintf("unsupported type %s", v.Type()), nil)
 }
 
-// isInteger reports whether t, once pointers are followed, is an integer
-// type.
-func isInteger(t reflect.Type) bool {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil {
-		return false
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return true
-	}
-	return false
+// pointsToInteger reports whether v is a pointer to an integer.
+func pointsToInteger(v any) bool {
+	p := reflect.ValueOf(v)
+	return p.Kind() == reflect.Pointer && (p.Elem().CanInt() || p.Elem().CanUint())
 }

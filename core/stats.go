@@ -14,6 +14,14 @@ const (
 	statsExtraRows
 )
 
+// statsRowNames are the names GateStats gives the extra rows; no channel
+// may take one (Policy.Validate refuses it).
+var statsRowNames = [statsExtraRows]string{
+	statsRowUnknown:   "(unknown)",
+	statsRowTransport: "(transport)",
+	statsRowSession:   "(session)",
+}
+
 // statStripe is one stripe of the gate's counters. Each session writes only
 // the stripe its slot maps to, so a flood from many sessions on many cores
 // spreads over stripes instead of one contended cache line. The counters
@@ -128,9 +136,9 @@ func (g *Gate) Stats() GateStats {
 	for i := range g.chans {
 		out.Kinds[i].Name = g.chans[i].name
 	}
-	out.Kinds[len(g.chans)+statsRowUnknown].Name = "(unknown)"
-	out.Kinds[len(g.chans)+statsRowTransport].Name = "(transport)"
-	out.Kinds[len(g.chans)+statsRowSession].Name = "(session)"
+	for row, name := range statsRowNames {
+		out.Kinds[len(g.chans)+row].Name = name
+	}
 	for _, st := range g.stats.stripes {
 		for row := range out.Kinds {
 			for r := range NumReasons {

@@ -47,20 +47,19 @@ const MaxKeysLimit = 1 << 40
 // two at or above 4·GOMAXPROCS, at least 16, at most 1024, and small enough
 // that every shard tracks at least 64 keys (a smaller shard fills unevenly).
 func DefaultShards(maxKeys int) int {
-	n := 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1))
-	n = min(max(n, 16), 1024)
-	for n > 1 && maxKeys/n < 64 {
-		n >>= 1
-	}
-	return n
+	return shardsFor(maxKeys, runtime.GOMAXPROCS(0))
 }
 
 // ReproducibleShards is DefaultShards as it is on a machine with
 // GOMAXPROCS 4: a shard count that depends on the map's size alone, for
 // maps that must lay keys out the same way on every machine (with
 // Config.Seed).
-func ReproducibleShards(maxKeys int) int {
-	n := 16
+func ReproducibleShards(maxKeys int) int { return shardsFor(maxKeys, 4) }
+
+// shardsFor is DefaultShards at a given GOMAXPROCS.
+func shardsFor(maxKeys, procs int) int {
+	n := 1 << bits.Len(uint(4*procs-1))
+	n = min(max(n, 16), 1024)
 	for n > 1 && maxKeys/n < 64 {
 		n >>= 1
 	}
