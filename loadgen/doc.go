@@ -101,7 +101,7 @@
 // worker spins through a wait for its next intended send under 50µs and
 // sleeps through a longer one on a timerfd (on Linux) beside Go's timer,
 // which alone fires up to a millisecond late when the process is idle
-// (Loopback.Poll). The server's decisions come from its per-population
+// (RealTime.Poll). The server's decisions come from its per-population
 // counters (which count a client's frames before its Hello under no
 // population), read at each interval's end. Every goroutine the run starts has ended, and the server
 // is stopped, when it returns. Result.ServerCPU is the server's own

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen/wire"
@@ -188,10 +189,13 @@ func (v *VirtualTime) Poll(ctx context.Context, until int64, ev *Event) (bool, e
 // RealTime is the monotonic clock since a run's start and a Poll over a
 // channel of events, for a driver on real sockets (loopback): its reading
 // goroutines stamp events with Now and send them on the channel. Make one
-// with NewRealTime; it is not safe for concurrent use, except Now.
+// with NewRealTime; it is not safe for concurrent use, except Now. Close
+// it once its Polls are done.
 type RealTime struct {
-	start time.Time
-	timer *time.Timer
+	start  time.Time
+	timer  *time.Timer
+	wake   *wakeTimer // made by the first Poll that sleeps
+	noWake bool       // no wakeTimer to be had: Go's timer alone
 }
 
 // NewRealTime returns a clock whose time 0 is now.
@@ -211,32 +215,96 @@ func (r *RealTime) Clone() *RealTime { return newRealTimeAt(r.start) }
 // concurrent use.
 func (r *RealTime) Now() int64 { return int64(time.Since(r.start)) }
 
+// spinBelow is the shortest wait Poll sleeps for. A shorter one spins,
+// yielding to every runnable goroutine between two looks at the clock: at
+// tens of thousands of sends per second a worker's waits are tens of
+// microseconds, no longer than arming a timer and being woken through the
+// netpoller take.
+const spinBelow = 50 * time.Microsecond
+
 // Poll waits for an event on events until Now() ≥ until, or ctx ends. An
 // ended ctx is noticed even while events keep coming, so that a stream of
 // events never holds up a cancelled run.
+//
+// A wait under spinBelow spins. A longer one sleeps on two timers and ends
+// at the first to fire: a wakeTimer and Go's own. With the process idle, a
+// Go timer fires up to a millisecond late, because the runtime then sleeps
+// in epoll_wait, whose timeout is in whole milliseconds; every send after
+// such a wake-up is late by as much, which the run records as send lag and
+// adds to every response time measured from the intended send. The
+// wakeTimer's timerfd ends that epoll_wait when it expires. With every P
+// busy, the runtime polls the network seldom and the timerfd can be the
+// late one, while Go's timer, checked at each scheduling pass, fires on
+// time. Where there is no wakeTimer (not Linux, timerfd_create failed, or
+// after Close), Go's timer alone is used.
 func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, ev *Event) (bool, error) {
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case e := <-events:
-		*ev = e
-		return true, nil
-	default:
+	var d time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case e := <-events:
+			*ev = e
+			return true, nil
+		default:
+		}
+		if d = time.Duration(until - r.Now()); d <= 0 {
+			return false, ctx.Err()
+		}
+		if d >= spinBelow {
+			break
+		}
+		runtime.Gosched()
 	}
-	d := until - r.Now()
-	if d <= 0 {
-		return false, ctx.Err()
+	var woke <-chan struct{} // nil, never ready, without a wakeTimer
+	if w := r.wakeTimer(); w != nil {
+		if w.Reset(d) == nil {
+			woke = w.C
+		} else {
+			r.Close() // not seen on an open timerfd; Go's timer still works
+		}
 	}
-	// Since Go 1.23 a Reset timer never delivers a stale value.
-	r.timer.Reset(time.Duration(d))
+	// Since Go 1.23 a Reset timer never delivers a stale value, and it
+	// never fires early: d was measured before the Reset.
+	r.timer.Reset(d)
 	defer r.timer.Stop()
-	select {
-	case e := <-events:
-		*ev = e
-		return true, nil
-	case <-r.timer.C:
-		return false, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
+	for {
+		select {
+		case e := <-events:
+			*ev = e
+			return true, nil
+		case <-r.timer.C:
+			return false, nil
+		case <-woke:
+			if r.Now() >= until { // perhaps an expiry this Reset overtook
+				return false, nil
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
+}
+
+// wakeTimer returns the clock's wakeTimer, made on first use; nil if it
+// has none. A precise wake-up is a refinement, so a failure falls back to
+// Go's timers rather than ending the run.
+func (r *RealTime) wakeTimer() *wakeTimer {
+	if r.wake == nil && !r.noWake {
+		if w, err := newWakeTimer(); err == nil && w != nil {
+			r.wake = w
+		} else {
+			r.noWake = true
+		}
+	}
+	return r.wake
+}
+
+// Close releases the clock's wakeTimer (its timerfd and goroutine); Poll
+// sleeps on Go's timers alone from then on.
+func (r *RealTime) Close() {
+	if r.wake != nil {
+		r.wake.Close()
+		r.wake = nil
+	}
+	r.noWake = true
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +42,6 @@ type Loopback struct {
 	wg      sync.WaitGroup
 	conns   map[ConnID]*loopConn
 	stopped bool
-	wake    *wakeTimer // made by the first Poll that sleeps
-	noWake  bool       // no wakeTimer to be had: Go's timers alone
 }
 
 type loopConn struct {
@@ -191,99 +188,10 @@ func (l *Loopback) closeConn(id ConnID, c *loopConn) {
 	c.nc.Close()
 }
 
-// spinBelow is the shortest wait Poll sleeps for. A shorter one spins,
-// yielding to every runnable goroutine between two looks at the clock: at
-// tens of thousands of sends per second a worker's waits are tens of
-// microseconds, no longer than arming a timer and being woken through the
-// netpoller take.
-const spinBelow = 50 * time.Microsecond
-
-// Poll waits for the next event until Now() ≥ until, or ctx ends.
-//
-// A wait of spinBelow or more sleeps on two timers and ends at the first
-// to fire: a wakeTimer and Go's own. With the process idle, a Go timer
-// fires up to a millisecond late, because the runtime then sleeps in
-// epoll_wait, whose timeout is in whole milliseconds; every send after
-// such a wake-up is late by as much, which the run records as send lag
-// and adds to every response time measured from the intended send. The
-// wakeTimer's timerfd ends that epoll_wait when it expires. With every P
-// busy, the runtime polls the network seldom and the timerfd can be the
-// late one, while Go's timer, checked at each scheduling pass, fires on
-// time. Where there is no wakeTimer (not Linux, or timerfd_create failed),
-// Go's timer alone is used.
+// Poll waits for the next event until Now() ≥ until, or ctx ends (see
+// RealTime.Poll).
 func (l *Loopback) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
-	var d time.Duration
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case e := <-l.events:
-			*ev = e
-			return true, nil
-		default:
-		}
-		if d = time.Duration(until - l.rt.Now()); d <= 0 {
-			return false, ctx.Err()
-		}
-		if d >= spinBelow {
-			break
-		}
-		runtime.Gosched() // spin: a wait under spinBelow
-	}
-	wake := l.wakeTimer()
-	if wake != nil && wake.Reset(d) != nil {
-		l.dropWake() // not seen on an open timerfd; Go's timer still works
-		wake = nil
-	}
-	if wake == nil {
-		return l.rt.Poll(ctx, l.events, until, ev)
-	}
-	// Since Go 1.23 a Reset timer never delivers a stale value, and it
-	// never fires early: d was measured before the Reset.
-	l.rt.timer.Reset(d)
-	defer l.rt.timer.Stop()
-	for {
-		select {
-		case e := <-l.events:
-			*ev = e
-			return true, nil
-		case <-l.rt.timer.C:
-			return false, nil
-		case <-wake.C:
-			// Perhaps the signal of an earlier expiry that this Reset
-			// overtook: the clock says whether until has come.
-			if l.rt.Now() >= until {
-				return false, nil
-			}
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
-}
-
-// wakeTimer returns the driver's wakeTimer, made on first use; nil if it
-// has none (none on this system, making one failed, or Stop was called).
-// A precise wake-up is a refinement, so a failure falls back to Go's
-// timers rather than ending the run.
-func (l *Loopback) wakeTimer() *wakeTimer {
-	if l.wake == nil && !l.noWake && !l.stopped {
-		w, err := newWakeTimer()
-		if err != nil || w == nil {
-			l.noWake = true
-			return nil
-		}
-		l.wake = w
-	}
-	return l.wake
-}
-
-// dropWake closes the wakeTimer, for good.
-func (l *Loopback) dropWake() {
-	if l.wake != nil {
-		l.wake.Close()
-		l.wake = nil
-	}
-	l.noWake = true
+	return l.rt.Poll(ctx, l.events, until, ev)
 }
 
 // Stop closes every connection still open and waits for every reading
@@ -300,5 +208,5 @@ func (l *Loopback) Stop() {
 	}
 	close(l.stop)
 	l.wg.Wait()
-	l.dropWake()
+	l.rt.Close()
 }

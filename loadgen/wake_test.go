@@ -50,13 +50,13 @@ func TestLoopbackPollIgnoresAnOvertakenExpiry(t *testing.T) {
 	got, err := l.Poll(ctx, l.Now()+int64(time.Millisecond), &ev) // makes the wake timer
 	require.NoError(t, err)
 	require.False(t, got)
-	if l.wake == nil {
+	if l.rt.wake == nil {
 		t.Skip("no wake timer on this system")
 	}
 	// A short sleep armed and then left by an event: its expiry signals
 	// (the signal waits in C), and the long wait below must not end on it.
-	require.NoError(t, l.wake.Reset(time.Millisecond))
-	require.Eventually(t, func() bool { return len(l.wake.C) == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, l.rt.wake.Reset(time.Millisecond))
+	require.Eventually(t, func() bool { return len(l.rt.wake.C) == 1 }, 5*time.Second, time.Millisecond)
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		l.send(Event{Conn: ConnID{2, 1}, Kind: EvReply})
@@ -98,7 +98,7 @@ func TestLoopbackPollAfterStopSleepsOnGoTimers(t *testing.T) {
 	_, err := l.Poll(ctx, l.Now()+int64(time.Millisecond), &ev) // makes the wake timer, where there is one
 	require.NoError(t, err)
 	l.Stop()
-	require.Nil(t, l.wake, "Stop closes the wake timer")
+	require.Nil(t, l.rt.wake, "Stop closes the wake timer")
 	// Its descriptor is closed (and may be another file's by now): a Poll
 	// after Stop must not arm it, and still waits until until.
 	until := l.Now() + int64(2*time.Millisecond)
@@ -106,30 +106,27 @@ func TestLoopbackPollAfterStopSleepsOnGoTimers(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, got)
 	require.GreaterOrEqual(t, l.Now(), until)
-	require.Nil(t, l.wake, "no wake timer is made after Stop")
+	require.Nil(t, l.rt.wake, "no wake timer is made after Stop")
 }
 
 // BenchmarkPollOvershoot sleeps for 200µs at a time, the gap between two
 // sends of a worker at a few thousand sends per second, with the process
 // otherwise idle, and reports how late the wait ended (overshoot-p50-ns,
-// overshoot-p99-ns) on Loopback.Poll's wake timer (wake) and on Go's
-// timers (RealTime.Poll, gotimer). Read the two in one run.
+// overshoot-p99-ns) with RealTime's wake timer (wake) and with Go's
+// timers alone (gotimer, the wake timer closed). Read the two in one run.
 func BenchmarkPollOvershoot(b *testing.B) {
 	const gap = 200 * time.Microsecond
 	for _, name := range []string{"wake", "gotimer"} {
 		b.Run(name, func(b *testing.B) {
 			l := newPollLoopback(b)
-			poll := l.Poll
 			if name == "gotimer" {
-				poll = func(ctx context.Context, until int64, ev *Event) (bool, error) {
-					return l.rt.Poll(ctx, l.events, until, ev)
-				}
+				l.rt.Close()
 			}
 			late := make([]int64, 0, b.N)
 			var ev Event
 			for b.Loop() {
 				until := l.Now() + int64(gap)
-				if _, err := poll(context.Background(), until, &ev); err != nil {
+				if _, err := l.Poll(context.Background(), until, &ev); err != nil {
 					b.Fatal(err)
 				}
 				late = append(late, l.Now()-until)
