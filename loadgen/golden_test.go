@@ -83,7 +83,7 @@ func goldenCases(t testing.TB) []struct {
 			require.NoError(t, err)
 			w.series, w.acc = ser, make([]Interval, len(labels))
 			require.NoError(t, w.Run(context.Background()))
-			res := newResult(labels, rec, ser, []*Worker{w}, true)
+			res := newResult(labels, rec, ser, []*Worker{w}, true, plan.Duration, plan.Duration)
 			res.Frames = sim.Frames()
 			return res
 		}},

@@ -338,15 +338,9 @@ func (s Slowloris) Validate() error {
 // Stream returns the dribble.
 func (s Slowloris) Stream(c *Client) Stream {
 	subs, t0 := s.Persist.streams(c, !s.Session)
-	d := &dribble{n: orInt(s.BytesPerWrite, 1)}
+	d := &dribble{n: orInt(s.BytesPerWrite, 1), requests: s.Session}
 	if s.Session {
-		// Valid requests (on the chat channel of DefaultChannels), each
-		// with an id of its own, so that only their pace is hostile.
-		d.renew = func(i uint64) []byte {
-			f, _ := wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62+i, make([]byte, 32))
-			return f
-		}
-		d.frame = d.renew(0)
+		d.frame = d.request()
 	} else {
 		var tok [8]byte
 		d.frame, _ = wire.AppendHello(nil, tok[:], []byte(c.Label))
@@ -357,16 +351,27 @@ func (s Slowloris) Stream(c *Client) Stream {
 	return newMerge(append(subs, d)...)
 }
 
-// dribble yields frame n bytes per tick, over and over; with renew, each
-// frame after the first is renew(1), renew(2)... (a new slice: the
-// actions already yielded keep theirs).
+// dribble yields frame n bytes per tick, over and over. With requests,
+// the frames are valid requests (on the chat channel of DefaultChannels),
+// each with an id of its own, so that only their pace is hostile; each is
+// a new slice, as the actions already yielded keep theirs.
 type dribble struct {
 	*ticker
-	frame []byte
-	n     int
-	off   int
-	renew func(i uint64) []byte
-	made  uint64
+	frame    []byte
+	n        int
+	off      int
+	requests bool
+	made     uint64 // requests made
+}
+
+// dribblePayload is every dribbled request's payload.
+var dribblePayload [32]byte
+
+// request makes the next request frame.
+func (d *dribble) request() []byte {
+	f, _ := wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62+d.made, dribblePayload[:])
+	d.made++
+	return f
 }
 
 func (d *dribble) Next(a *Action) bool {
@@ -376,9 +381,8 @@ func (d *dribble) Next(a *Action) bool {
 	end := min(d.off+d.n, len(d.frame))
 	a.Data = d.frame[d.off:end]
 	d.off = end % len(d.frame)
-	if d.off == 0 && d.renew != nil {
-		d.made++
-		d.frame = d.renew(d.made)
+	if d.off == 0 && d.requests {
+		d.frame = d.request()
 	}
 	return true
 }

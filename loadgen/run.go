@@ -241,11 +241,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
 	}
-	res := newResult(labels, rec, ser, []*Worker{w}, complete)
-	res.Ran = total
-	if !complete {
-		res.Ran = min(time.Duration(sim.Now()), total)
-	}
+	res := newResult(labels, rec, ser, []*Worker{w}, complete, time.Duration(sim.Now()), total)
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
 	return res, nil
@@ -360,7 +356,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	// The monitor runs on the caller's goroutine, so Progress is called
 	// from it only.
 	mon.run(rt, done, total, sp.Progress)
-	ran := min(time.Duration(rt.Now()), total)
+	ran := time.Duration(rt.Now()) // how far the run got, if it did not complete
 
 	complete := true
 	for _, err := range errs {
@@ -388,11 +384,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
 	}
-	res := newResult(labels, rec, ser, workers, complete)
-	res.Ran = total
-	if !complete {
-		res.Ran = ran
-	}
+	res := newResult(labels, rec, ser, workers, complete, ran, total)
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	return res, nil
@@ -587,9 +579,15 @@ type cutOff struct {
 	d      time.Duration
 }
 
-func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, complete bool) *Result {
+// newResult gathers the workers' results of a run of the plan Duration
+// total that stopped at ran on its clock (complete: at the end).
+func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, complete bool, ran, total time.Duration) *Result {
 	n := len(labels)
+	if complete {
+		ran = total
+	}
 	res := &Result{
+		Ran:          min(ran, total),
 		Labels:       slices.Clone(labels),
 		Recorder:     rec,
 		Series:       ser.pts,

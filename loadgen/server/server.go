@@ -92,10 +92,11 @@ type command struct {
 const unknownKind = 0xFFFF
 
 // CheckChannelNames reports a policy channel named as one of the rows the
-// server adds to its per-channel stats (ChannelHello, ChannelPing,
-// ChannelUnknown), which New refuses: a *ConfigError for field Policy.
+// server adds to its per-channel stats (ChannelHello, ChannelPing), which
+// New refuses: a *ConfigError for field Policy. (ChannelUnknown is the
+// gate's own row, whose name core refuses for a channel itself.)
 func CheckChannelNames(p *core.Policy) error {
-	for _, name := range []string{ChannelHello, ChannelPing, ChannelUnknown} {
+	for _, name := range []string{ChannelHello, ChannelPing} {
 		if i := p.ChannelIndex(name); i >= 0 {
 			return &ConfigError{Field: "Policy", Msg: fmt.Sprintf("channels[%d]: the name %q is reserved for the server's stats", i, name)}
 		}
