@@ -161,6 +161,16 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ladder.yaml: policy variant \"v\" (with the set in")
 
+	// A policy file's error on a line number that the set also spans is
+	// still the policy file's: the files number their lines apart.
+	write("addr.yaml", "channels:\n  - name: move\n    class: input\n    rate: 30\naccount: {rate: 60, burst: 120}\naddress:\n  rate: -60\n")
+	s, err = Load(write("s5.yaml", strings.Replace(scen("addr.yaml"), "account: {rate: -5}", "account: {rate: 50}", 1)))
+	require.NoError(t, err)
+	_, err = s.Policies()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "addr.yaml: policy variant \"v\" (with the set in")
+	assert.Contains(t, err.Error(), "address.rate (line 7)")
+
 	// A policy file completed by every variant's set is not refused alone.
 	write("partial.yaml", "channels:\n  - {name: move, class: input}\n")
 	s, err = Load(write("s4.yaml", "name: n\nduration: 3s\npolicy_file: partial.yaml\nvariants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 20}]\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"))

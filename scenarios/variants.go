@@ -3,6 +3,8 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/sluicedev/sluice/core"
 
@@ -73,27 +75,6 @@ func namedItems(n *yaml.Node) bool {
 	return true
 }
 
-// lineSpan returns the first and last line of n's subtree (0, -1 for an
-// empty node).
-func lineSpan(n *yaml.Node) (lo, hi int) {
-	lo, hi = 0, -1
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n == nil || n.Kind == 0 {
-			return
-		}
-		if n.Line > 0 && (lo == 0 || n.Line < lo) {
-			lo = n.Line
-		}
-		hi = max(hi, n.Line)
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(n)
-	return lo, hi
-}
-
 // unalias follows n's aliases to the node they name.
 func unalias(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
@@ -110,18 +91,7 @@ func itemName(n *yaml.Node) string {
 }
 
 // itemNameNode returns the value node of a mapping's name key, or nil.
-func itemNameNode(n *yaml.Node) *yaml.Node {
-	n = unalias(n)
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "name" {
-			return unalias(n.Content[i+1])
-		}
-	}
-	return nil
-}
+func itemNameNode(n *yaml.Node) *yaml.Node { return mappingValue(n, "name") }
 
 func cloneNode(n *yaml.Node) *yaml.Node {
 	if n == nil {
@@ -198,17 +168,79 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 			case len(s.Variants) == 0:
 				return nil, fmt.Errorf("%s: %w", s.PolicyFile, err) // the policy file alone
 			}
-			// Lines come from the file the field is written in: the set's
-			// own lines are the scenario's, the rest the policy file's.
+			// Lines come from the file the field is written in: a field
+			// the set writes is the scenario's, the rest the policy
+			// file's. (The two files number their lines apart, so the
+			// line alone cannot tell.)
 			var pe *core.PolicyError
-			if errors.As(err, &pe) && pe.Line > 0 {
-				if lo, hi := lineSpan(&s.Variants[i].Set); lo <= pe.Line && pe.Line <= hi {
-					return nil, fmt.Errorf("%s: policy variant %q (its set, over %s): %w", s.File, v.Name, s.PolicyFile, err)
-				}
+			if errors.As(err, &pe) && pe.Line > 0 && setWrites(v.Node, &s.Variants[i].Set, pe.Path, pe.Line) {
+				return nil, fmt.Errorf("%s: policy variant %q (its set, over %s): %w", s.File, v.Name, s.PolicyFile, err)
 			}
 			return nil, fmt.Errorf("%s: policy variant %q (with the set in %s): %w", s.PolicyFile, v.Name, s.File, err)
 		}
 		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Policy: p})
 	}
 	return out, nil
+}
+
+// setWrites reports whether set, merged into the policy merged, writes the
+// node that merged holds at path (a core.PolicyError path: keys joined by
+// dots, list indices in brackets), on line.
+func setWrites(merged, set *yaml.Node, path string, line int) bool {
+	m, s := unalias(merged), unalias(set)
+	for _, step := range strings.Split(path, ".") {
+		key, rest, _ := strings.Cut(step, "[")
+		if m, s = mappingValue(m, key), mappingValue(s, key); m == nil || s == nil {
+			return false
+		}
+		for rest != "" {
+			var at string
+			at, rest, _ = strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(rest, "[")
+			i, err := strconv.Atoi(at)
+			if err != nil || m.Kind != yaml.SequenceNode || s.Kind != yaml.SequenceNode || i < 0 || i >= len(m.Content) {
+				return false
+			}
+			if m = unalias(m.Content[i]); m == nil {
+				return false
+			}
+			if s = setItem(s, m, i); s == nil {
+				return false
+			}
+		}
+	}
+	return s.Line == line
+}
+
+// setItem is the item of the set's list s that the merged list holds as
+// m, at index i: the one with m's name when the set names its items
+// (mergeNode merges those by name), else the set's item i (the set's list
+// replaced the base's whole). nil if the set wrote no such item.
+func setItem(s, m *yaml.Node, i int) *yaml.Node {
+	if name := itemName(m); name != "" && namedItems(s) {
+		for _, c := range s.Content {
+			if itemName(c) == name {
+				return unalias(c)
+			}
+		}
+		return nil
+	}
+	if i < len(s.Content) {
+		return unalias(s.Content[i])
+	}
+	return nil
+}
+
+// mappingValue returns the value of key in the mapping n, aliases
+// followed; nil if n is not a mapping or has no such key.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n = unalias(n); n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return unalias(n.Content[i+1])
+		}
+	}
+	return nil
 }
