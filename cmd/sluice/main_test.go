@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,17 +53,34 @@ func TestExitCodes(t *testing.T) {
 		{"audit without policy", []string{"audit"}, exitUsage, "--policy FILE is required"},
 		{"serve without policy", []string{"serve"}, exitUsage, "--policy FILE is required"},
 		{"report missing", []string{"report", filepath.Join(dir, "none.json")}, exitError, "no such file"},
-		{"bad progress", []string{"run", "--progress", "loud", scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
-		{"bad variant", []string{"run", "--policy", "nope", "-o", dir, scenarioDir + "quickstart.yaml"}, exitUsage, `no policy variant "nope"`},
+		{"unknown bench subcommand", []string{"bench", "abb"}, exitUsage, `unknown command "abb"`},
+		// A run refused for its flags writes nothing, not even its
+		// results directory (outArg stands for a fresh one).
+		{"bad progress", []string{"run", "--progress", "loud", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
+		{"bad variant", []string{"run", "--policy", "nope", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `no policy variant "nope"`},
+		{"negative duration", []string{"run", "--duration", "-5s", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--duration -5s is negative"},
+		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--driver "bogus" is not sim or loopback`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, c.args...)
-			assert.Equal(t, c.code, code, "stdout: %s\nstderr: %s", out, errOut)
-			assert.Contains(t, out+errOut, c.want)
+			out := filepath.Join(t.TempDir(), "out")
+			args := slices.Clone(c.args)
+			if i := slices.Index(args, outArg); i >= 0 {
+				args[i] = out
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			assert.Equal(t, c.code, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			assert.Contains(t, stdout+stderr, c.want)
+			if code != exitOK {
+				assert.NoDirExists(t, out)
+			}
 		})
 	}
 }
+
+// outArg, in a TestExitCodes row, is replaced by a results directory that
+// does not exist yet.
+const outArg = "{out}"
 
 func TestRunWritesResultsAndReport(t *testing.T) {
 	dir := t.TempDir()
