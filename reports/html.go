@@ -384,23 +384,6 @@ func fmtLatency(ns int64, have bool) string {
 	return formatNs(float64(ns))
 }
 
-func fmtThresholdValue(t Threshold) string {
-	if s, ok := nonFinite(t.Value); ok {
-		return s
-	}
-	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
-	switch t.Unit {
-	case "ns":
-		return formatNs(t.Value)
-	case UnitFraction:
-		return v + " (" + FormatPercent(t.Value) + ")"
-	case "":
-		return v
-	default:
-		return v + " " + t.Unit
-	}
-}
-
 func makeHeadline(i int, vs *variantStats) headline {
 	v := vs.v
 	h := headline{
@@ -437,7 +420,7 @@ func makeHeadline(i int, vs *variantStats) headline {
 		if t.Pass {
 			passed++
 		}
-		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: fmtThresholdValue(t), Pass: t.Pass})
+		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: FormatThresholdValue(t, nil), Pass: t.Pass})
 	}
 	switch {
 	case len(v.Invalid) > 0:

@@ -268,8 +268,8 @@ func TestFormatting(t *testing.T) {
 		{FormatPercent(0.5), "50%"},
 		{FormatPercent(0.000401), "0.0401%"},
 		{FormatPercent(2e-8), "2.00e-06%"}, // a tiny share is never shown as 0
-		{fmtThresholdValue(Threshold{Value: 0.00123, Unit: UnitFraction}), "0.00123 (0.123%)"},
-		{fmtThresholdValue(Threshold{Value: 2500, Unit: "ns"}), "2.5 µs"},
+		{FormatThresholdValue(Threshold{Value: 0.00123, Unit: UnitFraction}, nil), "0.00123 (0.123%)"},
+		{FormatThresholdValue(Threshold{Value: 2500, Unit: "ns"}, nil), "2.5 µs"},
 		{FormatPercent(0.9995), "99.950%"},
 		{FormatPercent(0.99999), "99.99900%"},
 		{formatCount(1500), "1.5k"},

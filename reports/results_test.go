@@ -112,7 +112,7 @@ func TestThresholdNonFiniteValues(t *testing.T) {
 	if err := WriteHTML(&page, got); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(page.String(), "not measured") || !strings.Contains(page.String(), "∞") {
+	if !strings.Contains(page.String(), "not measured") || !strings.Contains(page.String(), "never") || !strings.Contains(page.String(), "−∞") {
 		t.Error("page does not show the non-finite values")
 	}
 	// Anything else in place of a number is rejected, and so are unknown

@@ -79,16 +79,31 @@ func parseJSONFloat(raw json.RawMessage) (float64, error) {
 	return f, nil
 }
 
-// nonFinite renders a non-finite value for the page; ok is false for a
-// finite one.
-func nonFinite(f float64) (string, bool) {
+// FormatThresholdValue formats a threshold's measured value in its unit,
+// for the report and the terminal alike: "not measured" (NaN), "never"
+// (+Inf: a client never cut off), a fraction with its percentage, a
+// duration with formatDuration (nil: the report's own), else six
+// significant digits and the unit.
+func FormatThresholdValue(t Threshold, formatDuration func(ns float64) string) string {
 	switch {
-	case math.IsNaN(f):
-		return "not measured", true
-	case math.IsInf(f, 1):
-		return "∞", true
-	case math.IsInf(f, -1):
-		return "−∞", true
+	case math.IsNaN(t.Value):
+		return "not measured"
+	case math.IsInf(t.Value, 1):
+		return "never"
+	case math.IsInf(t.Value, -1):
+		return "−∞"
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64), false
+	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
+	switch t.Unit {
+	case "ns":
+		if formatDuration == nil {
+			formatDuration = formatNs
+		}
+		return formatDuration(t.Value)
+	case UnitFraction:
+		return v + " (" + FormatPercent(t.Value) + ")"
+	case "":
+		return v
+	}
+	return v + " " + t.Unit
 }

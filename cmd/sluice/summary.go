@@ -142,17 +142,7 @@ func hasResponses(p *reports.Population) bool {
 }
 
 func thresholdValue(t reports.Threshold) string {
-	switch {
-	case math.IsNaN(t.Value):
-		return "nothing measured"
-	case math.IsInf(t.Value, 1):
-		return "never"
-	case t.Unit == "ns":
-		return time.Duration(t.Value).String()
-	case t.Unit == reports.UnitFraction:
-		return fmt.Sprintf("%.6g (%s)", t.Value, reports.FormatPercent(t.Value))
-	}
-	return fmt.Sprintf("%.6g", t.Value)
+	return reports.FormatThresholdValue(t, func(ns float64) string { return time.Duration(ns).String() })
 }
 
 // topReasons names the population's commonest drop reasons with counts.

@@ -22,7 +22,7 @@ func TestSummaryNumbers(t *testing.T) {
 	assert.Equal(t, "0.00123 (0.123%)", thresholdValue(reports.Threshold{Value: 0.00123, Unit: reports.UnitFraction}))
 	assert.Equal(t, "2.5µs", thresholdValue(reports.Threshold{Value: 2500, Unit: "ns"}))
 	assert.Equal(t, "never", thresholdValue(reports.Threshold{Value: math.Inf(1), Unit: "ns"}))
-	assert.Equal(t, "nothing measured", thresholdValue(reports.Threshold{Value: math.NaN(), Unit: reports.UnitFraction}))
+	assert.Equal(t, "not measured", thresholdValue(reports.Threshold{Value: math.NaN(), Unit: reports.UnitFraction}))
 }
 
 // The top drop reasons are of messages, not of the sessions the server
