@@ -197,7 +197,7 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 			continue
 		}
 		for _, unit := range s.units {
-			configured[unit] = configured[unit] || len(b.values(k, unit)) > 0 || n.by[k] != nil && len(n.values(k, unit)) > 0
+			configured[unit] = configured[unit] || len(b.values(k, unit)) > 0 || len(n.values(k, unit)) > 0
 		}
 		if n.by[k] == nil {
 			// A benchmark the candidate no longer runs (removed, renamed,
@@ -231,7 +231,7 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 			}
 			cm := c.compare(rep, b, n, k, unit, s, units)
 			if cm.Verdict == Invalid {
-				errs = append(errs, &SampleError{Benchmark: k.name, Unit: unit, Base: cm.BaseN, Cand: cm.CandN, Need: cm.need})
+				errs = append(errs, cm.sampleError())
 			}
 			rep.Comparisons = append(rep.Comparisons, cm)
 		}
@@ -246,12 +246,8 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 			if !inFamily(cm) || float64(rep.Tests)*minP(cm.BaseN, cm.CandN) < cm.Alpha {
 				continue
 			}
-			need := cm.BaseN
-			for need < 64 && float64(rep.Tests)*minP(need, need) >= cm.Alpha {
-				need++
-			}
-			cm.Verdict, cm.need, cm.P, cm.AdjP = Invalid, need, math.NaN(), math.NaN()
-			errs = append(errs, &SampleError{Benchmark: cm.Benchmark, Unit: cm.Unit, Base: cm.BaseN, Cand: cm.CandN, Need: need})
+			cm.invalidate(samplesFor(cm.Alpha/float64(rep.Tests), cm.BaseN))
+			errs = append(errs, cm.sampleError())
 		}
 	}
 	gated := 0
@@ -264,7 +260,7 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		errs = append(errs, ErrNothingCompared)
 	}
 	for _, unit := range slices.Sorted(maps.Keys(configured)) {
-		if !configured[unit] {
+		if !configured[unit] && c.wrote(unit) {
 			// A misspelt unit (go test's ns/op for benchfmt's sec/op)
 			// gates nothing; cpu-sec/op is absent where the harness does
 			// not measure CPU time.
@@ -280,6 +276,43 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// samplesFor is the least number of samples a side needs, from at least
+// from (and at most 64), for a U test between two sides of that many to be
+// able to reach a p-value below alpha.
+func samplesFor(alpha float64, from int) int {
+	need := from
+	for need < 64 && minP(need, need) >= alpha {
+		need++
+	}
+	return need
+}
+
+// invalidate marks a comparison untested for want of samples (need per
+// side). Its p-values are NaN, not 0, which would read as significant.
+func (cm *Comparison) invalidate(need int) {
+	cm.Verdict, cm.need, cm.P, cm.AdjP = Invalid, need, math.NaN(), math.NaN()
+}
+
+// sampleError is the error of a comparison invalidated for want of
+// samples.
+func (cm *Comparison) sampleError() error {
+	return &SampleError{Benchmark: cm.Benchmark, Unit: cm.Unit, Base: cm.BaseN, Cand: cm.CandN, Need: cm.need}
+}
+
+// wrote reports whether unit was named by the configuration (its units or
+// a rule's), rather than compared by default.
+func (c *Config) wrote(unit string) bool {
+	if !c.defaultUnits && slices.Contains(c.Units, unit) {
+		return true
+	}
+	for _, r := range c.Rules {
+		if slices.Contains(r.Units, unit) {
+			return true
+		}
+	}
+	return false
 }
 
 // isTime reports whether unit is a time per op (sec/op, cpu-sec/op): the
@@ -336,13 +369,10 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 
 	need := c.MinSamples
 	if !exact {
-		for need < 64 && minP(need, need) >= s.alpha {
-			need++
-		}
+		need = samplesFor(s.alpha, need)
 	}
 	if len(bx) < need || len(cx) < need || (!exact && minP(len(bx), len(cx)) >= s.alpha) {
-		cmp.Verdict, cmp.need = Invalid, need
-		cmp.P, cmp.AdjP = math.NaN(), math.NaN() // not tested: not 0, which reads as significant
+		cmp.invalidate(need)
 		return cmp
 	}
 

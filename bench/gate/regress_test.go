@@ -3,6 +3,8 @@ package gate_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,16 +14,14 @@ import (
 	"github.com/sluicedev/sluice/bench/gate"
 )
 
-// side writes n samples of each named benchmark at ns·(1+i/1000) ns/op.
+// side is synth's n samples of each named benchmark at ns ns/op (and 0
+// allocs/op), with 1% noise.
 func side(names []string, n int, ns float64) string {
-	var b strings.Builder
-	b.WriteString("pkg: example.com/p\n")
-	for _, nm := range names {
-		for i := range n {
-			fmt.Fprintf(&b, "Benchmark%s-2 1000 %.4f ns/op\n", nm, ns*(1+float64(i)/1000))
-		}
+	bs := make([]bench, len(names))
+	for i, name := range names {
+		bs[i] = bench{name, ns, 0}
 	}
-	return b.String()
+	return synth(rand.New(rand.NewPCG(uint64(n), uint64(ns))), n, 0.01, nil, bs...)
 }
 
 // With Holm over 24 tests, 6 samples per side can never be significant
@@ -88,4 +88,25 @@ func TestPooledGOMAXPROCSWarns(t *testing.T) {
 	cand := base + strings.ReplaceAll(side([]string{"A"}, 10, 400), "-2 ", " ")
 	rep, _ := compare(t, base, cand, gate.Config{})
 	assert.Contains(t, strings.Join(rep.Warnings, "\n"), "A: cand pools samples at GOMAXPROCS [4 1]")
+}
+
+// A configured unit that matches nothing on either side (go test's ns/op,
+// where the gate reads sec/op), beside one that is compared, is not
+// skipped silently: the report warns that nothing was gated on it. (A
+// warning, not an error: cpu-sec/op is absent where the harness does not
+// measure CPU time.) A default unit nobody asked for is not warned about:
+// plain go test -bench output has no allocs/op or cpu-sec/op.
+func TestUnitMatchingNothingWarns(t *testing.T) {
+	cfg, err := gate.ParseConfig(strings.NewReader("units: [ns/op, allocs/op]\nexact_units: [allocs/op]\n"), "x.yaml")
+	require.NoError(t, err)
+	rep, err := compare(t, side([]string{"A"}, 10, 100), side([]string{"A"}, 10, 200), cfg)
+	require.NoError(t, err)
+	assert.Contains(t, rep.Warnings, "unit ns/op is configured but no benchmark reported it: nothing was gated on it")
+
+	plain := func(ns float64) string {
+		return strings.Join(regexp.MustCompile(`\t [0-9]+ B/op\t [0-9]+ allocs/op`).Split(side([]string{"A"}, 10, ns), -1), "")
+	}
+	rep, err = compare(t, plain(100), plain(200), gate.Config{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Warnings)
 }
