@@ -160,9 +160,12 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	c.Population = append([]Population(nil), s.Population...)
 	if opt.Driver != "" {
 		if opt.Driver != DriverSim && opt.Driver != DriverLoopback {
-			return nil, fmt.Errorf("scenarios: driver %q is not sim or loopback", opt.Driver)
+			return nil, fmt.Errorf("%w: driver %q is not sim or loopback", ErrOption, opt.Driver)
 		}
 		c.Driver = opt.Driver
+	}
+	if opt.Duration < 0 {
+		return nil, fmt.Errorf("%w: duration %v is negative", ErrOption, opt.Duration)
 	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed
@@ -239,13 +242,18 @@ func policySummary(pol core.Policy) json.RawMessage {
 }
 
 // Check reports what would make Run refuse the scenario under opt before
-// running anything: a bad option or variant, and the load generator's own
-// bounds for every variant (loadgen.CheckRun), each error naming its
-// variant. sluice validate calls it.
-func (s *Scenario) Check(opt Options) error {
-	_, _, _, err := s.prepare(opt)
-	return err
+// running anything: a bad option (wrapping ErrOption) or variant, and the
+// load generator's own bounds for every variant (loadgen.CheckRun), each
+// error naming its variant. It returns the policy variants Run would run.
+// sluice validate calls it.
+func (s *Scenario) Check(opt Options) ([]NamedPolicy, error) {
+	_, variants, _, err := s.prepare(opt)
+	return variants, err
 }
+
+// ErrOption is wrapped by the error for an Options value that cannot be
+// used (ErrNoVariant among them): the caller's input, not the scenario's.
+var ErrOption = errors.New("scenarios: bad option")
 
 // prepare applies opt and builds the variants to run and the plan they
 // share, checking every variant with the load generator's bounds, so that

@@ -47,7 +47,7 @@ func TestCheckRefusesPoliciesTheHarnessCannotRun(t *testing.T) {
 	} {
 		s, err := Parse([]byte(c.doc), "s.yaml")
 		require.NoError(t, err, c.name)
-		err = s.Check(Options{})
+		_, err = s.Check(Options{})
 		if assert.Error(t, err, c.name) {
 			assert.Contains(t, err.Error(), c.want, c.name)
 		}

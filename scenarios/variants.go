@@ -128,8 +128,8 @@ func (s *Scenario) variantNodes() []VariantNode {
 }
 
 // ErrNoVariant is wrapped by the error for a --policy NAME the scenario does
-// not define.
-var ErrNoVariant = errors.New("scenarios: no policy variant")
+// not define. It wraps ErrOption.
+var ErrNoVariant = fmt.Errorf("%w: no policy variant", ErrOption)
 
 // variantByName finds one variant, for --policy NAME.
 func (s *Scenario) variantByName(name string) (VariantNode, error) {

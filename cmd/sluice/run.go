@@ -61,12 +61,6 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
-	if f.duration < 0 {
-		return usageError{fmt.Errorf("--duration %v is negative", f.duration)}
-	}
-	if f.driver != "" && f.driver != scenarios.DriverSim && f.driver != scenarios.DriverLoopback {
-		return usageError{fmt.Errorf("--driver %q is not sim or loopback", f.driver)}
-	}
 	s, err := scenarios.Load(file)
 	if err != nil {
 		return err
@@ -87,9 +81,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// Find out now, not after a long run, that the scenario is one the
 	// harness would refuse or that the results cannot be written (the
 	// directory is made last, so a refused run leaves none behind).
-	if err := s.Check(opt); err != nil {
-		if errors.Is(err, scenarios.ErrNoVariant) {
-			return usageError{err} // a --policy value, like a bad --driver
+	if _, err := s.Check(opt); err != nil {
+		if errors.Is(err, scenarios.ErrOption) {
+			return usageError{err} // a bad --driver, --duration or --policy
 		}
 		return err
 	}

@@ -23,11 +23,8 @@ is caught here, not at run time.`,
 			if err != nil {
 				return err
 			}
-			variants, err := s.Policies()
+			variants, err := s.Check(scenarios.Options{})
 			if err != nil {
-				return err
-			}
-			if err := s.Check(scenarios.Options{}); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%d populations, %d policy variants, %d thresholds)\n",
