@@ -25,27 +25,41 @@ import (
 // is returned as written (not normalized), with its source lines kept for
 // later validation errors.
 func DecodePolicyYAML(data []byte) (Policy, error) {
-	var p Policy
+	doc, err := PolicyDocument(data)
+	if err != nil {
+		return Policy{}, err
+	}
+	if doc == nil {
+		return Policy{}, &PolicyError{Msg: "empty document"}
+	}
+	return DecodePolicyNode(doc)
+}
+
+// PolicyDocument parses YAML policy text into the node of its document,
+// refusing text that is not YAML or holds a second document with a
+// *PolicyError. It returns nil for text with no document at all. A policy
+// file is one document: a second would be silently ignored.
+func PolicyDocument(data []byte) (*yaml.Node, error) {
 	// Unknown fields are refused by the node walk (bind); KnownFields would
 	// do nothing here, since the decoder only ever fills yaml.Nodes.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return p, &PolicyError{Msg: "empty document"}
+			return nil, nil
 		}
-		return p, &PolicyError{Line: yamlErrLine(err), Msg: err.Error(), Err: err}
+		return nil, &PolicyError{Line: yamlErrLine(err), Msg: err.Error(), Err: err}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return p, &PolicyError{Line: extra.Line, Msg: "more than one YAML document"}
+		return nil, &PolicyError{Line: extra.Line, Msg: "more than one YAML document"}
 	case !errors.Is(err, io.EOF):
 		// A second document that does not even parse is still a second
 		// document: refused, not ignored.
-		return p, &PolicyError{Line: yamlErrLine(err), Msg: "a second YAML document: " + err.Error(), Err: err}
+		return nil, &PolicyError{Line: yamlErrLine(err), Msg: "a second YAML document: " + err.Error(), Err: err}
 	}
-	return DecodePolicyNode(&doc)
+	return &doc, nil
 }
 
 // DecodePolicyJSON decodes a policy from JSON and validates it. Like

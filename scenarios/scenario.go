@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -239,20 +238,13 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if err != nil {
 			return s.fail(root, "policy_file", []any{"policy_file"}, err.Error())
 		}
-		var doc, extra yaml.Node
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %v", s.PolicyFile, err)
+		// Read as core reads a policy file (LoadPolicy, sluice audit): one
+		// document, a second refused.
+		doc, err := core.PolicyDocument(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.PolicyFile, err)
 		}
-		// A second document would be ignored here, and core refuses a
-		// policy file with one (sluice audit, LoadPolicy): refuse it too.
-		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			if err != nil {
-				return fmt.Errorf("%s: %v", s.PolicyFile, err)
-			}
-			return &FieldError{File: s.PolicyFile, Line: extra.Line, Col: extra.Column, Msg: "a second YAML document: a policy file holds one"}
-		}
-		if len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
+		if doc == nil || len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
 			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))
 		}
 		s.Policy = *doc.Content[0]
