@@ -102,3 +102,27 @@ func TestLockUntilStartsOnce(t *testing.T) {
 	assert.False(t, l.lockUntil(now+20, now+1), "extending a running lockout does not start one")
 	assert.True(t, l.lockUntil(now+100, now+50), "after it ended, a new one starts")
 }
+
+// A policy file is one YAML document: no document is nil for the caller
+// to call empty (DecodePolicyYAML: "empty document"), a second is refused
+// at its line, even one that does not parse.
+func TestPolicyDocumentIsOneDocument(t *testing.T) {
+	doc, err := PolicyDocument(nil)
+	require.NoError(t, err)
+	assert.Nil(t, doc)
+	_, err = DecodePolicyYAML(nil)
+	assert.ErrorContains(t, err, "empty document")
+
+	one := "channels:\n  - {name: move, class: input, rate: 30}\n"
+	doc, err = PolicyDocument([]byte(one))
+	require.NoError(t, err)
+	require.NotNil(t, doc)
+	for _, second := range []string{"---\nshadow: true\n", "---\n[unclosed\n"} {
+		_, err = PolicyDocument([]byte(one + second))
+		var pe *PolicyError
+		require.ErrorAs(t, err, &pe, second)
+		assert.Equal(t, 3, pe.Line, second)
+		_, err = DecodePolicyYAML([]byte(one + second))
+		assert.Error(t, err, "DecodePolicyYAML refuses it too")
+	}
+}
