@@ -22,14 +22,7 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 	for _, th := range s.thresholds {
 		val := MetricValue(r, v, th.Population, th.Kind, th.Metric)
 		pass := !math.IsNaN(val) && th.Holds(val)
-		unit := ""
-		switch {
-		case th.IsDuration:
-			unit = "ns"
-		case fractionMetrics[th.Metric]:
-			unit = reports.UnitFraction
-		}
-		v.AddThreshold(th.Text, val, unit, pass)
+		v.AddThreshold(th.Text, val, th.Unit, pass)
 		all = all && pass
 	}
 	return all

@@ -36,9 +36,10 @@ func TestThresholdOnUnknownKindFails(t *testing.T) {
 	for _, m := range []string{"sent", "accepted", "dropped", "admitted_per_s", "admitted_bytes_per_s", "drops.ChannelLimit"} {
 		assert.True(t, math.IsNaN(MetricValue(res, v, "honest", "mvoe", m)), "metric %s of an unknown kind", m)
 	}
-	th, err := ParseThreshold("honest.mvoe.accepted <= 5")
-	require.NoError(t, err)
-	s.thresholds = []Threshold{th}
+	_, err := ParseThreshold("honest.mvoe.accepted <= 5")
+	assert.ErrorContains(t, err, `no message kind named "mvoe" (did you mean "move"?)`)
+	// Built by hand, past the parser: it still does not pass.
+	s.thresholds = []Threshold{{Text: "honest.mvoe.accepted <= 5", Population: "honest", Kind: "mvoe", Metric: "accepted", Op: "<=", Value: 5}}
 	assert.False(t, s.Evaluate(res, v), "a threshold on a kind nobody sent does not pass")
 }
 

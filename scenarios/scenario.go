@@ -333,20 +333,6 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
 				fmt.Sprintf("no population named %q", th.Population))
 		}
-		if th.Kind != "" {
-			// A misspelt kind would measure nothing at every run.
-			if _, err := loadgen.ParseKind(th.Kind); err != nil {
-				msg := fmt.Sprintf("no message kind named %q", th.Kind)
-				if sg := suggest(th.Kind, kindNames()); sg != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", sg)
-				}
-				return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
-			}
-			if populationMetrics[th.Metric] {
-				return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
-					fmt.Sprintf("%s counts clients, not messages of a kind: write %s.%s", th.Metric, th.Population, th.Metric))
-			}
-		}
 		s.thresholds = append(s.thresholds, th)
 	}
 	return nil
@@ -354,12 +340,3 @@ func (s *Scenario) validate(root *yaml.Node) error {
 
 // ThresholdList returns the parsed thresholds in file order.
 func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }
-
-// kindNames lists the message kinds a threshold may name.
-func kindNames() []string {
-	names := make([]string, 0, loadgen.NumKinds)
-	for k := range loadgen.NumKinds {
-		names = append(names, k.String())
-	}
-	return names
-}

@@ -270,6 +270,15 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
+// didYouMean is the hint that ends a message about name: the closest of
+// known in " (did you mean %q?)", or "" when none is close.
+func didYouMean(name string, known []string) string {
+	if s := suggest(name, known); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
 // suggest returns the known key closest to key when it is close enough to
 // be a misspelling (edit distance at most a third of its length, and 2 at
 // least), or "".

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -27,7 +28,9 @@ type Threshold struct {
 	Metric     string
 	Op         string
 	Value      float64 // durations in nanoseconds, percentages as fractions
-	IsDuration bool
+	// Unit is the metric's unit as reports.Threshold takes it: "ns" for a
+	// duration, reports.UnitFraction for a share, else "".
+	Unit string
 }
 
 // Metrics lists the metric names a threshold may use, with their meaning.
@@ -97,23 +100,29 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	t.Metric = strings.Join(parts[metricIdx:], ".")
 	if _, ok := Metrics[t.Metric]; !ok && !strings.HasPrefix(t.Metric, "drops.") {
-		msg := fmt.Sprintf("unknown metric %q", t.Metric)
 		// Sorted, so that a tie between two close names always suggests
 		// the same one.
-		if s := suggest(t.Metric, slices.Sorted(maps.Keys(Metrics))); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return t, fmt.Errorf("%s", msg)
+		return t, fmt.Errorf("unknown metric %q%s", t.Metric, didYouMean(t.Metric, slices.Sorted(maps.Keys(Metrics))))
 	}
 	if reason, ok := strings.CutPrefix(t.Metric, "drops."); ok && !slices.Contains(reports.KnownReasons(), reason) {
-		msg := fmt.Sprintf("unknown drop reason %q", reason)
-		if s := suggest(reason, reports.KnownReasons()); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return t, fmt.Errorf("%s", msg)
+		return t, fmt.Errorf("unknown drop reason %q%s", reason, didYouMean(reason, reports.KnownReasons()))
 	}
-	t.IsDuration = durationMetrics[t.Metric]
-	v, err := parseValue(rhs, t.IsDuration, fractionMetrics[t.Metric])
+	if t.Kind != "" {
+		// A misspelt kind would measure nothing at every run.
+		if _, err := loadgen.ParseKind(t.Kind); err != nil {
+			return t, fmt.Errorf("no message kind named %q%s", t.Kind, didYouMean(t.Kind, kindNames()))
+		}
+		if populationMetrics[t.Metric] {
+			return t, fmt.Errorf("%s counts clients, not messages of a kind: write %s.%s", t.Metric, t.Population, t.Metric)
+		}
+	}
+	switch {
+	case durationMetrics[t.Metric]:
+		t.Unit = "ns"
+	case fractionMetrics[t.Metric]:
+		t.Unit = reports.UnitFraction
+	}
+	v, err := parseValue(rhs, t.Unit == "ns", t.Unit == reports.UnitFraction)
 	if err != nil {
 		return t, fmt.Errorf("%s: %v", t.Metric, err)
 	}
@@ -183,10 +192,11 @@ func (t Threshold) Holds(value float64) bool {
 	return false
 }
 
-// Format renders a measured value in the threshold's unit.
-func (t Threshold) Format(value float64) string {
-	if t.IsDuration {
-		return time.Duration(value).String()
+// kindNames lists the message kinds a threshold may name.
+func kindNames() []string {
+	names := make([]string, 0, loadgen.NumKinds)
+	for k := range loadgen.NumKinds {
+		names = append(names, k.String())
 	}
-	return strconv.FormatFloat(value, 'g', 6, 64)
+	return names
 }
