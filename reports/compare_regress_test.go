@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -118,6 +120,12 @@ func TestHlogNamesCannotSetTheTimeBase(t *testing.T) {
 	if err := WriteHlog(&b, v, p); err != nil {
 		t.Fatal(err)
 	}
+	// The comment still names the variant: its quoted name reads back.
+	m := regexp.MustCompile(`variant ("(?:[^"\\]|\\.)*")`).FindStringSubmatch(b.String())
+	require.NotNil(t, m, b.String())
+	name, err := strconv.Unquote(m[1])
+	require.NoError(t, err)
+	assert.Equal(t, v.Name, name)
 	rd := hdrhistogram.NewHistogramLogReader(&b)
 	for i := 0; ; i++ {
 		h, err := rd.NextIntervalHistogram()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -40,10 +41,12 @@ func WriteHlog(w io.Writer, v *Variant, p *Population) error {
 		return fmt.Errorf("reports: write hlog: %w", err)
 	}
 	// The names go into a comment line, which a log reader also scans for
-	// "#[StartTime: " and "#[BaseTime: ": with '#' and '[' escaped, a name
-	// cannot set the log's time base.
+	// "#[StartTime: " and "#[BaseTime: ": quoted, with '#' and '[' then
+	// escaped in the quotes (still a valid Go string of the same name), a
+	// name cannot set the log's time base.
 	safe := strings.NewReplacer("#", `\x23`, "[", `\x5b`)
-	if err := lw.OutputComment(fmt.Sprintf("[sluice response time: variant %q, population %q; values in ns, timestamps in s from the variant's start]", safe.Replace(v.Name), safe.Replace(p.Name))); err != nil {
+	quote := func(name string) string { return safe.Replace(strconv.Quote(name)) }
+	if err := lw.OutputComment(fmt.Sprintf("[sluice response time: variant %s, population %s; values in ns, timestamps in s from the variant's start]", quote(v.Name), quote(p.Name))); err != nil {
 		return fmt.Errorf("reports: write hlog: %w", err)
 	}
 	if err := lw.OutputLegend(); err != nil {
