@@ -146,7 +146,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		if err := n.Decode(v.Interface()); err != nil {
 			return errAt(n, path, fmt.Sprintf("%q is not a valid %s", n.Value, kindWord(t)))
 		}
-		if kindWord(t) == "integer" && n.ShortTag() == "!!float" {
+		if isInteger(t.Kind()) && n.ShortTag() == "!!float" {
 			// The decoder would drop the fraction: 2.5 clients are not 2.
 			return errAt(n, path, fmt.Sprintf("%q is not a valid integer", n.Value))
 		}
@@ -213,18 +213,23 @@ func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
 }
 
 func kindWord(t reflect.Type) string {
+	if isInteger(t.Kind()) {
+		return "integer"
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer"
 	case reflect.Float32, reflect.Float64:
 		return "number"
 	case reflect.String:
 		return "string"
 	}
 	return t.String()
+}
+
+// isInteger reports whether k is a signed or unsigned integer kind.
+func isInteger(k reflect.Kind) bool {
+	return reflect.Int <= k && k <= reflect.Int64 || reflect.Uint <= k && k <= reflect.Uintptr
 }
 
 func errAt(n *yaml.Node, path, msg string) *FieldError {
