@@ -76,21 +76,6 @@ populations:
 	assert.Equal(t, 30.0, *p.Channels[0].Burst)
 }
 
-// A key or a named item written twice in a variant's set is refused: the
-// merge would keep the last one silently.
-func TestSetRepeatsAreRefused(t *testing.T) {
-	for _, c := range []struct{ set, want string }{
-		{"{channels: [{name: move, rate: 10, rate: 50}]}", "repeated key"},
-		{"{channels: [{name: move, rate: 10}, {name: move, rate: 50}]}", `"move" is used twice`},
-	} {
-		src := "name: d\nduration: 3s\npolicy:\n  channels:\n    - {name: move, class: input, rate: 30}\nvariants:\n  - name: v\n    set: " + c.set + "\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
-		_, err := Parse([]byte(src), "d.yaml")
-		require.Error(t, err, c.set)
-		assert.Contains(t, err.Error(), c.want)
-		assert.Contains(t, err.Error(), "variants[0].set.channels")
-	}
-}
-
 // Cut-off times are measured for hostile populations: on an honest one
 // the metric has no value, rather than "never", which let
 // "laggy.cutoff_max > 19s" pass on nothing measured.
