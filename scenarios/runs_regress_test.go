@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -110,56 +109,42 @@ func TestClampedLatenciesAreCounted(t *testing.T) {
 	assert.Contains(t, notes[0], "2 latency values fell outside the histograms' range")
 }
 
-// A variant's invalid set over a valid policy file is the scenario's
-// error, at the set's line; an invalid policy file alone is that file's.
+// A policy error names the file the field is written in: a variant's
+// invalid set over a valid policy file is the scenario's error, at the
+// set's line; what the set did not write is the policy file's, at its line.
 func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := dir + "/" + name
-		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
-		return path
+	for _, c := range []struct {
+		name, policy, set string
+		want              []string // nil: no error
+	}{
+		{"the set's own field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: 60, burst: 120}\n",
+			"account: {rate: -5}", []string{`s.yaml: policy variant "v" (its set, over`, "(line 7)"}},
+		{"the policy file's field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: -60, burst: 120}\n",
+			"channels: [{name: move, rate: 20}]", []string{`p.yaml: policy variant "v" (with the set in`, "account.rate (line 3)"}},
+		// A set that breaks a field it did not write.
+		{"a field the set broke", "channels:\n  - {name: move, class: input, rate: 30}\nstrikes:\n  ladder: {warn: 1, shed: 2, drop: 3, disconnect: 4, lockout: 5}\n",
+			"strikes: {ladder: {warn: 3}}", []string{`p.yaml: policy variant "v" (with the set in`}},
+		// The files number their lines apart: the set's line 7 is not
+		// the policy file's.
+		{"a line number both files have", "channels:\n  - name: move\n    class: input\n    rate: 30\naccount: {rate: 60, burst: 120}\naddress:\n  rate: -60\n",
+			"account: {rate: 50}", []string{`p.yaml: policy variant "v" (with the set in`, "address.rate (line 7)"}},
+		{"a policy file every set completes", "channels:\n  - {name: move, class: input}\n",
+			"channels: [{name: move, rate: 20}]", nil},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(dir+"/p.yaml", []byte(c.policy), 0o644), c.name)
+		scen := "name: n\nduration: 3s\npolicy_file: p.yaml\nvariants:\n  - name: v\n    set:\n      " + c.set + "\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
+		require.NoError(t, os.WriteFile(dir+"/s.yaml", []byte(scen), 0o644), c.name)
+		s, err := Load(dir + "/s.yaml")
+		require.NoError(t, err, c.name)
+		_, err = s.Policies()
+		if c.want == nil {
+			assert.NoError(t, err, c.name)
+			continue
+		}
+		require.Error(t, err, c.name)
+		for _, w := range c.want {
+			assert.Contains(t, err.Error(), w, c.name)
+		}
 	}
-	write("good.yaml", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: 60, burst: 120}\n")
-	write("bad.yaml", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: -60, burst: 120}\n")
-	scen := func(pol string) string {
-		return "name: n\nduration: 3s\npolicy_file: " + pol + "\nvariants:\n  - name: v\n    set:\n      account: {rate: -5}\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
-	}
-	s, err := Load(write("s1.yaml", scen("good.yaml")))
-	require.NoError(t, err)
-	_, err = s.Policies()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "s1.yaml: policy variant \"v\" (its set, over")
-	assert.Contains(t, err.Error(), "(line 7)")
-	s, err = Load(write("s2.yaml", strings.Replace(scen("bad.yaml"), "account: {rate: -5}", "channels: [{name: move, rate: 20}]", 1)))
-	require.NoError(t, err)
-	_, err = s.Policies()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "bad.yaml: policy variant \"v\" (with the set in")
-	assert.Contains(t, err.Error(), "account.rate (line 3)")
-
-	// A set that breaks a field it did not write: the field's line is the
-	// policy file's, and so is the name.
-	write("ladder.yaml", "channels:\n  - {name: move, class: input, rate: 30}\nstrikes:\n  ladder: {warn: 1, shed: 2, drop: 3, disconnect: 4, lockout: 5}\n")
-	s, err = Load(write("s3.yaml", "name: n\nduration: 3s\npolicy_file: ladder.yaml\nvariants:\n  - name: v\n    set:\n      strikes: {ladder: {warn: 3}}\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"))
-	require.NoError(t, err)
-	_, err = s.Policies()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ladder.yaml: policy variant \"v\" (with the set in")
-
-	// A policy file's error on a line number that the set also spans is
-	// still the policy file's: the files number their lines apart.
-	write("addr.yaml", "channels:\n  - name: move\n    class: input\n    rate: 30\naccount: {rate: 60, burst: 120}\naddress:\n  rate: -60\n")
-	s, err = Load(write("s5.yaml", strings.Replace(scen("addr.yaml"), "account: {rate: -5}", "account: {rate: 50}", 1)))
-	require.NoError(t, err)
-	_, err = s.Policies()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "addr.yaml: policy variant \"v\" (with the set in")
-	assert.Contains(t, err.Error(), "address.rate (line 7)")
-
-	// A policy file completed by every variant's set is not refused alone.
-	write("partial.yaml", "channels:\n  - {name: move, class: input}\n")
-	s, err = Load(write("s4.yaml", "name: n\nduration: 3s\npolicy_file: partial.yaml\nvariants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 20}]\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"))
-	require.NoError(t, err)
-	_, err = s.Policies()
-	assert.NoError(t, err)
 }
