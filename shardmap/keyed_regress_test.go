@@ -73,6 +73,10 @@ func TestRangeSeesEachKeyOnceUnderChurn(t *testing.T) {
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	defer func() {
+		stop.Store(true) // on a Fatalf too: the churners end with the test
+		wg.Wait()
+	}()
 	for g := 0; g < 2; g++ {
 		wg.Add(1)
 		go func() {
@@ -102,8 +106,6 @@ func TestRangeSeesEachKeyOnceUnderChurn(t *testing.T) {
 			}
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
 	t.Logf("%+v", m.Counters())
 }
 
