@@ -32,6 +32,13 @@ type Options struct {
 	// Progress, if set, is called as each variant runs: its index, the
 	// number of variants, and the variant's time done and total.
 	Progress func(variant string, index, of int, done, total time.Duration)
+	// Ready, if set, is called once the scenario and the options are
+	// checked (what Check checks), before the first variant runs; an
+	// error from it stops Run, which returns it. sluice run checks there
+	// that it can write its results: a run refused for its scenario or its
+	// flags leaves no directory behind, and a run that cannot write its
+	// results does not run.
+	Ready func() error
 }
 
 // Outcome is what Run returns: the results, and whether every variant met
@@ -59,6 +66,11 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	eff, variants, plan, err := s.prepare(opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Ready != nil {
+		if err := opt.Ready(); err != nil {
+			return nil, err
+		}
 	}
 	res := reports.New(reports.Run{
 		Scenario:       eff.Name,

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -147,4 +149,22 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 			assert.Contains(t, err.Error(), w, c.name)
 		}
 	}
+}
+
+// Run calls Ready once the scenario and options are checked, and before
+// any variant runs: its error stops the run with nothing measured, and a
+// refused option never reaches it.
+func TestRunCallsReadyBetweenCheckAndRun(t *testing.T) {
+	s, err := Parse([]byte(minimal), "t.yaml")
+	require.NoError(t, err)
+	refuse := errors.New("cannot write the results")
+	calls := 0
+	ready := func() error { calls++; return refuse }
+	out, err := Run(context.Background(), s, Options{Ready: ready})
+	require.ErrorIs(t, err, refuse)
+	assert.Nil(t, out)
+	assert.Equal(t, 1, calls)
+	_, err = Run(context.Background(), s, Options{Driver: "udp", Ready: ready})
+	require.ErrorIs(t, err, ErrOption)
+	assert.Equal(t, 1, calls, "Ready is not called for a refused option")
 }

@@ -78,24 +78,20 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		return usageError{err}
 	}
 	opt.Progress = prog.update
-	// Find out now, not after a long run, that the scenario is one the
-	// harness would refuse or that the results cannot be written (the
-	// directory is made last, so a refused run leaves none behind).
-	if _, err := s.Check(opt); err != nil {
-		if errors.Is(err, scenarios.ErrOption) {
-			return usageError{err} // a bad --driver, --duration or --policy
-		}
-		return err
-	}
-	if err := checkWritable(f.out); err != nil {
-		return err
-	}
+	// Find out before the first variant, not after a long run, that the
+	// results cannot be written: Run calls Ready once the scenario and the
+	// options are checked (the directory is made last, so a refused run
+	// leaves none behind).
+	opt.Ready = func() error { return checkWritable(f.out) }
 
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, runErr := scenarios.Run(ctx, s, opt)
 	prog.finish()
 	if out == nil {
+		if errors.Is(runErr, scenarios.ErrOption) {
+			return usageError{runErr} // a bad --driver, --duration or --policy
+		}
 		return runErr
 	}
 	if err := reports.RenderFiles(f.out, out.Results); err != nil {
