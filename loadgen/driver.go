@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen/wire"
@@ -215,19 +214,12 @@ func (r *RealTime) Clone() *RealTime { return newRealTimeAt(r.start) }
 // concurrent use.
 func (r *RealTime) Now() int64 { return int64(time.Since(r.start)) }
 
-// spinBelow is the shortest wait Poll sleeps for. A shorter one spins,
-// yielding to every runnable goroutine between two looks at the clock: at
-// tens of thousands of sends per second a worker's waits are tens of
-// microseconds, no longer than arming a timer and being woken through the
-// netpoller take.
-const spinBelow = 50 * time.Microsecond
-
 // Poll waits for an event on events until Now() ≥ until, or ctx ends. An
 // ended ctx is noticed even while events keep coming, so that a stream of
 // events never holds up a cancelled run.
 //
-// A wait under spinBelow spins. A longer one sleeps on two timers and ends
-// at the first to fire: a wakeTimer and Go's own. With the process idle, a
+// It sleeps on two timers and ends at the first to fire: a wakeTimer and
+// Go's own. With the process idle, a
 // Go timer fires up to a millisecond late, because the runtime then sleeps
 // in epoll_wait, whose timeout is in whole milliseconds; every send after
 // such a wake-up is late by as much, which the run records as send lag and
@@ -238,23 +230,17 @@ const spinBelow = 50 * time.Microsecond
 // time. Where there is no wakeTimer (not Linux, timerfd_create failed, or
 // after Close), Go's timer alone is used.
 func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, ev *Event) (bool, error) {
-	var d time.Duration
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case e := <-events:
-			*ev = e
-			return true, nil
-		default:
-		}
-		if d = time.Duration(until - r.Now()); d <= 0 {
-			return false, ctx.Err()
-		}
-		if d >= spinBelow {
-			break
-		}
-		runtime.Gosched()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case e := <-events:
+		*ev = e
+		return true, nil
+	default:
+	}
+	d := time.Duration(until - r.Now())
+	if d <= 0 {
+		return false, ctx.Err()
 	}
 	var woke <-chan struct{} // nil, never ready, without a wakeTimer
 	if w := r.wakeTimer(); w != nil {

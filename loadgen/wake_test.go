@@ -31,8 +31,7 @@ func TestLoopbackPollNeverReturnsBeforeUntil(t *testing.T) {
 	l := newPollLoopback(t)
 	ctx := bounded(t)
 	var ev Event
-	// Waits on both sides of spinBelow: spun, and slept on the wake timer.
-	for _, d := range []time.Duration{0, 10 * time.Microsecond, spinBelow - 1, spinBelow, 300 * time.Microsecond, 2 * time.Millisecond} {
+	for _, d := range []time.Duration{0, time.Microsecond, 10 * time.Microsecond, 50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
 		for range 20 {
 			until := l.Now() + int64(d)
 			got, err := l.Poll(ctx, until, &ev)
