@@ -114,7 +114,7 @@ transport:
 	fmt.Println(err)
 	// Output:
 	// core: policy: channels[0].rate (line 5): 0 must be greater than 0
-	// core: policy: transport.bytes.brust (line 5): unknown field "brust" in Budget
+	// core: policy: transport.bytes.brust (line 5): unknown field "brust" in Budget (did you mean "burst"?)
 }
 
 // Audit points out limits that validate but will not do what their numbers

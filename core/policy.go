@@ -381,12 +381,15 @@ var ErrPolicy = errors.New("core: invalid policy")
 
 // PolicyError names the field of a policy that is wrong: its path
 // ("channels[2].rate"), the source line when the policy was decoded from a
-// file (0 otherwise), and why.
+// file (0 otherwise) and the column when it was YAML, why, and for an
+// unknown field the known one it was probably meant to be.
 type PolicyError struct {
-	Path string
-	Line int
-	Msg  string
-	Err  error // an underlying error (a decode error, *atomicbucket.ConfigError), or nil
+	Path       string
+	Line       int
+	Col        int // 0 when not known (JSON, or a check after decoding)
+	Msg        string
+	Suggestion string // a field name, or ""
+	Err        error  // an underlying error (a decode error, *atomicbucket.ConfigError), or nil
 }
 
 func (e *PolicyError) Error() string {
@@ -402,6 +405,9 @@ func (e *PolicyError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
+	if e.Suggestion != "" {
+		fmt.Fprintf(&b, " (did you mean %q?)", e.Suggestion)
+	}
 	return b.String()
 }
 

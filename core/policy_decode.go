@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicedev/sluice/internal/suggest"
 )
 
 // DecodePolicyYAML decodes a policy from YAML and validates it. Decoding
@@ -110,6 +114,7 @@ func yamlErrLine(err error) int {
 type cfgNode interface {
 	kind() cfgKind
 	line() int
+	col() int // 0 when not known
 	pairs() ([]cfgPair, error)
 	items() []cfgNode
 	// text returns a scalar's text for a TextUnmarshaler, or an error if
@@ -133,9 +138,9 @@ func (k cfgKind) String() string {
 }
 
 type cfgPair struct {
-	key  string
-	line int
-	val  cfgNode
+	key       string
+	line, col int
+	val       cfgNode
 }
 
 // yamlNode adapts *yaml.Node.
@@ -167,18 +172,20 @@ func (y yamlNode) kind() cfgKind {
 
 func (y yamlNode) line() int { return y.n.Line }
 
+func (y yamlNode) col() int { return y.n.Column }
+
 func (y yamlNode) pairs() ([]cfgPair, error) {
 	n := y.node()
 	out := make([]cfgPair, 0, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if k.Kind != yaml.ScalarNode {
-			return nil, &PolicyError{Line: k.Line, Msg: "mapping key is not a scalar"}
+			return nil, &PolicyError{Line: k.Line, Col: k.Column, Msg: "mapping key is not a scalar"}
 		}
 		if k.Value == "<<" { // merge keys hide where a value came from
-			return nil, &PolicyError{Line: k.Line, Msg: "merge keys (<<) are not supported"}
+			return nil, &PolicyError{Line: k.Line, Col: k.Column, Msg: "merge keys (<<) are not supported"}
 		}
-		out = append(out, cfgPair{key: k.Value, line: k.Line, val: yamlNode{n.Content[i+1]}})
+		out = append(out, cfgPair{key: k.Value, line: k.Line, col: k.Column, val: yamlNode{n.Content[i+1]}})
 	}
 	return out, nil
 }
@@ -230,6 +237,7 @@ type jsonNode struct {
 
 func (j *jsonNode) kind() cfgKind             { return j.k }
 func (j *jsonNode) line() int                 { return j.ln }
+func (j *jsonNode) col() int                  { return 0 }
 func (j *jsonNode) pairs() ([]cfgPair, error) { return j.ps, nil }
 func (j *jsonNode) items() []cfgNode          { return j.its }
 
@@ -380,7 +388,7 @@ func fieldIndex(t reflect.Type) map[string]int {
 func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 	lines[path] = n.line()
 	fail := func(msg string, err error) error {
-		return &PolicyError{Path: path, Line: n.line(), Msg: msg, Err: err}
+		return &PolicyError{Path: path, Line: n.line(), Col: n.col(), Msg: msg, Err: err}
 	}
 	if n.kind() == kNull {
 		v.SetZero()
@@ -419,12 +427,13 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		for _, p := range ps {
 			fp := joinPath(path, p.key)
 			if seen[p.key] {
-				return &PolicyError{Path: fp, Line: p.line, Msg: "repeated field"}
+				return &PolicyError{Path: fp, Line: p.line, Col: p.col, Msg: "repeated field"}
 			}
 			seen[p.key] = true
 			i, ok := fields[p.key]
 			if !ok {
-				return &PolicyError{Path: fp, Line: p.line, Msg: fmt.Sprintf("unknown field %q in %s", p.key, v.Type().Name())}
+				return &PolicyError{Path: fp, Line: p.line, Col: p.col, Msg: fmt.Sprintf("unknown field %q in %s", p.key, v.Type().Name()),
+					Suggestion: suggest.Closest(p.key, slices.Sorted(maps.Keys(fields)))}
 			}
 			if err := bind(p.val, v.Field(i), fp, lines); err != nil {
 				return err
@@ -458,15 +467,15 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 			k := reflect.New(v.Type().Key())
 			if tu, ok := k.Interface().(encoding.TextUnmarshaler); ok {
 				if err := tu.UnmarshalText([]byte(p.key)); err != nil {
-					return &PolicyError{Path: fp, Line: p.line, Msg: err.Error(), Err: err}
+					return &PolicyError{Path: fp, Line: p.line, Col: p.col, Msg: err.Error(), Err: err}
 				}
 			} else if k.Elem().Kind() == reflect.String {
 				k.Elem().SetString(p.key)
 			} else {
-				return &PolicyError{Path: fp, Line: p.line, Msg: "unsupported key type"}
+				return &PolicyError{Path: fp, Line: p.line, Col: p.col, Msg: "unsupported key type"}
 			}
 			if m.MapIndex(k.Elem()).IsValid() {
-				return &PolicyError{Path: fp, Line: p.line, Msg: "repeated key"}
+				return &PolicyError{Path: fp, Line: p.line, Col: p.col, Msg: "repeated key"}
 			}
 			e := reflect.New(v.Type().Elem()).Elem()
 			if err := bind(p.val, e, fp, lines); err != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"gopkg.in/yaml.v3"
 )
 
 // A budget whose rate is NaN (which leaves its burst unset) is refused,
@@ -124,5 +126,36 @@ func TestPolicyDocumentIsOneDocument(t *testing.T) {
 		assert.Equal(t, 3, pe.Line, second)
 		_, err = DecodePolicyYAML([]byte(one + second))
 		assert.Error(t, err, "DecodePolicyYAML refuses it too")
+	}
+}
+
+// CheckPolicyNode checks the fields of a policy without its limits, so a
+// partial one passes; its errors carry the node's line and column, and an
+// unknown field the known one it was probably meant to be.
+func TestCheckPolicyNodeGivesPositionAndSuggestion(t *testing.T) {
+	check := func(doc string) error {
+		var n yaml.Node
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &n))
+		return CheckPolicyNode(&n)
+	}
+	assert.NoError(t, check("channels:\n  - {name: move}\n"), "a partial policy")
+	for _, c := range []struct {
+		doc, path       string
+		line, col       int
+		msg, suggestion string
+	}{
+		{"account:\n  rtae: 5\n", "account.rtae", 2, 3, `unknown field "rtae" in Budget`, "rate"},
+		{"account: {rate: 5, rate: 6}\n", "account.rate", 1, 20, "repeated field", ""},
+		{"channels:\n  - name: move\n    class: inptu\n", "channels[0].class", 3, 12, "inptu", ""},
+		{"account: &b {rate: 5}\naddress:\n  <<: *b\n", "", 3, 3, "merge keys (<<) are not supported", ""},
+	} {
+		var pe *PolicyError
+		require.ErrorAs(t, check(c.doc), &pe, c.doc)
+		if c.path != "" {
+			assert.Equal(t, c.path, pe.Path, c.doc)
+		}
+		assert.Equal(t, [2]int{c.line, c.col}, [2]int{pe.Line, pe.Col}, c.doc)
+		assert.Contains(t, pe.Msg, c.msg, c.doc)
+		assert.Equal(t, c.suggestion, pe.Suggestion, c.doc)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/sluicedev/sluice/loadgen"
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicedev/sluice/internal/suggest"
 )
 
 // honestBehaviours are the behaviours whose drops are false positives; every
@@ -27,7 +29,7 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if err != nil {
 		fe := s.fail(root, path+".behaviour", []any{"populations", i, "behaviour"},
 			fmt.Sprintf("unknown behaviour %q (have %v)", p.Behaviour, loadgen.BehaviourNames())).(*FieldError)
-		fe.Suggestion = suggest(p.Behaviour, loadgen.BehaviourNames())
+		fe.Suggestion = suggest.Closest(p.Behaviour, loadgen.BehaviourNames())
 		return fe
 	}
 	if p.Params.Kind != 0 {

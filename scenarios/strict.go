@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sluicedev/sluice/internal/suggest"
 )
 
 // FieldError is a problem at one place of a YAML file: the file, the line
@@ -92,7 +94,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			f, ok := fields[k.Value]
 			if !ok {
 				e := errAt(k, join(path, k.Value), "unknown field")
-				e.Suggestion = suggest(k.Value, slices.Sorted(maps.Keys(fields)))
+				e.Suggestion = suggest.Closest(k.Value, slices.Sorted(maps.Keys(fields)))
 				return e
 			}
 			if e := checkNode(v, f.Type, join(path, k.Value)); e != nil {
@@ -278,49 +280,8 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 // didYouMean is the hint that ends a message about name: the closest of
 // known in " (did you mean %q?)", or "" when none is close.
 func didYouMean(name string, known []string) string {
-	if s := suggest(name, known); s != "" {
+	if s := suggest.Closest(name, known); s != "" {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""
-}
-
-// suggest returns the known key closest to key when it is close enough to
-// be a misspelling (edit distance at most a third of its length, and 2 at
-// least), or "".
-func suggest(key string, known []string) string {
-	best, bestD := "", 1<<30
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	limit := max(2, len(key)/3)
-	if bestD <= limit {
-		return best
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			// A swap of two neighbours counts as one edit.
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev[j-1]) // approximate transposition
-			}
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,0 +1,18 @@
+package suggest
+
+import "testing"
+
+func TestClosest(t *testing.T) {
+	known := []string{"account", "address", "channels", "duration", "warmup"}
+	for _, c := range []struct{ name, want string }{
+		{"acount", "account"},    // a letter dropped
+		{"warmpu", "warmup"},     // two neighbours swapped
+		{"DURATION", "duration"}, // case is ignored
+		{"frobnicate", ""},       // nothing close
+		{"", ""},
+	} {
+		if got := Closest(c.name, known); got != c.want {
+			t.Errorf("Closest(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
