@@ -183,7 +183,7 @@ func (y yamlNode) pairs() ([]cfgPair, error) {
 			return nil, &PolicyError{Line: k.Line, Col: k.Column, Msg: "mapping key is not a scalar"}
 		}
 		if k.Value == "<<" { // merge keys hide where a value came from
-			return nil, &PolicyError{Line: k.Line, Col: k.Column, Msg: "merge keys (<<) are not supported"}
+			return nil, &PolicyError{Path: "<<", Line: k.Line, Col: k.Column, Msg: "merge keys (<<) are not supported"}
 		}
 		out = append(out, cfgPair{key: k.Value, line: k.Line, col: k.Column, val: yamlNode{n.Content[i+1]}})
 	}
@@ -357,8 +357,11 @@ func jsonSyntaxErr(err error, dec *json.Decoder, lineAt func(int64) int) error {
 var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 
 func joinPath(path, key string) string {
-	if path == "" {
+	switch {
+	case path == "":
 		return key
+	case key == "":
+		return path
 	}
 	return path + "." + key
 }
@@ -381,6 +384,15 @@ func fieldIndex(t reflect.Type) map[string]int {
 		m[name] = i
 	}
 	return m
+}
+
+// under puts a pairs error, whose path is relative to the mapping (the
+// key, or none), under the mapping's path.
+func under(err error, path string) error {
+	if pe, ok := err.(*PolicyError); ok {
+		pe.Path = joinPath(path, pe.Path)
+	}
+	return err
 }
 
 // bind stores node n into v, naming path in every error and recording the
@@ -421,7 +433,7 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		fields := fieldIndex(v.Type())
 		ps, err := n.pairs()
 		if err != nil {
-			return err
+			return under(err, path)
 		}
 		seen := map[string]bool{}
 		for _, p := range ps {
@@ -459,7 +471,7 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		}
 		ps, err := n.pairs()
 		if err != nil {
-			return err
+			return under(err, path)
 		}
 		m := reflect.MakeMapWithSize(v.Type(), len(ps))
 		for _, p := range ps {

@@ -68,12 +68,12 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"policy field", "      rate: 30", "      rtae: 30", []string{"t.yaml:10:7:", "policy.channels[0].rtae", "unknown field", `did you mean "rate"?`}},
 		{"policy class", "      class: input", "      class: inptu", []string{"t.yaml:9:14:", "policy.channels[0].class", `unknown class "inptu"`}},
 		{"policy reason", "      rate: 30", "      rate: 30\n  strikes:\n    weights: {ChanelLimit: 2}", []string{"t.yaml:12:15:", "policy.strikes.weights.ChanelLimit", `"ChanelLimit"`}},
-		{"policy class shape", "      class: input", "      class: [input]", []string{"t.yaml:9:14:", "policy.channels[0].class", "want a single value, not a list"}},
+		{"policy class shape", "      class: input", "      class: [input]", []string{"t.yaml:9:14:", "policy.channels[0].class", "want a string, got a sequence"}},
 		{"merge key", "policy:\n", "policy:\n  <<: {shadow: false}\n", []string{"t.yaml:7:3:", "policy.<<", "merge keys (<<) are not supported"}},
 		{"variant set field", "thresholds:", "variants:\n  - name: v\n    set:\n      acount: {rate: 5}\nthresholds:", []string{"t.yaml:18:7:", "variants[0].set.acount", `did you mean "account"?`}},
 		// A key or a named item written twice in a set: the merge would
 		// keep the last one silently.
-		{"set key twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10, rate: 50}]\nthresholds:", []string{"t.yaml:18:41:", "variants[0].set.channels[0].rate", "repeated key"}},
+		{"set key twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10, rate: 50}]\nthresholds:", []string{"t.yaml:18:41:", "variants[0].set.channels[0].rate", "repeated field"}},
 		{"set item twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10}, {name: move, rate: 50}]\nthresholds:", []string{"t.yaml:18:49:", "variants[0].set.channels[1].name", `"move" is used twice`}},
 		{"policy value", "      rate: 30", "      rate: -1", []string{`policy variant "base"`, "rate"}},
 	}

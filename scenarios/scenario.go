@@ -191,11 +191,6 @@ func (s *Scenario) fail(root *yaml.Node, path string, at []any, msg string) erro
 	return &FieldError{File: s.File, Line: n.Line, Col: n.Column, Path: path, Msg: msg}
 }
 
-// policyType is what a policy node decodes into: scenario files check
-// their policy and variants against it for the errors of checkNode (line,
-// column, path, suggestion), before package core decodes them.
-var policyType = reflect.TypeOf(core.Policy{})
-
 func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Name == "" {
 		return s.fail(root, "name", nil, "is required")
@@ -248,13 +243,11 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))
 		}
 		s.Policy = *doc.Content[0]
-		if fe := checkNode(&s.Policy, policyType, ""); fe != nil {
-			fe.File = s.PolicyFile
-			return fe
+		if err := checkPolicy(&s.Policy, s.PolicyFile, ""); err != nil {
+			return err
 		}
-	} else if fe := checkNode(&s.Policy, policyType, "policy"); fe != nil {
-		fe.File = s.File
-		return fe
+	} else if err := checkPolicy(&s.Policy, s.File, "policy"); err != nil {
+		return err
 	}
 	// Names used twice (variants, populations) were refused by checkNode.
 	for i, v := range s.Variants {
@@ -270,9 +263,8 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, p+".expect", []any{"variants", i, "expect"}, fmt.Sprintf("%q is not pass or fail", v.Expect))
 		}
 		if v.Set.Kind != 0 {
-			if fe := checkNode(&s.Variants[i].Set, policyType, p+".set"); fe != nil {
-				fe.File = s.File
-				return fe
+			if err := checkPolicy(&s.Variants[i].Set, s.File, p+".set"); err != nil {
+				return err
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/internal/suggest"
 )
 
@@ -122,7 +124,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		if n.Kind != yaml.SequenceNode {
 			return errAt(n, path, "want a list")
 		}
-		if e := repeatedName(n, t.Elem(), path); e != nil {
+		if e := repeatedName(n, path); e != nil {
 			return e
 		}
 		for i, c := range n.Content {
@@ -171,19 +173,10 @@ func repeatedKey(n *yaml.Node, path string) *FieldError {
 	return nil
 }
 
-// repeatedName reports the second item of list n with a name already used,
-// for lists of structs with a name field (channels, populations, variants):
-// a variant's set merges its items by name, and would fold two of them.
-func repeatedName(n *yaml.Node, elem reflect.Type, path string) *FieldError {
-	for elem.Kind() == reflect.Pointer {
-		elem = elem.Elem()
-	}
-	if elem.Kind() != reflect.Struct {
-		return nil
-	}
-	if _, ok := yamlFields(elem)["name"]; !ok {
-		return nil
-	}
+// repeatedName reports the second item of list n with a name already used
+// (channels, populations, variants): a variant's set merges named items
+// by name, and would fold two of them.
+func repeatedName(n *yaml.Node, path string) *FieldError {
 	seen := map[string]bool{}
 	for i, item := range n.Content {
 		name := itemNameNode(item)
@@ -194,6 +187,54 @@ func repeatedName(n *yaml.Node, elem reflect.Type, path string) *FieldError {
 			return errAt(name, fmt.Sprintf("%s[%d].name", path, i), fmt.Sprintf("%q is used twice", name.Value))
 		}
 		seen[name.Value] = true
+	}
+	return nil
+}
+
+// repeatedNames is repeatedName for every list under n.
+func repeatedNames(n *yaml.Node, path string) *FieldError {
+	switch n = unalias(n); n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if fe := repeatedNames(c, path); fe != nil {
+				return fe
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if fe := repeatedNames(n.Content[i+1], join(path, n.Content[i].Value)); fe != nil {
+				return fe
+			}
+		}
+	case yaml.SequenceNode:
+		if fe := repeatedName(n, path); fe != nil {
+			return fe
+		}
+		for i, c := range n.Content {
+			if fe := repeatedNames(c, fmt.Sprintf("%s[%d]", path, i)); fe != nil {
+				return fe
+			}
+		}
+	}
+	return nil
+}
+
+// checkPolicy checks a policy node (inline, a policy file's, or a
+// variant's set, which may be partial) as core decodes it, and reports
+// the first problem as a FieldError in file, its path under prefix. A
+// named item written twice is refused too: core refuses it in a whole
+// policy, but in a set the merge would fold it first.
+func checkPolicy(n *yaml.Node, file, prefix string) error {
+	if err := core.CheckPolicyNode(n); err != nil {
+		var pe *core.PolicyError
+		if !errors.As(err, &pe) {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		return &FieldError{File: file, Line: pe.Line, Col: pe.Col, Path: join(prefix, pe.Path), Msg: pe.Msg, Suggestion: pe.Suggestion}
+	}
+	if fe := repeatedNames(n, prefix); fe != nil {
+		fe.File = file
+		return fe
 	}
 	return nil
 }
@@ -239,8 +280,11 @@ func errAt(n *yaml.Node, path, msg string) *FieldError {
 }
 
 func join(path, key string) string {
-	if path == "" {
+	switch {
+	case path == "":
 		return key
+	case key == "":
+		return path
 	}
 	return path + "." + key
 }
