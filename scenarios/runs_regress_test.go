@@ -132,6 +132,13 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 			"account: {rate: 50}", []string{`p.yaml: policy variant "v" (with the set in`, "address.rate (line 7)"}},
 		{"a policy file every set completes", "channels:\n  - {name: move, class: input}\n",
 			"channels: [{name: move, rate: 20}]", nil},
+		// A named item is found in the set by its name, not its index.
+		{"a named item at another index", "channels:\n  - {name: move, class: input, rate: 30}\n  - {name: chat, class: request, rate: 1}\n",
+			"channels: [{name: chat, rate: -5}]", []string{`s.yaml: policy variant "v" (its set, over`, "channels[1].rate (line 7)"}},
+		// A field the set's new item leaves out: core names it at the
+		// item's line, which is the set's.
+		{"a field the set's new item lacks", "channels:\n  - {name: move, class: input, rate: 30}\n",
+			"channels: [{name: chat, rate: 5}]", []string{`s.yaml: policy variant "v" (its set, over`, "channels[1].class (line 7)"}},
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/p.yaml", []byte(c.policy), 0o644), c.name)

@@ -187,29 +187,51 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 // node that merged holds at path (a core.PolicyError path: keys joined by
 // dots, list indices in brackets), on line.
 func setWrites(merged, set *yaml.Node, path string, line int) bool {
-	m, s := unalias(merged), unalias(set)
-	for _, step := range strings.Split(path, ".") {
+	m, s := unalias(merged), set
+	for n, step := range strings.Split(path, ".") {
 		key, rest, _ := strings.Cut(step, "[")
-		if m, s = mappingValue(m, key), mappingValue(s, key); m == nil || s == nil {
+		mv := mappingValue(m, key)
+		if mv == nil {
+			// A defaulted field: core gives it its parent's line.
+			return n > 0 && writesOn(s, line)
+		}
+		if s = rawValue(s, key); s == nil {
 			return false
 		}
+		m = mv
 		for rest != "" {
 			var at string
 			at, rest, _ = strings.Cut(rest, "]")
 			rest = strings.TrimPrefix(rest, "[")
 			i, err := strconv.Atoi(at)
-			if err != nil || m.Kind != yaml.SequenceNode || s.Kind != yaml.SequenceNode || i < 0 || i >= len(m.Content) {
+			if err != nil || m.Kind != yaml.SequenceNode || unalias(s).Kind != yaml.SequenceNode || i < 0 || i >= len(m.Content) {
 				return false
 			}
 			if m = unalias(m.Content[i]); m == nil {
 				return false
 			}
-			if s = setItem(s, m, i); s == nil {
+			if s = setItem(unalias(s), m, i); s == nil {
 				return false
 			}
 		}
 	}
-	return s.Line == line
+	return writesOn(s, line)
+}
+
+// writesOn: core gives an alias's value the alias's line.
+func writesOn(s *yaml.Node, line int) bool { return s.Line == line || unalias(s).Line == line }
+
+// rawValue is mappingValue without following the value's alias.
+func rawValue(n *yaml.Node, key string) *yaml.Node {
+	if n = unalias(n); n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }
 
 // setItem is the item of the set's list s that the merged list holds as
@@ -220,13 +242,13 @@ func setItem(s, m *yaml.Node, i int) *yaml.Node {
 	if name := itemName(m); name != "" && namedItems(s) {
 		for _, c := range s.Content {
 			if itemName(c) == name {
-				return unalias(c)
+				return c
 			}
 		}
 		return nil
 	}
 	if i < len(s.Content) {
-		return unalias(s.Content[i])
+		return s.Content[i]
 	}
 	return nil
 }
