@@ -57,7 +57,7 @@ func PolicyDocument(data []byte) (*yaml.Node, error) {
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return nil, &PolicyError{Line: extra.Line, Msg: "more than one YAML document"}
+		return nil, &PolicyError{Line: extra.Line, Col: extra.Column, Msg: "more than one YAML document"}
 	case !errors.Is(err, io.EOF):
 		// A second document that does not even parse is still a second
 		// document: refused, not ignored.
@@ -214,12 +214,9 @@ func (y yamlNode) decode(v any) error {
 	}
 	if err := y.node().Decode(v); err != nil {
 		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg := te.Errors[0]
-			if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "line ") {
-				msg = msg[i+2:]
-			}
-			return errors.New(msg)
+		if errors.As(err, &te) {
+			// yaml.v3 says "cannot unmarshal !!str `maybe` into bool".
+			return fmt.Errorf("%q is not a valid %s", y.node().Value, valueWord(reflect.TypeOf(v).Elem()))
 		}
 		return err
 	}
@@ -509,6 +506,21 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		return nil
 	}
 	return fail(fmt.Sprintf("unsupported type %s", v.Type()), nil)
+}
+
+// valueWord names the kind of value t holds, for errors.
+func valueWord(t reflect.Type) string {
+	switch {
+	case t.Kind() == reflect.Bool:
+		return "boolean (true or false)"
+	case reflect.Int <= t.Kind() && t.Kind() <= reflect.Int64:
+		return "integer"
+	case reflect.Uint <= t.Kind() && t.Kind() <= reflect.Uintptr:
+		return "integer of 0 or more"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "number"
+	}
+	return t.String()
 }
 
 // pointsToInteger reports whether v is a pointer to an integer.

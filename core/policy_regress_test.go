@@ -147,13 +147,14 @@ func TestCheckPolicyNodeGivesPositionAndSuggestion(t *testing.T) {
 		{"account:\n  rtae: 5\n", "account.rtae", 2, 3, `unknown field "rtae" in Budget`, "rate"},
 		{"account: {rate: 5, rate: 6}\n", "account.rate", 1, 20, "repeated field", ""},
 		{"channels:\n  - name: move\n    class: inptu\n", "channels[0].class", 3, 12, "inptu", ""},
-		{"account: &b {rate: 5}\naddress:\n  <<: *b\n", "", 3, 3, "merge keys (<<) are not supported", ""},
+		{"account: &b {rate: 5}\naddress:\n  <<: *b\n", "address.<<", 3, 3, "merge keys (<<) are not supported", ""},
+		{"shadow: maybe\n", "shadow", 1, 9, `"maybe" is not a valid boolean`, ""},
+		{"channels:\n  - {name: move, cost: -1}\n", "channels[0].cost", 2, 24, `"-1" is not a valid integer of 0 or more`, ""},
+		{"account: {rate: fast}\n", "account.rate", 1, 17, `"fast" is not a valid number`, ""},
 	} {
 		var pe *PolicyError
 		require.ErrorAs(t, check(c.doc), &pe, c.doc)
-		if c.path != "" {
-			assert.Equal(t, c.path, pe.Path, c.doc)
-		}
+		assert.Equal(t, c.path, pe.Path, c.doc)
 		assert.Equal(t, [2]int{c.line, c.col}, [2]int{pe.Line, pe.Col}, c.doc)
 		assert.Contains(t, pe.Msg, c.msg, c.doc)
 		assert.Equal(t, c.suggestion, pe.Suggestion, c.doc)

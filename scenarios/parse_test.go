@@ -209,7 +209,7 @@ func TestPolicyFileWithTwoDocumentsIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(doc), 0o644))
 	_, err := Load(file)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "two.yaml: core: policy: (document) (line 3)")
+	assert.Contains(t, err.Error(), "two.yaml:3:1: more than one YAML document")
 	assert.Contains(t, err.Error(), "more than one YAML document")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "two.yaml"), []byte(pol[:strings.Index(pol, "---")]), 0o644))

@@ -237,7 +237,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		// document, a second refused.
 		doc, err := core.PolicyDocument(data)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.PolicyFile, err)
+			return policyFieldError(err, s.PolicyFile, "")
 		}
 		if doc == nil || len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
 			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))

@@ -34,7 +34,11 @@ func (e *FieldError) Error() string {
 		b.WriteString(e.File)
 		b.WriteByte(':')
 	}
-	fmt.Fprintf(&b, "%d:%d: ", e.Line, e.Col)
+	if e.Col > 0 {
+		fmt.Fprintf(&b, "%d:%d: ", e.Line, e.Col)
+	} else {
+		fmt.Fprintf(&b, "%d: ", e.Line) // a column not known
+	}
 	if e.Path != "" {
 		b.WriteString(e.Path)
 		b.WriteString(": ")
@@ -219,6 +223,16 @@ func repeatedNames(n *yaml.Node, path string) *FieldError {
 	return nil
 }
 
+// policyFieldError is core's *PolicyError as a FieldError in file, its
+// path under prefix; any other error gets the file's name in front.
+func policyFieldError(err error, file, prefix string) error {
+	var pe *core.PolicyError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return &FieldError{File: file, Line: pe.Line, Col: pe.Col, Path: join(prefix, pe.Path), Msg: pe.Msg, Suggestion: pe.Suggestion}
+}
+
 // checkPolicy checks a policy node (inline, a policy file's, or a
 // variant's set, which may be partial) as core decodes it, and reports
 // the first problem as a FieldError in file, its path under prefix. A
@@ -226,11 +240,7 @@ func repeatedNames(n *yaml.Node, path string) *FieldError {
 // policy, but in a set the merge would fold it first.
 func checkPolicy(n *yaml.Node, file, prefix string) error {
 	if err := core.CheckPolicyNode(n); err != nil {
-		var pe *core.PolicyError
-		if !errors.As(err, &pe) {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		return &FieldError{File: file, Line: pe.Line, Col: pe.Col, Path: join(prefix, pe.Path), Msg: pe.Msg, Suggestion: pe.Suggestion}
+		return policyFieldError(err, file, prefix)
 	}
 	if fe := repeatedNames(n, prefix); fe != nil {
 		fe.File = file

@@ -7,6 +7,7 @@ func TestClosest(t *testing.T) {
 	for _, c := range []struct{ name, want string }{
 		{"acount", "account"},    // a letter dropped
 		{"warmpu", "warmup"},     // two neighbours swapped
+		{"aconut", "account"},    // one dropped and two swapped: 2 edits, not 3
 		{"DURATION", "duration"}, // case is ignored
 		{"frobnicate", ""},       // nothing close
 		{"", ""},
