@@ -298,7 +298,7 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 		if len(v.Policy.Channels) == 0 {
 			// Every message a behaviour sends names a channel: under a
 			// policy with none, all of them would be NotSent.
-			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused", eff.File, v.Name)
+			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {}?)", eff.File, v.Name)
 		}
 		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
 		if err := loadgen.CheckRun(spec, v.Policy); err != nil {

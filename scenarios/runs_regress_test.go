@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,15 @@ func TestRunCallsReadyBetweenCheckAndRun(t *testing.T) {
 	_, err = Run(context.Background(), s, Options{Driver: "udp", Ready: ready})
 	require.ErrorIs(t, err, ErrOption)
 	assert.Equal(t, 1, calls, "Ready is not called for a refused option")
+}
+
+// A variant whose set is null (set: with nothing after it) is the base
+// policy unchanged, not an empty one.
+func TestNullSetChangesNothing(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(minimal, "thresholds:", "variants:\n  - name: v\n    set:\nthresholds:", 1)), "t.yaml")
+	require.NoError(t, err)
+	ps, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Len(t, ps[0].Policy.Channels, 1, "the base policy's channel")
 }

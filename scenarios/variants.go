@@ -122,7 +122,13 @@ func (s *Scenario) variantNodes() []VariantNode {
 	}
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
-		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, &v.Set)})
+		set := &v.Set
+		if set.Kind == yaml.ScalarNode && set.Tag == "!!null" {
+			// "set:" with nothing after it changes nothing; merged, the
+			// null would replace the whole base policy.
+			set = nil
+		}
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, set)})
 	}
 	return out
 }
