@@ -377,3 +377,18 @@ func TestTakeLiveAtNeverTouchesOrStoresDead(t *testing.T) {
 		assert.Equal(t, next+1, w.Load(), "%s: the dead value is never stored", c.name)
 	}
 }
+
+// InvalidTake is the result Decide gives a take that can never pass, and
+// Valid says which takes those are.
+func TestInvalidTakeIsWhatDecideSays(t *testing.T) {
+	b, err := NewAt(10, 3, 0)
+	require.NoError(t, err)
+	for _, n := range []uint64{0, 4, 1 << 63} {
+		assert.False(t, b.Valid(n), "n=%d", n)
+		_, r := b.Decide(b.Word(), 0, n)
+		assert.Equal(t, InvalidTake(), r, "n=%d", n)
+	}
+	for _, n := range []uint64{1, 3} {
+		assert.True(t, b.Valid(n), "n=%d", n)
+	}
+}

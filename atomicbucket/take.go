@@ -74,6 +74,11 @@ func DeniedFor(d time.Duration) Result {
 	return Result{need: uint64(max(d, 0)), meta: uint64(Denied)}
 }
 
+// InvalidTake returns the result of a take that can never pass (see
+// Invalid): what a layer above a bucket returns for an n that Limit.Valid
+// refused, without a second look at the configuration.
+func InvalidTake() Result { return Result{meta: uint64(Invalid)} }
+
 // String formats the decision for logs and test failures.
 func (r Result) String() string {
 	if r.Status() == Denied {

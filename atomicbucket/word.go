@@ -21,7 +21,7 @@ func (l *Limit) Valid(n uint64) bool { return n-1 < l.p.Load().maxTake } // n ==
 func (l *Limit) Decide(old uint64, now int64, n uint64) (next uint64, r Result) {
 	p := l.p.Load()
 	if n-1 >= p.maxTake { // n == 0 wraps to MaxUint64
-		return old, Result{meta: uint64(Invalid)}
+		return old, InvalidTake()
 	}
 	v, _ := p.virtual(now)
 	shift := p.shift & 63 // the mask spares the shifts below Go's guard for ≥ 64
@@ -60,7 +60,7 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 	// frame and the stack check.
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
-		return Result{meta: uint64(Invalid)}
+		return InvalidTake()
 	}
 	v, _ := p.virtual(now)
 	shift := p.shift & 63
@@ -112,7 +112,7 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (Result, bool) {
 	p := l.p.Load()
 	if n-1 >= p.maxTake {
-		return Result{meta: uint64(Invalid)}, true // decided without reading w
+		return InvalidTake(), true // decided without reading w
 	}
 	v, _ := p.virtual(now)
 	shift := p.shift & 63

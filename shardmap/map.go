@@ -474,8 +474,7 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 	// before anything else: it neither inserts the key nor, on a full
 	// map, says Full (which would promise room later).
 	if !m.lim.Valid(n) {
-		_, r := m.lim.Decide(0, now, n) // Invalid, decided before any clock reading
-		return r, MarkNone, Taken
+		return atomicbucket.InvalidTake(), MarkNone, Taken
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
