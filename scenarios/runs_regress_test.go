@@ -166,12 +166,18 @@ func TestRunCallsReadyBetweenCheckAndRun(t *testing.T) {
 	s, err := Parse([]byte(minimal), "t.yaml")
 	require.NoError(t, err)
 	refuse := errors.New("cannot write the results")
-	calls := 0
-	ready := func() error { calls++; return refuse }
-	out, err := Run(context.Background(), s, Options{Ready: ready})
+	calls, ran := 0, false
+	progress := func(string, int, int, time.Duration, time.Duration) { ran = true }
+	ready := func() error {
+		calls++
+		assert.False(t, ran, "Ready called after a variant ran")
+		return refuse
+	}
+	out, err := Run(context.Background(), s, Options{Ready: ready, Progress: progress})
 	require.ErrorIs(t, err, refuse)
 	assert.Nil(t, out)
 	assert.Equal(t, 1, calls)
+	assert.False(t, ran, "a variant ran after Ready refused")
 	_, err = Run(context.Background(), s, Options{Driver: "udp", Ready: ready})
 	require.ErrorIs(t, err, ErrOption)
 	assert.Equal(t, 1, calls, "Ready is not called for a refused option")
