@@ -139,6 +139,8 @@ func TestVariantsMergeOverTheBase(t *testing.T) {
 	assert.Equal(t, strictSet, cloneNode(&s.Variants[0].Set))
 	_, err = s.variantByName("nope")
 	assert.ErrorContains(t, err, `no policy variant "nope"`)
+	assert.ErrorIs(t, err, ErrNoVariant)
+	assert.ErrorIs(t, err, ErrOption)
 }
 
 func TestThresholdParsing(t *testing.T) {

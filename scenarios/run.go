@@ -172,12 +172,12 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	c.Population = append([]Population(nil), s.Population...)
 	if opt.Driver != "" {
 		if opt.Driver != DriverSim && opt.Driver != DriverLoopback {
-			return nil, fmt.Errorf("%w: driver %q is not sim or loopback", ErrOption, opt.Driver)
+			return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%q is not sim or loopback", opt.Driver)}
 		}
 		c.Driver = opt.Driver
 	}
 	if opt.Duration < 0 {
-		return nil, fmt.Errorf("%w: duration %v is negative", ErrOption, opt.Duration)
+		return nil, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", opt.Duration)}
 	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed
@@ -254,7 +254,7 @@ func policySummary(pol core.Policy) json.RawMessage {
 }
 
 // Check reports what would make Run refuse the scenario under opt before
-// running anything: a bad option (wrapping ErrOption) or variant, and the
+// running anything: a bad option (an *OptionError) or variant, and the
 // load generator's own bounds for every variant (loadgen.CheckRun), each
 // error naming its variant. It returns the policy variants Run would run.
 // sluice validate calls it.
@@ -263,9 +263,27 @@ func (s *Scenario) Check(opt Options) ([]NamedPolicy, error) {
 	return variants, err
 }
 
-// ErrOption is wrapped by the error for an Options value that cannot be
-// used (ErrNoVariant among them): the caller's input, not the scenario's.
+// ErrOption is wrapped by every *OptionError: the caller's input, not the
+// scenario's, is at fault.
 var ErrOption = errors.New("scenarios: bad option")
+
+// OptionError names the Options field that cannot be used (in lower case,
+// as sluice run's flag: driver, duration, policy) and why. It wraps
+// ErrOption, and ErrNoVariant for a policy the scenario does not define.
+type OptionError struct {
+	Option, Msg string
+	err         error
+}
+
+func (e *OptionError) Error() string { return "scenarios: option " + e.Option + ": " + e.Msg }
+
+// Unwrap returns ErrOption, and the more specific error if any.
+func (e *OptionError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrOption, e.err}
+	}
+	return []error{ErrOption}
+}
 
 // prepare applies opt and builds the variants to run and the plan they
 // share, checking every variant with the load generator's bounds, so that

@@ -133,9 +133,9 @@ func (s *Scenario) variantNodes() []VariantNode {
 	return out
 }
 
-// ErrNoVariant is wrapped by the error for a --policy NAME the scenario does
-// not define. It wraps ErrOption.
-var ErrNoVariant = fmt.Errorf("%w: no policy variant", ErrOption)
+// ErrNoVariant is wrapped by the *OptionError for a policy NAME the
+// scenario does not define.
+var ErrNoVariant = errors.New("scenarios: no policy variant")
 
 // variantByName finds one variant, for --policy NAME.
 func (s *Scenario) variantByName(name string) (VariantNode, error) {
@@ -146,7 +146,7 @@ func (s *Scenario) variantByName(name string) (VariantNode, error) {
 		}
 		names = append(names, v.Name)
 	}
-	return VariantNode{}, fmt.Errorf("%w %q (have %v)", ErrNoVariant, name, names)
+	return VariantNode{}, &OptionError{Option: "policy", Msg: fmt.Sprintf("no policy variant %q (have %v)", name, names), err: ErrNoVariant}
 }
 
 // NamedPolicy is one policy variant, decoded and validated.

@@ -57,9 +57,9 @@ func TestExitCodes(t *testing.T) {
 		// A run refused for its flags writes nothing, not even its
 		// results directory (outArg stands for a fresh one).
 		{"bad progress", []string{"run", "--progress", "loud", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
-		{"bad variant", []string{"run", "--policy", "nope", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `no policy variant "nope"`},
-		{"negative duration", []string{"run", "--duration", "-5s", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "duration -5s is negative"},
-		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `driver "bogus" is not sim or loopback`},
+		{"bad variant", []string{"run", "--policy", "nope", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--policy: no policy variant "nope"`},
+		{"negative duration", []string{"run", "--duration", "-5s", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--duration: -5s is negative"},
+		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--driver: "bogus" is not sim or loopback`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

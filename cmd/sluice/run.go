@@ -89,8 +89,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	out, runErr := scenarios.Run(ctx, s, opt)
 	prog.finish()
 	if out == nil {
-		if errors.Is(runErr, scenarios.ErrOption) {
-			return usageError{runErr} // a bad --driver, --duration or --policy
+		var oe *scenarios.OptionError
+		if errors.As(runErr, &oe) { // a bad --driver, --duration or --policy
+			return usageError{fmt.Errorf("--%s: %s", oe.Option, oe.Msg)}
 		}
 		return runErr
 	}
