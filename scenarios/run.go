@@ -41,6 +41,21 @@ type Options struct {
 	Ready func() error
 }
 
+// Validate reports the first option that no scenario could accept, as an
+// *OptionError: a driver other than sim or loopback, a negative duration.
+// Run checks them too (and Policy, which needs the scenario's variants);
+// a command line checks them first, so that a bad flag is named before
+// the scenario file is read.
+func (o Options) Validate() error {
+	if o.Driver != "" && o.Driver != DriverSim && o.Driver != DriverLoopback {
+		return &OptionError{Option: "driver", Msg: fmt.Sprintf("%q is not sim or loopback", o.Driver)}
+	}
+	if o.Duration < 0 {
+		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", o.Duration)}
+	}
+	return nil
+}
+
 // Outcome is what Run returns: the results, and whether every variant met
 // its expectation.
 type Outcome struct {
@@ -168,16 +183,13 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 
 // withOptions returns a copy of s with the options applied.
 func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
 	c := *s
 	c.Population = append([]Population(nil), s.Population...)
 	if opt.Driver != "" {
-		if opt.Driver != DriverSim && opt.Driver != DriverLoopback {
-			return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%q is not sim or loopback", opt.Driver)}
-		}
 		c.Driver = opt.Driver
-	}
-	if opt.Duration < 0 {
-		return nil, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", opt.Duration)}
 	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed

@@ -61,23 +61,27 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
-	s, err := scenarios.Load(file)
-	if err != nil {
-		return err
-	}
 	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion()}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}
-	if f.out == "" {
-		f.out = filepath.Join("results", safeName(s.Name))
+	// The flags first: a bad flag is a usage error (exit 2) whatever the
+	// file holds. --policy needs the scenario's variants; Run checks it.
+	if err := opt.Validate(); err != nil {
+		return optionUsage(err)
 	}
-	stderr := c.ErrOrStderr()
-	prog, err := newProgress(f.progress, stderr)
+	prog, err := newProgress(f.progress, c.ErrOrStderr())
 	if err != nil {
 		return usageError{err}
 	}
 	opt.Progress = prog.update
+	s, err := scenarios.Load(file)
+	if err != nil {
+		return err
+	}
+	if f.out == "" {
+		f.out = filepath.Join("results", safeName(s.Name))
+	}
 	// Find out before the first variant, not after a long run, that the
 	// results cannot be written: Run calls Ready once the scenario and the
 	// options are checked (the directory is made last, so a refused run
@@ -89,11 +93,7 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	out, runErr := scenarios.Run(ctx, s, opt)
 	prog.finish()
 	if out == nil {
-		var oe *scenarios.OptionError
-		if errors.As(runErr, &oe) { // a bad --driver, --duration or --policy
-			return usageError{fmt.Errorf("--%s: %s", oe.Option, oe.Msg)}
-		}
-		return runErr
+		return optionUsage(runErr)
 	}
 	if err := reports.RenderFiles(f.out, out.Results); err != nil {
 		return err
@@ -122,6 +122,17 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		return withCode(exitThresholds, nil)
 	}
 	return nil
+}
+
+// optionUsage returns err as a usage error naming its flag if it is a
+// *scenarios.OptionError (a bad --driver, --duration or --policy), and err
+// itself otherwise.
+func optionUsage(err error) error {
+	var oe *scenarios.OptionError
+	if errors.As(err, &oe) {
+		return usageError{fmt.Errorf("--%s: %s", oe.Option, oe.Msg)}
+	}
+	return err
 }
 
 // checkWritable makes the results directory dir and checks that a file
