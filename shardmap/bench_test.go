@@ -219,6 +219,9 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 //	probe-load  find the key's slot as a take does (the probe loop), load
 //	            its word
 //	probe-cas   the same with a CompareAndSwap
+//	probe-decide  the same, storing the word Limit.Decide computes for a
+//	            take of one token at the take's time (the clock converted
+//	            to the bucket's fixed point, as a take does)
 //	take        Map.TakeAt
 //
 // What it shows on the machine in bench/README.md: independent misses
@@ -240,12 +243,14 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 	parts := []struct {
 		name       string
 		probe, cas bool // find the slot by probing; CompareAndSwap its word
+		decide     bool // store what Limit.Decide computes (else the word as it was)
 		take       bool // Map.TakeAt instead
 	}{
 		{name: "home-load"},
 		{name: "home-cas", cas: true},
 		{name: "probe-load", probe: true},
 		{name: "probe-cas", probe: true, cas: true},
+		{name: "probe-decide", probe: true, cas: true, decide: true},
 		{name: "take", take: true},
 	}
 	spent := make([]time.Duration, len(parts))
@@ -266,9 +271,14 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 				}
 				w := &slotOf(k, p.probe).word
 				old := w.Load()
-				if p.cas {
+				switch {
+				case p.decide:
+					now += 1000
+					next, _ := m.lim.Decide(old, now, 1)
+					w.CompareAndSwap(old, next)
+				case p.cas:
 					w.CompareAndSwap(old, old)
-				} else {
+				default:
 					s += old
 				}
 			}
