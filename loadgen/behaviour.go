@@ -46,13 +46,30 @@ func BehaviourNames() []string {
 
 // Parameter defaults and checks shared by the behaviours. A zero parameter
 // takes its default; a negative duration or rate, where documented, turns
-// the stream it drives off.
+// the stream it drives off, and a negative spread, jitter or probability,
+// where documented, means none (0), which a zero cannot say.
 
 func orDur(v, def time.Duration) int64 {
 	if v == 0 {
 		return int64(def)
 	}
 	return int64(v)
+}
+
+// orNoneDur is orDur for a parameter whose negative values mean none.
+func orNoneDur(v, def time.Duration) int64 {
+	if v < 0 {
+		return 0
+	}
+	return orDur(v, def)
+}
+
+// orNoneFloat is orFloat for a parameter whose negative values mean none.
+func orNoneFloat(v, def float64) float64 {
+	if v < 0 {
+		return 0
+	}
+	return orFloat(v, def)
 }
 
 func orInt(v, def int) int {
@@ -121,7 +138,12 @@ func (c *checker) intIn(field string, v, lo, hi int) {
 	}
 }
 
-func (c *checker) fraction(field string, v float64) {
+// fraction checks a probability or a relative jitter; a negative value
+// (finite) is allowed when off is.
+func (c *checker) fraction(field string, v float64, off bool) {
+	if off && v < 0 && !math.IsInf(v, -1) {
+		return
+	}
 	if !(v >= 0 && v <= 1) {
 		c.fail(field, v, "must be in [0, 1]")
 	}

@@ -87,8 +87,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		field string
 	}{
 		{&Honest{TickRate: 2e6}, "TickRate"},
-		{&Honest{TickJitter: -1}, "TickJitter"},
+		{&Honest{TickJitter: 25 * time.Hour}, "TickJitter"},
 		{&Honest{DoubleClick: 1.5}, "DoubleClick"},
+		{&Honest{DoubleClick: math.Inf(-1)}, "DoubleClick"},
+		{&Honest{DoubleClickGap: -1}, "DoubleClickGap"},
 		{&Honest{MoveSize: -1}, "MoveSize"},
 		{&Laggy{FreezeFor: -1}, "FreezeFor"},
 		{&Laggy{Ladder: Ladder{Factor: 0.5}}, "Ladder.Factor"},
@@ -110,7 +112,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{&ResetReconnect{Every: -1}, "Every"},
 		{&KeyChurn{Messages: -1}, "Messages"},
 		{&HotKey{Rate: -1}, "Rate"},
-		{&HotKey{Persist: Persist{ConnectSpread: -1}}, "ConnectSpread"},
+		{&HotKey{Persist: Persist{ConnectSpread: 25 * time.Hour}}, "ConnectSpread"},
+		{&Replay{Every: -1}, "Every"},
 	}
 	for _, c := range cases {
 		err := c.b.Validate()
@@ -170,6 +173,76 @@ func TestHonestPlaysAtItsRates(t *testing.T) {
 	// Turning streams off.
 	quiet := actionsOf(t, planOf(1, 10*time.Second, &Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: -1}, 1))[0]
 	assert.Len(t, quiet, 1)
+}
+
+// TestNegativeMeansNone covers the parameters whose zero means their
+// default, so that only a negative value can ask for none.
+func TestNegativeMeansNone(t *testing.T) {
+	// ConnectSpread, TickJitter: connect at the arrival, tick exactly on
+	// the period.
+	p := planOf(1, 10*time.Second, &Honest{ConnectSpread: -1, TickJitter: -1}, 3)
+	for i, acts := range actionsOf(t, p) {
+		c := p.Clients()[i]
+		require.Equal(t, OpConnect, acts[0].Op)
+		assert.Equal(t, max(c.Arrive, c.Start), acts[0].At, "client %d connects at its arrival", i)
+		move := filter(acts, sends(KindMove))
+		require.Greater(t, len(move), 150)
+		for j := 1; j < len(move); j++ {
+			require.Equal(t, 50*ms, move[j].At-move[j-1].At, "client %d tick %d", i, j)
+		}
+	}
+	hot := planOf(1, 5*time.Second, &HotKey{Persist: Persist{ConnectSpread: -1}}, 2)
+	for i, acts := range actionsOf(t, hot) {
+		c := hot.Clients()[i]
+		assert.Equal(t, max(c.Arrive, c.Start), acts[0].At, "hostile client %d connects at its arrival", i)
+	}
+
+	// DoubleClick: never. The probability is drawn per use whatever it
+	// is, so a negative value gives exactly the actions of the least
+	// positive one, and not those of the default.
+	never := actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: -1}, 2))
+	least := actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: math.SmallestNonzeroFloat64}, 2))
+	dflt := actionsOf(t, planOf(2, 60*time.Second, &Honest{}, 2))
+	assert.Equal(t, least, never)
+	assert.NotEqual(t, dflt, never)
+
+	// Ladder.Jitter: the delays are exactly Base × Factor^i, capped.
+	l := &Laggy{FreezeEvery: -1, DropEvery: 5 * time.Second,
+		Ladder: Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: -1, Attempts: 5}}
+	acts := actionsOf(t, planOf(3, 60*time.Second, l, 1))[0]
+	ladders := 0
+	for i, a := range acts {
+		if a.Op != OpDisconnect {
+			continue
+		}
+		var retries []int64
+		for _, b := range acts[i+1:] {
+			if b.Op == OpRetry {
+				retries = append(retries, b.At)
+			}
+			if len(retries) == 5 || b.Op == OpDisconnect {
+				break
+			}
+		}
+		if len(retries) < 5 {
+			continue // cut by the end of the run
+		}
+		ladders++
+		prev := a.At
+		for j, at := range retries {
+			assert.Equal(t, min(100*ms<<j, sec), at-prev, "attempt %d", j)
+			prev = at
+		}
+	}
+	assert.Greater(t, ladders, 3)
+
+	// ReplayDelay: a replay goes with its original.
+	r := filter(actionsOf(t, planOf(1, 3*time.Second, &Replay{Mode: "replay", ReplayDelay: -time.Second}, 1))[0], sends(KindPurchase))
+	require.Greater(t, len(r), 4)
+	for i := 0; i+1 < len(r); i += 2 {
+		assert.Equal(t, ReuseDone, r[i+1].Reuse)
+		assert.Equal(t, r[i].At, r[i+1].At)
+	}
 }
 
 func filter(acts []Action, f func(Action) bool) []Action {

@@ -114,18 +114,20 @@
 //
 // NewBehaviour returns a behaviour by name with every parameter at zero,
 // which means its default; a negative duration or rate, where noted, turns
-// that stream off. Durations are Go durations; rates are per second.
+// that stream off, and a negative spread, jitter or probability, where
+// noted, means none (a zero would mean the default). Durations are Go
+// durations; rates are per second.
 //
 // honest (Honest): a real player. It connects once, at a uniform time in
 // [0, ConnectSpread) after its arrival, and plays until the end of its
 // window.
 //
-//	ConnectSpread   1s     first connect within this after arrival
+//	ConnectSpread   1s     first connect within this after arrival (negative: at arrival)
 //	TickRate        20     movement inputs per second (negative: none)
-//	TickJitter      5ms    each tick moved by up to ±this (below half a tick)
+//	TickJitter      5ms    each tick moved by up to ±this, below half a tick (negative: none)
 //	MoveSize        12     movement payload bytes
 //	AbilityEvery    2s     mean gap between ability uses, exponential (negative: none)
-//	DoubleClick     0.2    probability that a use is a double click
+//	DoubleClick     0.2    probability that a use is a double click (negative: never)
 //	DoubleClickGap  120ms  mean gap of a double click (uniform ±50%)
 //	AbilitySize     4      ability payload bytes
 //	ChatEvery       15s    mean gap between chat lines, exponential (negative: none)
@@ -149,7 +151,7 @@
 //	Base      250ms  delay before the first attempt
 //	Factor    2      each delay is the previous × Factor (1 to 100)
 //	Max       8s     cap on one delay before its jitter
-//	Jitter    0.5    each capped delay scaled by a uniform factor in [1−Jitter, 1+Jitter]
+//	Jitter    0.5    each capped delay scaled by a uniform factor in [1−Jitter, 1+Jitter] (negative: none)
 //	Attempts  8      attempts per ladder
 //
 // The jitter applies after the cap, so that clients at the cap stay spread
@@ -164,8 +166,9 @@
 //	Ladder                      how it reconnects
 //
 // Every hostile behaviour embeds Persist: it connects at a uniform time in
-// [0, ConnectSpread) after its arrival (default 1s) and, whenever it is
-// down, retries every RetryEvery (default 1s, ±10%; negative: never).
+// [0, ConnectSpread) after its arrival (default 1s; negative: at arrival)
+// and, whenever it is down, retries every RetryEvery (default 1s, ±10%;
+// negative: never).
 //
 // tiny-flood (TinyFlood): many tiny frames per write; the frame budget
 // must catch it.
@@ -216,7 +219,7 @@
 //	Mode         both      "both" (each attack one or the other), "duplicate" or "replay"
 //	Every        200ms     mean gap between attacks (uniform ±50%)
 //	Copies       3         copies sent after each original
-//	ReplayDelay  100ms     how long after the original a replay goes
+//	ReplayDelay  100ms     how long after the original a replay goes (negative: with it)
 //	Kind         purchase  chat or purchase
 //
 // channel-hop (ChannelHop): every channel at once, each just under its

@@ -28,7 +28,7 @@ func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 // and its time, drawn uniformly in [A, A+spread) (spread 0: 1s), A the
 // client's arrival (its window's Start when Arrive is earlier).
 func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
-	d := orDur(spread, time.Second)
+	d := orNoneDur(spread, time.Second)
 	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(d-1, 0))
 	return &list{acts: []Action{{At: t0, Op: op}}, end: c.End}, t0
 }
@@ -41,11 +41,12 @@ func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
 type Honest struct {
 	// ConnectSpread: the first connect is at a uniform time in
 	// [0, ConnectSpread) after the client's arrival. Default 1s.
+	// Negative: at the arrival.
 	ConnectSpread time.Duration `yaml:"connect_spread"`
 	// TickRate: movement inputs per second. Default 20. Negative: none.
 	TickRate float64 `yaml:"tick_rate"`
 	// TickJitter: each tick moves by a uniform amount in ±TickJitter
-	// (capped below half a tick). Default 5ms.
+	// (capped below half a tick). Default 5ms. Negative: none.
 	TickJitter time.Duration `yaml:"tick_jitter"`
 	// MoveSize: movement payload bytes. Default 12.
 	MoveSize int `yaml:"move_size"`
@@ -53,7 +54,7 @@ type Honest struct {
 	// Default 2s. Negative: none.
 	AbilityEvery time.Duration `yaml:"ability_every"`
 	// DoubleClick: probability that an ability use is a double click.
-	// Default 0.2.
+	// Default 0.2. Negative: never.
 	DoubleClick float64 `yaml:"double_click"`
 	// DoubleClickGap: mean time between a double click's two inputs
 	// (uniform in [gap/2, 3·gap/2]). Default 120ms.
@@ -79,12 +80,12 @@ type Honest struct {
 func (Honest) Name() string { return "honest" }
 
 func (h Honest) check(c *checker) {
-	c.dur("ConnectSpread", h.ConnectSpread, false)
+	c.dur("ConnectSpread", h.ConnectSpread, true)
 	c.rate("TickRate", h.TickRate, true)
-	c.dur("TickJitter", h.TickJitter, false)
+	c.dur("TickJitter", h.TickJitter, true)
 	c.intIn("MoveSize", h.MoveSize, 0, maxSize)
 	c.dur("AbilityEvery", h.AbilityEvery, true)
-	c.fraction("DoubleClick", h.DoubleClick)
+	c.fraction("DoubleClick", h.DoubleClick, true)
 	c.dur("DoubleClickGap", h.DoubleClickGap, false)
 	c.intIn("AbilitySize", h.AbilitySize, 0, maxSize)
 	c.dur("ChatEvery", h.ChatEvery, true)
@@ -114,10 +115,10 @@ func (h Honest) streams(c *Client) ([]Stream, int64) {
 	out := []Stream{first}
 	if tick := orFloat(h.TickRate, 20); tick > 0 {
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
-		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
+		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orNoneDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
 	if every := orDur(h.AbilityEvery, 2*time.Second); every > 0 {
-		dbl := orFloat(h.DoubleClick, 0.2)
+		dbl := orNoneFloat(h.DoubleClick, 0.2)
 		gap := orDur(h.DoubleClickGap, 120*time.Millisecond)
 		size := orInt(h.AbilitySize, 4)
 		out = append(out, newEpisodesAfter(subRand(c, subAbility), t0, c.End, poissonGap(every),
@@ -173,7 +174,8 @@ type Ladder struct {
 	Max time.Duration `yaml:"max"`
 	// Jitter: each delay, once capped, is scaled by a uniform factor in
 	// [1−Jitter, 1+Jitter], so that clients at the cap do not retry in
-	// step: a delay is at most Max × (1+Jitter). Default 0.5.
+	// step: a delay is at most Max × (1+Jitter). Default 0.5. Negative:
+	// none (every client retries at the same delays).
 	Jitter float64 `yaml:"jitter"`
 	// Attempts: how many attempts one ladder makes. Default 8.
 	Attempts int `yaml:"attempts"`
@@ -185,7 +187,7 @@ func (l Ladder) check(c *checker) {
 		c.fail("Ladder.Factor", l.Factor, "must be in [1, 100]")
 	}
 	c.dur("Ladder.Max", l.Max, false)
-	c.fraction("Ladder.Jitter", l.Jitter)
+	c.fraction("Ladder.Jitter", l.Jitter, true)
 	c.intIn("Ladder.Attempts", l.Attempts, 0, 1000)
 }
 
@@ -195,7 +197,7 @@ func (l Ladder) appendLadder(r *Rand, at int64, q []Action) []Action {
 	base := float64(orDur(l.Base, 250*time.Millisecond))
 	factor := orFloat(l.Factor, 2)
 	cap := float64(orDur(l.Max, 8*time.Second))
-	jitter := orFloat(l.Jitter, 0.5)
+	jitter := orNoneFloat(l.Jitter, 0.5)
 	d := base
 	for i := 0; i < orInt(l.Attempts, 8); i++ {
 		scale := 1 - jitter + 2*jitter*r.Float64()

@@ -14,6 +14,7 @@ import (
 type Persist struct {
 	// ConnectSpread: the first connect is at a uniform time in
 	// [0, ConnectSpread) after the client's arrival. Default 1s.
+	// Negative: at the arrival.
 	ConnectSpread time.Duration `yaml:"connect_spread"`
 	// RetryEvery: while down, reconnect this often (OpRetry). Default 1s.
 	// Negative: never.
@@ -21,7 +22,7 @@ type Persist struct {
 }
 
 func (p Persist) check(c *checker) {
-	c.dur("ConnectSpread", p.ConnectSpread, false)
+	c.dur("ConnectSpread", p.ConnectSpread, true)
 	c.dur("RetryEvery", p.RetryEvery, true)
 }
 
@@ -401,7 +402,8 @@ type Replay struct {
 	// Copies: copies sent after each original. Default 3.
 	Copies int `yaml:"copies"`
 	// ReplayDelay: how long after the original a replay is sent (it should
-	// have been answered by then). Default 100ms.
+	// have been answered by then). Default 100ms. Negative: at once, with
+	// the original.
 	ReplayDelay time.Duration `yaml:"replay_delay"`
 	// Kind: chat or purchase. Default purchase.
 	Kind Kind `yaml:"kind"`
@@ -421,7 +423,7 @@ func (p Replay) Validate() error {
 	}
 	c.dur("Every", p.Every, false)
 	c.intIn("Copies", p.Copies, 0, maxCount)
-	c.dur("ReplayDelay", p.ReplayDelay, false)
+	c.dur("ReplayDelay", p.ReplayDelay, true)
 	if t, _, _ := p.kind().Wire(); t != wire.TypeRequest {
 		c.fail("Kind", p.Kind, "must be chat or purchase")
 	}
@@ -432,7 +434,7 @@ func (p Replay) Validate() error {
 func (p Replay) Stream(c *Client) Stream {
 	subs, t0 := p.Persist.streams(c, false)
 	every := orDur(p.Every, 200*time.Millisecond)
-	delay := orDur(p.ReplayDelay, 100*time.Millisecond)
+	delay := orNoneDur(p.ReplayDelay, 100*time.Millisecond)
 	copies := orInt(p.Copies, 3)
 	kind := p.kind()
 	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
