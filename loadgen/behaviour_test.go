@@ -210,31 +210,13 @@ func TestNegativeMeansNone(t *testing.T) {
 	l := &Laggy{FreezeEvery: -1, DropEvery: 5 * time.Second,
 		Ladder: Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: -1, Attempts: 5}}
 	acts := actionsOf(t, planOf(3, 60*time.Second, l, 1))[0]
-	ladders := 0
-	for i, a := range acts {
-		if a.Op != OpDisconnect {
-			continue
-		}
-		var retries []int64
-		for _, b := range acts[i+1:] {
-			if b.Op == OpRetry {
-				retries = append(retries, b.At)
-			}
-			if len(retries) == 5 || b.Op == OpDisconnect {
-				break
-			}
-		}
-		if len(retries) < 5 {
-			continue // cut by the end of the run
-		}
-		ladders++
-		prev := a.At
-		for j, at := range retries {
-			assert.Equal(t, min(100*ms<<j, sec), at-prev, "attempt %d", j)
-			prev = at
+	ladders := ladderDelays(acts, 5)
+	assert.Greater(t, len(ladders), 3)
+	for _, delays := range ladders {
+		for j, d := range delays {
+			assert.Equal(t, min(100*ms<<j, sec), d, "attempt %d", j)
 		}
 	}
-	assert.Greater(t, ladders, 3)
 
 	// ReplayDelay: a replay goes with its original.
 	r := filter(actionsOf(t, planOf(1, 3*time.Second, &Replay{Mode: "replay", ReplayDelay: -time.Second}, 1))[0], sends(KindPurchase))
@@ -243,6 +225,34 @@ func TestNegativeMeansNone(t *testing.T) {
 		assert.Equal(t, ReuseDone, r[i+1].Reuse)
 		assert.Equal(t, r[i].At, r[i+1].At)
 	}
+}
+
+// ladderDelays returns, for every drop (OpDisconnect) followed by a whole
+// ladder of n retries, the delays from the drop to the first retry and
+// from each retry to the next. Ladders cut by the end of the run or by the
+// next drop are left out.
+func ladderDelays(acts []Action, n int) [][]int64 {
+	var out [][]int64
+	for i, a := range acts {
+		if a.Op != OpDisconnect {
+			continue
+		}
+		var delays []int64
+		prev := a.At
+		for _, b := range acts[i+1:] {
+			if b.Op == OpDisconnect || len(delays) == n {
+				break
+			}
+			if b.Op == OpRetry {
+				delays = append(delays, b.At-prev)
+				prev = b.At
+			}
+		}
+		if len(delays) == n {
+			out = append(out, delays)
+		}
+	}
+	return out
 }
 
 func filter(acts []Action, f func(Action) bool) []Action {
@@ -277,27 +287,12 @@ func TestLaggyFreezesFlushesAndClimbsLadders(t *testing.T) {
 	}
 	assert.Greater(t, freezes, 15)
 	// Each drop is followed by its ladder: delays grow ×2 (±20%), capped.
-	for i, a := range acts {
-		if a.Op != OpDisconnect {
-			continue
-		}
-		var retries []int64
-		for _, b := range acts[i+1:] {
-			if b.Op == OpRetry {
-				retries = append(retries, b.At)
-			}
-			if len(retries) == 5 || b.Op == OpDisconnect {
-				break
-			}
-		}
-		if len(retries) < 5 {
-			continue // cut by the end of the run
-		}
-		prev := a.At
-		for j, at := range retries {
+	ladders := ladderDelays(acts, 5)
+	assert.NotEmpty(t, ladders)
+	for _, delays := range ladders {
+		for j, d := range delays {
 			want := float64(min(100*ms<<j, sec))
-			assert.InEpsilon(t, want, float64(at-prev), 0.21, "attempt %d", j)
-			prev = at
+			assert.InEpsilon(t, want, float64(d), 0.21, "attempt %d", j)
 		}
 	}
 	assert.Greater(t, count(acts, func(a Action) bool { return a.Op == OpDisconnect }), 5)
