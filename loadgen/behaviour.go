@@ -139,12 +139,13 @@ func (c *checker) intIn(field string, v, lo, hi int) {
 }
 
 // fraction checks a probability or a relative jitter; a negative value
-// (finite) is allowed when off is.
+// (none) is allowed when off is.
 func (c *checker) fraction(field string, v float64, off bool) {
-	if off && v < 0 && !math.IsInf(v, -1) {
-		return
-	}
-	if !(v >= 0 && v <= 1) {
+	switch {
+	case v >= 0 && v <= 1, off && v < 0:
+	case off:
+		c.fail(field, v, "must be in [0, 1], or negative for none")
+	default:
 		c.fail(field, v, "must be in [0, 1]")
 	}
 }

@@ -155,7 +155,8 @@
 //	Attempts  8      attempts per ladder
 //
 // The jitter applies after the cap, so that clients at the cap stay spread
-// out instead of retrying in step: a delay is at most Max × (1+Jitter).
+// out instead of retrying in step: a delay is at most Max × (1+Jitter)
+// (Max with no jitter).
 //
 // mass-reconnect (MassReconnect): honest (all of Honest's parameters),
 // and at RestartAt every such client drops its connection, notices within
@@ -219,7 +220,7 @@
 //	Mode         both      "both" (each attack one or the other), "duplicate" or "replay"
 //	Every        200ms     mean gap between attacks (uniform ±50%)
 //	Copies       3         copies sent after each original
-//	ReplayDelay  100ms     how long after the original a replay goes (negative: with it)
+//	ReplayDelay  100ms     how long after the original a replay goes
 //	Kind         purchase  chat or purchase
 //
 // channel-hop (ChannelHop): every channel at once, each just under its

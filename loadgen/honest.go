@@ -175,7 +175,7 @@ type Ladder struct {
 	// Jitter: each delay, once capped, is scaled by a uniform factor in
 	// [1−Jitter, 1+Jitter], so that clients at the cap do not retry in
 	// step: a delay is at most Max × (1+Jitter). Default 0.5. Negative:
-	// none (every client retries at the same delays).
+	// none (every client retries at the same delays, at most Max).
 	Jitter float64 `yaml:"jitter"`
 	// Attempts: how many attempts one ladder makes. Default 8.
 	Attempts int `yaml:"attempts"`

@@ -402,8 +402,7 @@ type Replay struct {
 	// Copies: copies sent after each original. Default 3.
 	Copies int `yaml:"copies"`
 	// ReplayDelay: how long after the original a replay is sent (it should
-	// have been answered by then). Default 100ms. Negative: at once, with
-	// the original.
+	// have been answered by then). Default 100ms.
 	ReplayDelay time.Duration `yaml:"replay_delay"`
 	// Kind: chat or purchase. Default purchase.
 	Kind Kind `yaml:"kind"`
@@ -423,7 +422,7 @@ func (p Replay) Validate() error {
 	}
 	c.dur("Every", p.Every, false)
 	c.intIn("Copies", p.Copies, 0, maxCount)
-	c.dur("ReplayDelay", p.ReplayDelay, true)
+	c.dur("ReplayDelay", p.ReplayDelay, false)
 	if t, _, _ := p.kind().Wire(); t != wire.TypeRequest {
 		c.fail("Kind", p.Kind, "must be chat or purchase")
 	}
@@ -434,7 +433,7 @@ func (p Replay) Validate() error {
 func (p Replay) Stream(c *Client) Stream {
 	subs, t0 := p.Persist.streams(c, false)
 	every := orDur(p.Every, 200*time.Millisecond)
-	delay := orNoneDur(p.ReplayDelay, 100*time.Millisecond)
+	delay := orDur(p.ReplayDelay, 100*time.Millisecond)
 	copies := orInt(p.Copies, 3)
 	kind := p.kind()
 	subs = append(subs, newEpisodesAfter(subRand(c, subAttack), t0, c.End, spreadGap(every),
