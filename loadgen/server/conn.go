@@ -314,7 +314,7 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 			return false
 		}
 		c.t.reject(r)
-		c.sendReply(id, wire.StatusRejected, uint8(r), 0)
+		c.sendReply(id, wire.StatusRejected, uint8(r), 0, nil)
 		if !c.s.noLimits {
 			c.s.gate.Done(c.h, id)
 		}
@@ -336,7 +336,7 @@ func (c *conn) verdict(v core.Verdict, id uint64) (stop bool) {
 	case core.Reject:
 		c.t.reject(v.Reason)
 		if id != 0 {
-			c.sendReply(id, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
+			c.sendReply(id, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)), nil)
 		}
 	case core.Disconnect:
 		c.t.drop(v.Reason)
@@ -357,7 +357,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	// the Disconnect), so that a client tells a refused login from a
 	// connection refused before its Hello was checked.
 	if m.Version != wire.Version {
-		c.sendReply(0, wire.StatusRejected, uint8(core.Malformed), 0)
+		c.sendReply(0, wire.StatusRejected, uint8(core.Malformed), 0, nil)
 		c.malformed(m.Size, now)
 		c.disconnect(cause(core.Malformed), true)
 		return true
@@ -378,7 +378,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	if !c.s.noLimits {
 		v := c.s.gate.Authenticate(c.h, acct, now)
 		if v.Action == core.Disconnect {
-			c.sendReply(0, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
+			c.sendReply(0, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)), nil)
 			return c.verdict(v, 0)
 		}
 	}
@@ -387,7 +387,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	}
 	c.authed.Store(true)
 	c.t.accept()
-	c.sendReply(0, wire.StatusOK, 0, 0)
+	c.sendReply(0, wire.StatusOK, 0, 0, nil)
 	return false
 }
 
@@ -402,21 +402,22 @@ func (c *conn) noteStage(st core.StrikeStage) {
 // pong and sendReply encode their frame on the stack, outside the lock.
 func (c *conn) pong(ts uint64) {
 	var b [wire.PongSize]byte
-	if c.send(wire.AppendPong(b[:0], ts)) {
-		c.pop.Load().pongs.Add(1)
-	}
+	c.send(wire.AppendPong(b[:0], ts), &c.pop.Load().pongs)
 }
 
-func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64) bool {
+// sendReply queues a reply; see send for counted (nil: nothing to count).
+func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64, counted *atomic.Uint64) bool {
 	var b [wire.ReplySize]byte
-	return c.send(wire.AppendReply(b[:0], id, st, reason, retry))
+	return c.send(wire.AppendReply(b[:0], id, st, reason, retry), counted)
 }
 
 // send copies one encoded frame to the outbound buffer and wakes the
 // writer. A frame that does not fit in WriteBuffer ends the connection
 // with reason QueueFull (its client is not reading). It returns false when
-// the frame was not queued.
-func (c *conn) send(frame []byte) bool {
+// the frame was not queued. A queued frame adds one to counted (if not
+// nil) under the lock, before the writer can take the frame, so that a
+// client never reads a reply the server's stats do not count yet.
+func (c *conn) send(frame []byte, counted *atomic.Uint64) bool {
 	limit := c.s.cfg.WriteBuffer
 	c.mu.Lock()
 	if c.closing.Load() {
@@ -431,6 +432,9 @@ func (c *conn) send(frame []byte) bool {
 	}
 	c.room(len(frame))
 	c.out = append(c.out, frame...)
+	if counted != nil {
+		counted.Add(1)
+	}
 	c.mu.Unlock()
 	c.wakeWriter()
 	return true

@@ -425,20 +425,16 @@ func (s *Server) tick() {
 			pop.inputs.Add(1)
 			continue
 		}
-		// Counted when the reply is on its way: a connection that ended
-		// meanwhile is answered nothing.
+		// Counted when the reply is queued (a connection that ended
+		// meanwhile is answered nothing), before its client can read it.
 		if cmd.authed {
-			if c.sendReply(cmd.id, wire.StatusOK, 0, 0) {
-				pop.requests.Add(1)
-			}
+			c.sendReply(cmd.id, wire.StatusOK, 0, 0, &pop.requests)
 		} else {
 			// The handler's own validation: passing the gate is not
 			// permission, and a request sent before the session was
 			// authenticated may not act, even if a Hello followed it
 			// before the tick.
-			if c.sendReply(cmd.id, wire.StatusFailed, 0, 0) {
-				pop.failed.Add(1)
-			}
+			c.sendReply(cmd.id, wire.StatusFailed, 0, 0, &pop.failed)
 		}
 		if !s.noLimits {
 			s.gate.Done(c.h, cmd.id)
