@@ -18,8 +18,7 @@ func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now
 	if seed != 0 {
 		// WithReproducibleTables: one layout whatever the machine, and a
 		// seed of its own per layer.
-		seed ^= uint64(reason) * 0x9e3779b97f4a7c15
-		seed |= 1 // never 0, which would mean random
+		seed = layerSeed(seed, reason)
 		shards = shardmap.ReproducibleShards(maxKeys)
 	}
 	l, err := NewLimiter(LimiterConfig{
@@ -40,6 +39,17 @@ func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now
 		return nil, err
 	}
 	return &limiterKeyed{l: l}, nil
+}
+
+// layerSeed is the hash seed of the layer that denies with reason, for the
+// gate's seed: distinct seeds give distinct layer seeds, and never 0, which
+// would mean random secrets.
+func layerSeed(seed uint64, reason Reason) uint64 {
+	seed ^= uint64(reason) * 0x9e3779b97f4a7c15
+	if seed == 0 {
+		seed = 1
+	}
+	return seed
 }
 
 func (k *limiterKeyed) takeAt(key uint64, now int64, n uint64) keyedResult {

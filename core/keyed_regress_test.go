@@ -200,3 +200,21 @@ func TestTableFullRetryAfterCountsTheBackoff(t *testing.T) {
 	assert.Equal(t, time.Duration(first+int64(l.Config().EvictBackoff)-lsec), d.RetryAfter, "the rest of the backoff, not a fill time")
 	assert.True(t, l.TakeAt(100, lsec+int64(d.RetryAfter), 1).Allowed)
 }
+
+// Every gate seed gives its own layer seeds: the seed's lowest bit used to
+// be forced to 1, so seeds 2k and 2k+1 laid the tables out alike.
+func TestLayerSeedsAreDistinctAndNeverZero(t *testing.T) {
+	for _, r := range []Reason{AccountLimit, AddressLimit, MatchLimit} {
+		seen := map[uint64]uint64{}
+		for seed := uint64(1); seed <= 64; seed++ {
+			ls := layerSeed(seed, r)
+			require.NotZero(t, ls)
+			if prev, dup := seen[ls]; dup {
+				t.Fatalf("%v: seeds %d and %d share layer seed %#x", r, prev, seed, ls)
+			}
+			seen[ls] = seed
+		}
+		// The seed that would cancel the reason's own mix.
+		assert.NotZero(t, layerSeed(uint64(r)*0x9e3779b97f4a7c15, r))
+	}
+}
