@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/suggest"
 	"github.com/sluicedev/sluice/shardmap"
 )
 
@@ -405,9 +406,7 @@ func (e *PolicyError) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
-	if e.Suggestion != "" {
-		fmt.Fprintf(&b, " (did you mean %q?)", e.Suggestion)
-	}
+	b.WriteString(suggest.Hint(e.Suggestion))
 	return b.String()
 }
 

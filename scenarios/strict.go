@@ -44,9 +44,7 @@ func (e *FieldError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	if e.Suggestion != "" {
-		fmt.Fprintf(&b, " (did you mean %q?)", e.Suggestion)
-	}
+	b.WriteString(suggest.Hint(e.Suggestion))
 	return b.String()
 }
 
@@ -332,10 +330,7 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 }
 
 // didYouMean is the hint that ends a message about name: the closest of
-// known in " (did you mean %q?)", or "" when none is close.
+// known in suggest.Hint's words, or "" when none is close.
 func didYouMean(name string, known []string) string {
-	if s := suggest.Closest(name, known); s != "" {
-		return fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return ""
+	return suggest.Hint(suggest.Closest(name, known))
 }

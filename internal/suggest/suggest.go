@@ -1,18 +1,23 @@
 // Package suggest finds the known name a misspelt one was probably meant
 // to be, for "did you mean" hints in configuration errors (scenario files,
-// policy files). It is safe for concurrent use: it keeps no state.
+// policy files), and words the hint. It is safe for concurrent use: it
+// keeps no state.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Closest returns the name in known closest to name when it is close
 // enough to be a misspelling (edit distance, ignoring case, at most a
 // third of its length, and 2 at least), or "". Of equally close names the
 // first in known wins: pass known sorted for a stable answer.
 func Closest(name string, known []string) string {
+	lower := strings.ToLower(name)
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+		if d := editDistance(lower, strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -22,9 +27,21 @@ func Closest(name string, known []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance of a and b, with a swap of two
-// neighbours counted as one edit.
+// Hint is the end of a message that suggests s: ` (did you mean "s"?)`,
+// or "" when s is "" (nothing close).
+func Hint(s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", s)
+}
+
+// editDistance is the optimal string alignment distance of a and b: the
+// Levenshtein distance with a swap of two neighbours counted as one edit
+// (a swapped pair is not edited again).
 func editDistance(a, b string) int {
+	// Three rows of the table: i−2, i−1 and i.
+	pp := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -38,12 +55,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			// A swap of two neighbours counts as one edit.
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev[j-1]) // approximate transposition
+				cur[j] = min(cur[j], pp[j-2]+1)
 			}
 		}
-		prev, cur = cur, prev
+		pp, prev, cur = prev, cur, pp
 	}
 	return prev[len(b)]
 }
