@@ -216,7 +216,11 @@ func (y yamlNode) decode(v any) error {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			// yaml.v3 says "cannot unmarshal !!str `maybe` into bool".
-			return fmt.Errorf("%q is not a valid %s", y.node().Value, valueWord(reflect.TypeOf(v).Elem()))
+			shown := y.node().Value
+			if y.node().ShortTag() == "!!str" {
+				shown = strconv.Quote(shown) // as JSON shows a string
+			}
+			return notValid(shown, v)
 		}
 		return err
 	}
@@ -254,7 +258,7 @@ func (j *jsonNode) decode(v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("cannot use %s as %s", raw, te.Type)
+			return notValid(string(raw), v) // raw is the value as written: "maybe", -1
 		}
 		return err
 	}
@@ -498,7 +502,7 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if n.kind() != kScalar {
-			return fail(fmt.Sprintf("want %s, got %s", v.Kind(), n.kind()), nil)
+			return fail(fmt.Sprintf("want %s, got %s", valueWord(v.Type()), n.kind()), nil)
 		}
 		if err := n.decode(v.Addr().Interface()); err != nil {
 			return fail(err.Error(), err)
@@ -506,6 +510,12 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		return nil
 	}
 	return fail(fmt.Sprintf("unsupported type %s", v.Type()), nil)
+}
+
+// notValid is the error for a scalar, shown as written, that does not fit
+// the value v points to: the one wording of YAML and JSON alike.
+func notValid(shown string, v any) error {
+	return fmt.Errorf("%s is not a valid %s", shown, valueWord(reflect.TypeOf(v).Elem()))
 }
 
 // valueWord names the kind of value t holds, for errors.

@@ -45,7 +45,26 @@ func TestFractionInAnIntegerFieldIsRefused(t *testing.T) {
 	}
 	_, err := DecodePolicyJSON([]byte(`{"channels": [{"name": "a", "class": "request", "rate": 5, "burst": 10, "cost": 1.9}]}`))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot use 1.9 as uint64")
+	assert.Contains(t, err.Error(), "1.9 is not a valid integer of 0 or more")
+}
+
+// A value that does not fit its field is worded the same from YAML and
+// JSON, and so is a mapping or a list where a scalar belongs.
+func TestValueErrorsReadAlikeInYAMLAndJSON(t *testing.T) {
+	for _, c := range []struct{ yaml, json, want string }{
+		{"shadow: maybe\n", `{"shadow": "maybe"}`, `"maybe" is not a valid boolean (true or false)`},
+		{"channels: [{name: a, cost: -1}]\n", `{"channels": [{"name": "a", "cost": -1}]}`, `-1 is not a valid integer of 0 or more`},
+		{"shadow: {a: 1}\n", `{"shadow": {"a": 1}}`, "want boolean (true or false), got a mapping"},
+	} {
+		_, err := DecodePolicyYAML([]byte(c.yaml))
+		if assert.Error(t, err, c.yaml) {
+			assert.Contains(t, err.Error(), c.want, c.yaml)
+		}
+		_, err = DecodePolicyJSON([]byte(c.json))
+		if assert.Error(t, err, c.json) {
+			assert.Contains(t, err.Error(), c.want, c.json)
+		}
+	}
 }
 
 // A second YAML document is refused even when it does not parse.
@@ -149,7 +168,7 @@ func TestCheckPolicyNodeGivesPositionAndSuggestion(t *testing.T) {
 		{"channels:\n  - name: move\n    class: inptu\n", "channels[0].class", 3, 12, "inptu", ""},
 		{"account: &b {rate: 5}\naddress:\n  <<: *b\n", "address.<<", 3, 3, "merge keys (<<) are not supported", ""},
 		{"shadow: maybe\n", "shadow", 1, 9, `"maybe" is not a valid boolean`, ""},
-		{"channels:\n  - {name: move, cost: -1}\n", "channels[0].cost", 2, 24, `"-1" is not a valid integer of 0 or more`, ""},
+		{"channels:\n  - {name: move, cost: -1}\n", "channels[0].cost", 2, 24, `-1 is not a valid integer of 0 or more`, ""},
 		{"account: {rate: fast}\n", "account.rate", 1, 17, `"fast" is not a valid number`, ""},
 	} {
 		var pe *PolicyError
