@@ -25,7 +25,7 @@ func TestOutboundBufferBound(t *testing.T) {
 	defer b.Close()
 	c := s.newConn(a)
 	sent := 0
-	for c.send(wire.AppendReply(nil, uint64(sent+1), wire.StatusOK, 0, 0), nil) {
+	for c.push(wire.AppendReply(nil, uint64(sent+1), wire.StatusOK, 0, 0), nil) {
 		sent++
 		if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
 			t.Fatalf("buffer capacity %d after %d replies", cap(c.out), sent)
@@ -44,7 +44,7 @@ func TestOutboundBufferBound(t *testing.T) {
 	if _, err := wire.Decode(c.out[len(c.out)-wire.DisconnectSize:], 0, &m); err != nil || m.Type != wire.TypeDisconnect || core.Reason(m.Reason) != core.QueueFull {
 		t.Errorf("last frame %+v, %v; want Disconnect QueueFull", m, err)
 	}
-	if c.send(wire.AppendPong(nil, 1), nil) {
+	if c.push(wire.AppendPong(nil, 1), nil) {
 		t.Error("a frame was queued after the connection closed")
 	}
 }

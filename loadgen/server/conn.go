@@ -31,6 +31,9 @@ type conn struct {
 	stage    core.StrikeStage // reader: the last strike stage seen
 	pingWord atomic.Uint64    // reader: the ping bucket without a ping channel
 	t        tally            // reader: counts of the current read
+	unsent   bool             // reader: the current read queued frames and has not woken the writer
+	leaving  cause            // reader: the current read ends the connection for this cause (if ending)
+	ending   bool             // reader: see leaving
 	m        wire.Msg         // reader: the frame being handled
 	framer   *wire.Framer     // reader
 
@@ -212,7 +215,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 				c.noteStage(s.gate.Check(core.Message{Session: c.h, Kind: unknownKind, Size: clampSize(m.Size), Flags: core.FlagCharged}, now).Stage)
 			}
 			t.drop(core.Oversize)
-			c.disconnect(cause(core.Oversize), true)
+			c.leave(cause(core.Oversize))
 			stop = true
 			break
 		}
@@ -232,8 +235,25 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	// under its label.
 	t.pop.bytes.Add(uint64(n))
 	t.flush()
+	// Only now may the client see what the read sent (see queue).
+	switch {
+	case c.ending:
+		c.ending = false
+		c.disconnect(c.leaving, true) // wakes the writer
+	case c.unsent:
+		c.wakeWriter()
+	}
+	c.unsent = false
 	s.readNanos.Add(atomicbucket.Nanotime() - now)
 	return completed, stop
+}
+
+// leave ends the connection for cause cs once the current read is counted
+// (handleRead): the reader's disconnect. The first cause wins.
+func (c *conn) leave(cs cause) {
+	if !c.ending {
+		c.ending, c.leaving = true, cs
+	}
 }
 
 func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
@@ -314,7 +334,7 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 			return false
 		}
 		c.t.reject(r)
-		c.sendReply(id, wire.StatusRejected, uint8(r), 0, nil)
+		c.reply(id, wire.StatusRejected, uint8(r), 0)
 		if !c.s.noLimits {
 			c.s.gate.Done(c.h, id)
 		}
@@ -336,11 +356,11 @@ func (c *conn) verdict(v core.Verdict, id uint64) (stop bool) {
 	case core.Reject:
 		c.t.reject(v.Reason)
 		if id != 0 {
-			c.sendReply(id, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)), nil)
+			c.reply(id, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
 		}
 	case core.Disconnect:
 		c.t.drop(v.Reason)
-		c.disconnect(cause(v.Reason), true)
+		c.leave(cause(v.Reason))
 		return true
 	}
 	return false
@@ -357,9 +377,9 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	// the Disconnect), so that a client tells a refused login from a
 	// connection refused before its Hello was checked.
 	if m.Version != wire.Version {
-		c.sendReply(0, wire.StatusRejected, uint8(core.Malformed), 0, nil)
+		c.reply(0, wire.StatusRejected, uint8(core.Malformed), 0)
 		c.malformed(m.Size, now)
-		c.disconnect(cause(core.Malformed), true)
+		c.leave(cause(core.Malformed))
 		return true
 	}
 	// Count the hello and everything after it under the client's label.
@@ -378,7 +398,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	if !c.s.noLimits {
 		v := c.s.gate.Authenticate(c.h, acct, now)
 		if v.Action == core.Disconnect {
-			c.sendReply(0, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)), nil)
+			c.reply(0, wire.StatusRejected, uint8(v.Reason), uint64(max(v.RetryAfter, 0)))
 			return c.verdict(v, 0)
 		}
 	}
@@ -387,7 +407,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	}
 	c.authed.Store(true)
 	c.t.accept()
-	c.sendReply(0, wire.StatusOK, 0, 0, nil)
+	c.reply(0, wire.StatusOK, 0, 0)
 	return false
 }
 
@@ -399,25 +419,51 @@ func (c *conn) noteStage(st core.StrikeStage) {
 	c.stage = st
 }
 
-// pong and sendReply encode their frame on the stack, outside the lock.
+// A client never reads a frame the server's stats do not count yet (its
+// own frame counts, the outcome it reports, the reply or pong itself):
+//
+//   - the reader queues its replies and pongs without waking the writer
+//     (queue), and wakes it once its read's tally is published (handleRead,
+//     and leave when a read ends the connection);
+//   - the tick counts its replies under the lock that queues them (send),
+//     before the writer can take them.
+//
+// What is left: a command's frame is counted when the read that queued it
+// ends, which may be after the tick has answered it.
+
+// pong and reply encode their frame on the stack, outside the lock. They
+// are the reader's.
 func (c *conn) pong(ts uint64) {
 	var b [wire.PongSize]byte
-	c.send(wire.AppendPong(b[:0], ts), &c.pop.Load().pongs)
+	c.queue(wire.AppendPong(b[:0], ts), &c.pop.Load().pongs)
 }
 
-// sendReply queues a reply; see send for counted (nil: nothing to count).
-func (c *conn) sendReply(id uint64, st wire.Status, reason uint8, retry uint64, counted *atomic.Uint64) bool {
+func (c *conn) reply(id uint64, st wire.Status, reason uint8, retry uint64) {
 	var b [wire.ReplySize]byte
-	return c.send(wire.AppendReply(b[:0], id, st, reason, retry), counted)
+	c.queue(wire.AppendReply(b[:0], id, st, reason, retry), nil)
 }
 
-// send copies one encoded frame to the outbound buffer and wakes the
-// writer. A frame that does not fit in WriteBuffer ends the connection
-// with reason QueueFull (its client is not reading). It returns false when
-// the frame was not queued. A queued frame adds one to counted (if not
-// nil) under the lock, before the writer can take the frame, so that a
-// client never reads a reply the server's stats do not count yet.
-func (c *conn) send(frame []byte, counted *atomic.Uint64) bool {
+// answer is the tick's reply to request id, counted in counted.
+func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
+	var b [wire.ReplySize]byte
+	if c.push(wire.AppendReply(b[:0], id, st, 0, 0), counted) {
+		c.wakeWriter()
+	}
+}
+
+// queue is push for the reader: the writer is woken when the read ends.
+func (c *conn) queue(frame []byte, counted *atomic.Uint64) {
+	if c.push(frame, counted) {
+		c.unsent = true
+	}
+}
+
+// push copies one encoded frame to the outbound buffer without waking the
+// writer, and adds one to counted (if not nil) under the lock, before the
+// writer can take the frame. A frame that does not fit in WriteBuffer ends
+// the connection with reason QueueFull (its client is not reading). It
+// returns false when the frame was not queued.
+func (c *conn) push(frame []byte, counted *atomic.Uint64) bool {
 	limit := c.s.cfg.WriteBuffer
 	c.mu.Lock()
 	if c.closing.Load() {
@@ -436,7 +482,6 @@ func (c *conn) send(frame []byte, counted *atomic.Uint64) bool {
 		counted.Add(1)
 	}
 	c.mu.Unlock()
-	c.wakeWriter()
 	return true
 }
 

@@ -428,13 +428,13 @@ func (s *Server) tick() {
 		// Counted when the reply is queued (a connection that ended
 		// meanwhile is answered nothing), before its client can read it.
 		if cmd.authed {
-			c.sendReply(cmd.id, wire.StatusOK, 0, 0, &pop.requests)
+			c.answer(cmd.id, wire.StatusOK, &pop.requests)
 		} else {
 			// The handler's own validation: passing the gate is not
 			// permission, and a request sent before the session was
 			// authenticated may not act, even if a Hello followed it
 			// before the tick.
-			c.sendReply(cmd.id, wire.StatusFailed, 0, 0, &pop.failed)
+			c.answer(cmd.id, wire.StatusFailed, &pop.failed)
 		}
 		if !s.noLimits {
 			s.gate.Done(c.h, cmd.id)

@@ -485,3 +485,40 @@ func TestLockoutCounted(t *testing.T) {
 	}
 	checkAccounting(t, st)
 }
+
+// A reply is counted before its client can read it: the outcome the reader
+// sends at once (Rejected) and the tick's OK alike.
+func TestRepliesAreCountedBeforeTheyAreRead(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Strikes.Disabled = true              // hundreds of denials, no disconnect
+	cfg.Policy.Transport.MinCharge = new(uint32(1)) // and a read costs its bytes, not 800
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "7", "honest")
+	var rejected, ok uint64
+	for id := uint64(1); id <= 300; id++ {
+		b, _ := wire.AppendRequest(nil, kSlow, id, nil)
+		c.mustWrite(t, b)
+		m, err := c.next(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.Type != wire.TypeReply || m.ID != id:
+			t.Fatalf("got %+v, want the reply to %d", m, id)
+		case m.Status == wire.StatusOK:
+			ok++
+		case m.Status == wire.StatusRejected && core.Reason(m.Reason) == core.ChannelLimit:
+			rejected++
+		default:
+			t.Fatalf("reply %+v", m)
+		}
+		p := s.Stats().Populations["honest"]
+		if p.Rejected["ChannelLimit"] != rejected || p.Requests != ok {
+			t.Fatalf("after reply %d (%d rejected, %d OK): stats say %d rejected, %d requests", id, rejected, ok, p.Rejected["ChannelLimit"], p.Requests)
+		}
+	}
+	if rejected == 0 || ok == 0 {
+		t.Errorf("%d rejected, %d OK: want both kinds of reply", rejected, ok)
+	}
+}
