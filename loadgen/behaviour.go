@@ -56,22 +56,6 @@ func orDur(v, def time.Duration) int64 {
 	return int64(v)
 }
 
-// orNoneDur is orDur for a parameter whose negative values mean none.
-func orNoneDur(v, def time.Duration) int64 {
-	if v < 0 {
-		return 0
-	}
-	return orDur(v, def)
-}
-
-// orNoneFloat is orFloat for a parameter whose negative values mean none.
-func orNoneFloat(v, def float64) float64 {
-	if v < 0 {
-		return 0
-	}
-	return orFloat(v, def)
-}
-
 func orInt(v, def int) int {
 	if v == 0 {
 		return def
@@ -138,15 +122,11 @@ func (c *checker) intIn(field string, v, lo, hi int) {
 	}
 }
 
-// fraction checks a probability or a relative jitter; a negative value
-// (none) is allowed when off is.
-func (c *checker) fraction(field string, v float64, off bool) {
-	switch {
-	case v >= 0 && v <= 1, off && v < 0:
-	case off:
+// fraction checks a probability or a relative jitter: at most 1, and
+// negative for none.
+func (c *checker) fraction(field string, v float64) {
+	if !(v <= 1) { // NaN too
 		c.fail(field, v, "must be in [0, 1], or negative for none")
-	default:
-		c.fail(field, v, "must be in [0, 1]")
 	}
 }
 

@@ -25,10 +25,11 @@ const (
 func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 
 // firstConnect returns a client's first connect (op: OpConnect or OpDial)
-// and its time, drawn uniformly in [A, A+spread) (spread 0: 1s), A the
-// client's arrival (its window's Start when Arrive is earlier).
+// and its time, drawn uniformly in [A, A+spread) (spread 0: 1s; negative:
+// A itself), A the client's arrival (its window's Start when Arrive is
+// earlier).
 func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
-	d := orNoneDur(spread, time.Second)
+	d := orDur(spread, time.Second)
 	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(d-1, 0))
 	return &list{acts: []Action{{At: t0, Op: op}}, end: c.End}, t0
 }
@@ -85,7 +86,7 @@ func (h Honest) check(c *checker) {
 	c.dur("TickJitter", h.TickJitter, true)
 	c.intIn("MoveSize", h.MoveSize, 0, maxSize)
 	c.dur("AbilityEvery", h.AbilityEvery, true)
-	c.fraction("DoubleClick", h.DoubleClick, true)
+	c.fraction("DoubleClick", h.DoubleClick)
 	c.dur("DoubleClickGap", h.DoubleClickGap, false)
 	c.intIn("AbilitySize", h.AbilitySize, 0, maxSize)
 	c.dur("ChatEvery", h.ChatEvery, true)
@@ -115,10 +116,11 @@ func (h Honest) streams(c *Client) ([]Stream, int64) {
 	out := []Stream{first}
 	if tick := orFloat(h.TickRate, 20); tick > 0 {
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
-		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orNoneDur(h.TickJitter, 5*time.Millisecond), c.End))
+		// A negative TickJitter is none: newTicker clamps it to 0.
+		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
 	if every := orDur(h.AbilityEvery, 2*time.Second); every > 0 {
-		dbl := orNoneFloat(h.DoubleClick, 0.2)
+		dbl := orFloat(h.DoubleClick, 0.2) // negative: Chance is never true
 		gap := orDur(h.DoubleClickGap, 120*time.Millisecond)
 		size := orInt(h.AbilitySize, 4)
 		out = append(out, newEpisodesAfter(subRand(c, subAbility), t0, c.End, poissonGap(every),
@@ -187,7 +189,7 @@ func (l Ladder) check(c *checker) {
 		c.fail("Ladder.Factor", l.Factor, "must be in [1, 100]")
 	}
 	c.dur("Ladder.Max", l.Max, false)
-	c.fraction("Ladder.Jitter", l.Jitter, true)
+	c.fraction("Ladder.Jitter", l.Jitter)
 	c.intIn("Ladder.Attempts", l.Attempts, 0, 1000)
 }
 
@@ -197,7 +199,7 @@ func (l Ladder) appendLadder(r *Rand, at int64, q []Action) []Action {
 	base := float64(orDur(l.Base, 250*time.Millisecond))
 	factor := orFloat(l.Factor, 2)
 	cap := float64(orDur(l.Max, 8*time.Second))
-	jitter := orNoneFloat(l.Jitter, 0.5)
+	jitter := max(orFloat(l.Jitter, 0.5), 0) // negative: none
 	d := base
 	for i := 0; i < orInt(l.Attempts, 8); i++ {
 		scale := 1 - jitter + 2*jitter*r.Float64()

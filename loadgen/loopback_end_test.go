@@ -73,7 +73,6 @@ func TestSimIsDeterministicWhenATableFills(t *testing.T) {
 func TestLoopbackWriteTimeoutIsAnError(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
 	hold := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -85,7 +84,9 @@ func TestLoopbackWriteTimeoutIsAnError(t *testing.T) {
 		<-hold // never reads
 		c.Close()
 	}()
-	defer func() { close(hold); <-done }()
+	// The listener closes before the wait, so that a test that fails
+	// before it dials does not wait on an Accept forever.
+	defer func() { close(hold); ln.Close(); <-done }()
 	const timeout = 200 * time.Millisecond
 	l, err := NewLoopback(context.Background(), netip.MustParseAddrPort(ln.Addr().String()), NewRealTime(), timeout)
 	require.NoError(t, err)

@@ -35,11 +35,11 @@ func SubSeed(seed uint64, n int) uint64 {
 // word. One 32-bit generator alone would give two of a large plan's streams
 // the same sequence once its streams number tens of thousands (a birthday
 // collision of 32-bit states); with two, the state is the whole 64-bit
-// seed. The outputs are added, not XORed, because xorshift is linear: the
-// XOR of two of them is one 32-bit generator again. The rotation keeps
-// seeds with swapped halves apart (addition alone is symmetric) and makes
-// every output bit, the lowest included, depend on both generators. The
-// same seed always yields the same sequence.
+// seed. The rotation keeps seeds with swapped halves apart (combining
+// the two outputs unrotated is symmetric in them) and makes every output
+// bit, the lowest included, depend on both generators; the addition's
+// carries mix the bits further than an XOR would. The same seed always
+// yields the same sequence.
 // The zero value is not usable (fastrand would seed it from the clock);
 // make one with NewRand. It is not safe for concurrent use.
 type Rand struct {
