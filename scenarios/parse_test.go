@@ -158,6 +158,11 @@ func TestThresholdParsing(t *testing.T) {
 		{"honest.p99 < fast", "", "", "", 0, false},
 		{"honest.drop_rate 0.1", "", "", "", 0, false},
 		{"drop_rate < 1", "", "", "", 0, false},
+		{"hostile.session.dropped >= 1", "hostile", "session", "dropped", 1, true},
+		{"hostile.session.drops.Oversize >= 1", "hostile", "session", "drops.Oversize", 1, true},
+		{"hostile.session.admitted_per_s <= 5", "", "", "", 0, false}, // always 0: could never fail
+		{"hostile.session.accepted == 0", "", "", "", 0, false},
+		{"hostile.session.p99 < 1s", "", "", "", 0, false},
 	} {
 		th, err := ParseThreshold(c.in)
 		if !c.ok {

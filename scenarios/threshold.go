@@ -115,6 +115,12 @@ func ParseThreshold(text string) (Threshold, error) {
 		if populationMetrics[t.Metric] {
 			return t, fmt.Errorf("%s counts clients, not messages of a kind: write %s.%s", t.Metric, t.Population, t.Metric)
 		}
+		// The session row counts sessions the server ended: nothing on it
+		// is accepted or timed, so any other metric would always read 0
+		// (a threshold that cannot fail) or nothing.
+		if k, _ := loadgen.ParseKind(t.Kind); k == loadgen.KindSession && !sessionMetric(t.Metric) {
+			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use sent, dropped or drops.<reason>", t.Metric)
+		}
 	}
 	switch {
 	case durationMetrics[t.Metric]:
@@ -128,6 +134,11 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	t.Value = v
 	return t, nil
+}
+
+// sessionMetric reports whether metric has a value on the session row.
+func sessionMetric(metric string) bool {
+	return metric == "sent" || metric == "dropped" || strings.HasPrefix(metric, "drops.")
 }
 
 func parseValue(s string, duration, percent bool) (float64, error) {
