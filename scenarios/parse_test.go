@@ -75,7 +75,7 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		// keep the last one silently.
 		{"set key twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10, rate: 50}]\nthresholds:", []string{"t.yaml:18:41:", "variants[0].set.channels[0].rate", "repeated field"}},
 		{"set item twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10}, {name: move, rate: 50}]\nthresholds:", []string{"t.yaml:18:49:", "variants[0].set.channels[1].name", `"move" is used twice`}},
-		{"policy value", "      rate: 30", "      rate: -1", []string{`policy variant "base"`, "rate"}},
+		{"policy value", "      rate: 30", "      rate: -1", []string{"t.yaml:10: policy.channels[0].rate: -1 must be greater than 0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,8 +137,8 @@ func TestVariantsMergeOverTheBase(t *testing.T) {
 	// sides cloned: cloneNode makes every nil Content empty).
 	assert.Equal(t, base, cloneNode(&s.Policy))
 	assert.Equal(t, strictSet, cloneNode(&s.Variants[0].Set))
-	_, err = s.variantByName("nope")
-	assert.ErrorContains(t, err, `no policy variant "nope"`)
+	_, _, _, err = s.prepare(Options{Policy: "nope"})
+	assert.ErrorContains(t, err, `no policy variant "nope" (have [`)
 	assert.ErrorIs(t, err, ErrNoVariant)
 	assert.ErrorIs(t, err, ErrOption)
 }

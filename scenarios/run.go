@@ -318,8 +318,7 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 			}
 		}
 		if len(keep) == 0 {
-			_, err := eff.variantByName(opt.Policy)
-			return nil, nil, loadgen.Plan{}, err
+			return nil, nil, loadgen.Plan{}, noVariant(opt.Policy, variants)
 		}
 		variants = keep
 	}

@@ -121,25 +121,26 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 		want              []string // nil: no error
 	}{
 		{"the set's own field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: 60, burst: 120}\n",
-			"account: {rate: -5}", []string{`s.yaml: policy variant "v" (its set, over`, "(line 7)"}},
+			"account: {rate: -5}", []string{"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0"}},
 		{"the policy file's field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: -60, burst: 120}\n",
-			"channels: [{name: move, rate: 20}]", []string{`p.yaml: policy variant "v" (with the set in`, "account.rate (line 3)"}},
+			"channels: [{name: move, rate: 20}]", []string{"p.yaml:3: account.rate: -60", `(with the set of policy variant "v")`}},
 		// A set that breaks a field it did not write.
 		{"a field the set broke", "channels:\n  - {name: move, class: input, rate: 30}\nstrikes:\n  ladder: {warn: 1, shed: 2, drop: 3, disconnect: 4, lockout: 5}\n",
-			"strikes: {ladder: {warn: 3}}", []string{`p.yaml: policy variant "v" (with the set in`}},
+			"strikes: {ladder: {warn: 3}}", []string{"p.yaml:4: strikes.ladder.shed: must be greater than warn (3)", `(with the set of policy variant "v")`}},
 		// The files number their lines apart: the set's line 7 is not
 		// the policy file's.
 		{"a line number both files have", "channels:\n  - name: move\n    class: input\n    rate: 30\naccount: {rate: 60, burst: 120}\naddress:\n  rate: -60\n",
-			"account: {rate: 50}", []string{`p.yaml: policy variant "v" (with the set in`, "address.rate (line 7)"}},
+			"account: {rate: 50}", []string{"p.yaml:7: address.rate: -60", `(with the set of policy variant "v")`}},
 		{"a policy file every set completes", "channels:\n  - {name: move, class: input}\n",
 			"channels: [{name: move, rate: 20}]", nil},
-		// A named item is found in the set by its name, not its index.
+		// A named item is found in the set by its name, not its index,
+		// and named at its own index there (the merged policy's is 1).
 		{"a named item at another index", "channels:\n  - {name: move, class: input, rate: 30}\n  - {name: chat, class: request, rate: 1}\n",
-			"channels: [{name: chat, rate: -5}]", []string{`s.yaml: policy variant "v" (its set, over`, "channels[1].rate (line 7)"}},
+			"channels: [{name: chat, rate: -5}]", []string{"s.yaml:7: variants[0].set.channels[0].rate: -5"}},
 		// A field the set's new item leaves out: core names it at the
 		// item's line, which is the set's.
 		{"a field the set's new item lacks", "channels:\n  - {name: move, class: input, rate: 30}\n",
-			"channels: [{name: chat, rate: 5}]", []string{`s.yaml: policy variant "v" (its set, over`, "channels[1].class (line 7)"}},
+			"channels: [{name: chat, rate: 5}]", []string{"s.yaml:7: variants[0].set.channels[0].class: is required"}},
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/p.yaml", []byte(c.policy), 0o644), c.name)
@@ -192,4 +193,27 @@ func TestNullSetChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	assert.Len(t, ps[0].Policy.Channels, 1, "the base policy's channel")
+}
+
+// A set's value written as an alias is the set's, whether core reports it
+// at the alias's line (the alias is the merged node: a key the base does
+// not have) or at its anchor's (the merge resolved it over the base's
+// value), even when the anchor is in the base policy.
+func TestPolicyErrorsFollowASetsAlias(t *testing.T) {
+	for _, c := range []struct{ name, base, set, want string }{
+		{"over the base's value: the anchor's line", "  account: {rate: 60}\n", "account: {rate: *zero}",
+			"t.yaml:8: variants[0].set.account.rate: 0 must be greater than 0"},
+		{"a key the base lacks: the alias's line", "", "account: {rate: *zero}",
+			"t.yaml:12: variants[0].set.account.rate: 0 must be greater than 0"},
+	} {
+		doc := "name: t\nduration: 10s\npolicy:\n  channels:\n    - name: move\n      class: input\n      rate: 30\n" +
+			"  transport: {minCharge: &zero 0}\n" + c.base +
+			"variants:\n  - name: v\n    set:\n      " + c.set + "\n" +
+			"populations:\n  - {name: h, behaviour: honest, count: 1}\n"
+		s, err := Parse([]byte(doc), "t.yaml")
+		require.NoError(t, err, c.name)
+		_, err = s.Policies()
+		require.Error(t, err, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+	}
 }

@@ -228,7 +228,12 @@ func policyFieldError(err error, file, prefix string) error {
 	if !errors.As(err, &pe) {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	return &FieldError{File: file, Line: pe.Line, Col: pe.Col, Path: join(prefix, pe.Path), Msg: pe.Msg, Suggestion: pe.Suggestion}
+	return fieldErrorOf(pe, file, join(prefix, pe.Path))
+}
+
+// fieldErrorOf is pe as a FieldError in file at path.
+func fieldErrorOf(pe *core.PolicyError, file, path string) *FieldError {
+	return &FieldError{File: file, Line: pe.Line, Col: pe.Col, Path: path, Msg: pe.Msg, Suggestion: pe.Suggestion}
 }
 
 // checkPolicy checks a policy node (inline, a policy file's, or a

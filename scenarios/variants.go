@@ -137,16 +137,13 @@ func (s *Scenario) variantNodes() []VariantNode {
 // scenario does not define.
 var ErrNoVariant = errors.New("scenarios: no policy variant")
 
-// variantByName finds one variant, for --policy NAME.
-func (s *Scenario) variantByName(name string) (VariantNode, error) {
+// noVariant is the error for --policy NAME when no variant of have has it.
+func noVariant(name string, have []NamedPolicy) error {
 	names := []string{}
-	for _, v := range s.variantNodes() {
-		if v.Name == name {
-			return v, nil
-		}
+	for _, v := range have {
 		names = append(names, v.Name)
 	}
-	return VariantNode{}, &OptionError{Option: "policy", Msg: fmt.Sprintf("no policy variant %q (have %v)", name, names), err: ErrNoVariant}
+	return &OptionError{Option: "policy", Msg: fmt.Sprintf("no policy variant %q (have %v)", name, names), err: ErrNoVariant}
 }
 
 // NamedPolicy is one policy variant, decoded and validated.
@@ -159,50 +156,66 @@ type NamedPolicy struct {
 }
 
 // Policies decodes and validates every variant (or the base policy alone
-// when there are none). Errors name the file the field is written in, the
-// variant and the field path with its line: a base policy from policy_file
-// that is invalid on its own is that file's error; a variant's, once the
-// base is valid, comes from its set in the scenario file.
+// when there are none). An error is a *FieldError in the file the field
+// is written in, at its line, with its path there (see policyError).
 func (s *Scenario) Policies() ([]NamedPolicy, error) {
 	var out []NamedPolicy
 	for i, v := range s.variantNodes() {
 		p, err := core.DecodePolicyNode(v.Node)
 		if err != nil {
-			switch {
-			case s.PolicyFile == "":
-				return nil, fmt.Errorf("%s: policy variant %q: %w", s.File, v.Name, err)
-			case len(s.Variants) == 0:
-				return nil, fmt.Errorf("%s: %w", s.PolicyFile, err) // the policy file alone
-			}
-			// Lines come from the file the field is written in: a field
-			// the set writes is the scenario's, the rest the policy
-			// file's. (The two files number their lines apart, so the
-			// line alone cannot tell.)
-			var pe *core.PolicyError
-			if errors.As(err, &pe) && pe.Line > 0 && setWrites(v.Node, &s.Variants[i].Set, pe.Path, pe.Line) {
-				return nil, fmt.Errorf("%s: policy variant %q (its set, over %s): %w", s.File, v.Name, s.PolicyFile, err)
-			}
-			return nil, fmt.Errorf("%s: policy variant %q (with the set in %s): %w", s.PolicyFile, v.Name, s.File, err)
+			return nil, s.policyError(i, v, err)
 		}
 		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Policy: p})
 	}
 	return out, nil
 }
 
-// setWrites reports whether set, merged into the policy merged, writes the
+// policyError places core's error on variant v (the i-th) in the file
+// that writes the field, with the path there: a field the variant's set
+// writes is the scenario file's, under variants[i].set (its own index
+// for a list item it names); any other is the base policy's, in
+// policy_file or under the scenario's policy, and says which variant's
+// set it was checked with. Lines alone cannot tell the files apart: they
+// number their lines apart.
+func (s *Scenario) policyError(i int, v VariantNode, err error) error {
+	var pe *core.PolicyError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("%s: policy variant %q: %w", s.File, v.Name, err)
+	}
+	if len(s.Variants) > 0 && pe.Line > 0 {
+		if sp, ok := setPath(v.Node, &s.Variants[i].Set, pe.Path, pe.Line); ok {
+			return fieldErrorOf(pe, s.File, join(fmt.Sprintf("variants[%d].set", i), sp))
+		}
+	}
+	file, prefix := s.File, "policy"
+	if s.PolicyFile != "" {
+		file, prefix = s.PolicyFile, ""
+	}
+	fe := fieldErrorOf(pe, file, join(prefix, pe.Path))
+	if len(s.Variants) > 0 {
+		fe.Msg += fmt.Sprintf(" (with the set of policy variant %q)", v.Name)
+	}
+	return fe
+}
+
+// setPath reports whether set, merged into the policy merged, writes the
 // node that merged holds at path (a core.PolicyError path: keys joined by
-// dots, list indices in brackets), on line.
-func setWrites(merged, set *yaml.Node, path string, line int) bool {
+// dots, list indices in brackets), on line, and returns that node's path
+// in the set: a list item the set names is merged by name, so its index
+// there may differ.
+func setPath(merged, set *yaml.Node, path string, line int) (string, bool) {
 	m, s := unalias(merged), set
+	var sp string
 	for n, step := range strings.Split(path, ".") {
 		key, rest, _ := strings.Cut(step, "[")
+		sp = join(sp, key)
 		mv := mappingValue(m, key)
 		if mv == nil {
 			// A defaulted field: core gives it its parent's line.
-			return n > 0 && writesOn(s, line)
+			return sp, n > 0 && writesOn(s, line)
 		}
 		if s = rawValue(s, key); s == nil {
-			return false
+			return "", false
 		}
 		m = mv
 		for rest != "" {
@@ -211,20 +224,25 @@ func setWrites(merged, set *yaml.Node, path string, line int) bool {
 			rest = strings.TrimPrefix(rest, "[")
 			i, err := strconv.Atoi(at)
 			if err != nil || m.Kind != yaml.SequenceNode || unalias(s).Kind != yaml.SequenceNode || i < 0 || i >= len(m.Content) {
-				return false
+				return "", false
 			}
 			if m = unalias(m.Content[i]); m == nil {
-				return false
+				return "", false
 			}
-			if s = setItem(unalias(s), m, i); s == nil {
-				return false
+			var j int
+			if s, j = setItem(unalias(s), m, i); s == nil {
+				return "", false
 			}
+			sp += fmt.Sprintf("[%d]", j)
 		}
 	}
-	return writesOn(s, line)
+	return sp, writesOn(s, line)
 }
 
-// writesOn: core gives an alias's value the alias's line.
+// writesOn reports whether the set's node s is on line. A value the set
+// writes as an alias is reported at the alias's line when the alias itself
+// is the merged node (a key or item the base lacks), and at its anchor's
+// when the merge resolved it over the base's value: either is the set's.
 func writesOn(s *yaml.Node, line int) bool { return s.Line == line || unalias(s).Line == line }
 
 // rawValue is mappingValue without following the value's alias.
@@ -241,34 +259,25 @@ func rawValue(n *yaml.Node, key string) *yaml.Node {
 }
 
 // setItem is the item of the set's list s that the merged list holds as
-// m, at index i: the one with m's name when the set names its items
-// (mergeNode merges those by name), else the set's item i (the set's list
-// replaced the base's whole). nil if the set wrote no such item.
-func setItem(s, m *yaml.Node, i int) *yaml.Node {
+// m, at index i, and its index in s: the one with m's name when the set
+// names its items (mergeNode merges those by name), else the set's item i
+// (the set's list replaced the base's whole). nil if the set wrote no
+// such item.
+func setItem(s, m *yaml.Node, i int) (*yaml.Node, int) {
 	if name := itemName(m); name != "" && namedItems(s) {
-		for _, c := range s.Content {
+		for j, c := range s.Content {
 			if itemName(c) == name {
-				return c
+				return c, j
 			}
 		}
-		return nil
+		return nil, 0
 	}
 	if i < len(s.Content) {
-		return s.Content[i]
+		return s.Content[i], i
 	}
-	return nil
+	return nil, 0
 }
 
 // mappingValue returns the value of key in the mapping n, aliases
 // followed; nil if n is not a mapping or has no such key.
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n = unalias(n); n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return unalias(n.Content[i+1])
-		}
-	}
-	return nil
-}
+func mappingValue(n *yaml.Node, key string) *yaml.Node { return unalias(rawValue(n, key)) }
