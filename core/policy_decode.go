@@ -183,7 +183,7 @@ func (y yamlNode) pairs() ([]cfgPair, error) {
 			return nil, &PolicyError{Line: k.Line, Col: k.Column, Msg: "mapping key is not a scalar"}
 		}
 		if k.Value == "<<" { // merge keys hide where a value came from
-			return nil, &PolicyError{Path: "<<", Line: k.Line, Col: k.Column, Msg: "merge keys (<<) are not supported"}
+			return nil, &PolicyError{Path: "<<", Line: k.Line, Col: k.Column, Msg: "merge keys (<<) are not supported: write the fields out"}
 		}
 		out = append(out, cfgPair{key: k.Value, line: k.Line, col: k.Column, val: yamlNode{n.Content[i+1]}})
 	}

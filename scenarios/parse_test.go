@@ -75,6 +75,10 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		// keep the last one silently.
 		{"set key twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10, rate: 50}]\nthresholds:", []string{"t.yaml:18:41:", "variants[0].set.channels[0].rate", "repeated field"}},
 		{"set item twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10}, {name: move, rate: 50}]\nthresholds:", []string{"t.yaml:18:49:", "variants[0].set.channels[1].name", `"move" is used twice`}},
+		// Checks of the scenario's own fields, with position and path.
+		{"key twice", "seed: 7", "seed: 7\nseed: 8", []string{"t.yaml:3:1:", "seed", "repeated key"}},
+		{"merge key at the top", "seed: 7", "<<: {seed: 7}", []string{"t.yaml:2:1:", "<<", "merge keys (<<) are not supported"}},
+		{"behaviour param kind", "    count: 3", "    count: 3\n  - name: r\n    behaviour: replay\n    count: 1\n    params: {kind: chta}", []string{"t.yaml:18:20:", "populations[1].params.kind", `unknown kind "chta"`}},
 		{"policy value", "      rate: 30", "      rate: -1", []string{"t.yaml:10: policy.channels[0].rate: -1 must be greater than 0"}},
 	}
 	for _, c := range cases {

@@ -106,22 +106,6 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			}
 		}
 		return nil
-	case t.Kind() == reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return errAt(n, path, "want a mapping")
-		}
-		if e := repeatedKey(n, path); e != nil {
-			return e
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if e := checkText(n.Content[i], t.Key(), join(path, n.Content[i].Value)); e != nil {
-				return e // a key such as a reason name
-			}
-			if e := checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); e != nil {
-				return e
-			}
-		}
-		return nil
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return errAt(n, path, "want a list")
@@ -140,7 +124,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 	default:
 		text := reflect.PointerTo(t).Implements(textUnmarshaler)
 		if n.Kind != yaml.ScalarNode {
-			if text { // a class, a direction, a reason, a duration
+			if text { // a message kind
 				return errAt(n, path, "want a single value, not a list or a mapping")
 			}
 			return errAt(n, path, fmt.Sprintf("want a single %s value", kindWord(t)))
@@ -160,9 +144,8 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 	}
 }
 
-// repeatedKey reports the second occurrence of a key in mapping n. A
-// policy variant's set is merged before core decodes it, and the merge
-// would keep the last one silently.
+// repeatedKey reports the second occurrence of a key in mapping n, with
+// its column and path (yaml.v3 refuses it too, but with a line alone).
 func repeatedKey(n *yaml.Node, path string) *FieldError {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
