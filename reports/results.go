@@ -344,6 +344,9 @@ type ServerCPU struct {
 // is 0.1%), shown as a percentage beside its value.
 const UnitFraction = "fraction"
 
+// UnitNs is the Unit of a duration in nanoseconds, shown as a duration.
+const UnitNs = "ns"
+
 // Threshold is one of the scenario's pass/fail conditions evaluated on a
 // variant. The zero value is a failed, empty threshold.
 type Threshold struct {

@@ -95,7 +95,7 @@ func FormatThresholdValue(t Threshold, formatDuration func(ns float64) string) s
 	}
 	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
 	switch t.Unit {
-	case "ns":
+	case UnitNs:
 		if formatDuration == nil {
 			formatDuration = formatNs
 		}

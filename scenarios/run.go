@@ -47,8 +47,8 @@ type Options struct {
 // a command line checks them first, so that a bad flag is named before
 // the scenario file is read.
 func (o Options) Validate() error {
-	if o.Driver != "" && o.Driver != DriverSim && o.Driver != DriverLoopback {
-		return &OptionError{Option: "driver", Msg: fmt.Sprintf("%q is not sim or loopback", o.Driver)}
+	if o.Driver != "" && !validDriver(o.Driver) {
+		return &OptionError{Option: "driver", Msg: notADriver(o.Driver)}
 	}
 	if o.Duration < 0 {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", o.Duration)}

@@ -207,12 +207,11 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Interval < 10*time.Millisecond || s.Interval > s.Duration {
 		return s.fail(root, "interval", []any{"interval"}, "must be between 10ms and the duration")
 	}
-	switch s.Driver {
-	case "":
+	if s.Driver == "" {
 		s.Driver = DriverSim
-	case DriverSim, DriverLoopback:
-	default:
-		return s.fail(root, "driver", []any{"driver"}, fmt.Sprintf("%q is not a driver (sim or loopback)", s.Driver))
+	}
+	if !validDriver(s.Driver) {
+		return s.fail(root, "driver", []any{"driver"}, notADriver(s.Driver))
 	}
 	if s.Policy.Kind == 0 && s.PolicyFile == "" {
 		return s.fail(root, "policy", nil, "is required: inline, or policy_file")
@@ -220,7 +219,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Policy.Kind != 0 && s.PolicyFile != "" {
 		return s.fail(root, "policy_file", []any{"policy_file"}, "give either policy or policy_file, not both")
 	}
-	if s.Policy.Kind == yaml.ScalarNode && s.Policy.Tag == "!!null" {
+	if isNull(&s.Policy) {
 		// "policy:" with nothing after it: a policy with no channel, under
 		// which every message a behaviour sends is refused.
 		return s.fail(root, "policy", []any{"policy"}, "is empty: give the policy's fields, or policy_file")
@@ -239,7 +238,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if err != nil {
 			return policyFieldError(err, s.PolicyFile, "")
 		}
-		if doc == nil || len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
+		if doc == nil || len(doc.Content) == 0 || isNull(doc.Content[0]) {
 			return s.fail(root, "policy_file", []any{"policy_file"}, fmt.Sprintf("%s is empty", s.PolicyFile))
 		}
 		s.Policy = *doc.Content[0]
@@ -332,3 +331,12 @@ func (s *Scenario) validate(root *yaml.Node) error {
 
 // ThresholdList returns the parsed thresholds in file order.
 func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }
+
+// validDriver reports whether d names a driver.
+func validDriver(d string) bool { return d == DriverSim || d == DriverLoopback }
+
+// notADriver is the one wording of a driver that is not one.
+func notADriver(d string) string { return fmt.Sprintf("%q is not a driver (sim or loopback)", d) }
+
+// isNull reports whether n is YAML's null (written null, ~ or nothing).
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }

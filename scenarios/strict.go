@@ -70,7 +70,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			return nil
 		}
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if isNull(n) {
 		return nil
 	}
 	switch {

@@ -124,11 +124,11 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	switch {
 	case durationMetrics[t.Metric]:
-		t.Unit = "ns"
+		t.Unit = reports.UnitNs
 	case fractionMetrics[t.Metric]:
 		t.Unit = reports.UnitFraction
 	}
-	v, err := parseValue(rhs, t.Unit == "ns", t.Unit == reports.UnitFraction)
+	v, err := parseValue(rhs, t.Unit)
 	if err != nil {
 		return t, fmt.Errorf("%s: %v", t.Metric, err)
 	}
@@ -141,8 +141,10 @@ func sessionMetric(metric string) bool {
 	return metric == "sent" || metric == "dropped" || strings.HasPrefix(metric, "drops.")
 }
 
-func parseValue(s string, duration, percent bool) (float64, error) {
-	if duration {
+// parseValue reads a threshold's value in unit: a duration for UnitNs, a
+// number or a percentage for UnitFraction, a number otherwise.
+func parseValue(s, unit string) (float64, error) {
+	if unit == reports.UnitNs {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration (use a unit: 50ms)", s)
@@ -150,7 +152,7 @@ func parseValue(s string, duration, percent bool) (float64, error) {
 		return float64(d), nil
 	}
 	if num, ok := strings.CutSuffix(s, "%"); ok {
-		if !percent {
+		if unit != reports.UnitFraction {
 			return 0, fmt.Errorf("%q: a percentage is only for a share (drop_rate, limited_rate)", s)
 		}
 		// Scaled by the exponent, rounded once: 0.7% is the float64 of

@@ -123,7 +123,7 @@ func (s *Scenario) variantNodes() []VariantNode {
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
 		set := &v.Set
-		if set.Kind == yaml.ScalarNode && set.Tag == "!!null" {
+		if isNull(set) {
 			// "set:" with nothing after it changes nothing; merged, the
 			// null would replace the whole base policy.
 			set = nil

@@ -59,9 +59,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad progress", []string{"run", "--progress", "loud", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
 		{"bad variant", []string{"run", "--policy", "nope", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--policy: no policy variant "nope"`},
 		{"negative duration", []string{"run", "--duration", "-5s", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--duration: -5s is negative"},
-		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--driver: "bogus" is not sim or loopback`},
+		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--driver: "bogus" is not a driver (sim or loopback)`},
 		// Flags that need no scenario are named before the file is read.
-		{"bad driver, bad file", []string{"run", "--driver", "bogus", "-o", outArg, bad}, exitUsage, `--driver: "bogus" is not sim or loopback`},
+		{"bad driver, bad file", []string{"run", "--driver", "bogus", "-o", outArg, bad}, exitUsage, `--driver: "bogus" is not a driver (sim or loopback)`},
 		{"negative duration, missing file", []string{"run", "--duration", "-1s", "-o", outArg, filepath.Join(dir, "none.yaml")}, exitUsage, "--duration: -1s is negative"},
 		{"bad progress, bad file", []string{"run", "--progress", "loud", "-o", outArg, bad}, exitUsage, "--progress"},
 	}
