@@ -872,19 +872,20 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 				Dropped: fmtInt(k.Dropped()), DropRate: "–", NoOutcome: "–", First: j == 0, Span: len(pp.Kinds),
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
-			if k.Sent > 0 && !k.IsSessions() {
-				kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
-			}
-			// Raw counts writes (the server decides frames) and the
-			// session row session ends, not messages: no remainder means
-			// anything for them.
-			if k.Kind != "raw" && !k.IsSessions() {
-				kr.NoOutcome = fmtInt(k.NoOutcome())
-			}
 			if k.IsSessions() {
 				// Sent is the sessions ended and the reasons say why; none
-				// was accepted or dropped as a message.
+				// was accepted or dropped as a message, and no remainder
+				// means anything.
 				kr.Accepted, kr.Dropped = "–", "–"
+			} else {
+				if k.Sent > 0 {
+					kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
+				}
+				// Raw counts writes (the server decides frames): no
+				// remainder means anything for it either.
+				if k.Kind != "raw" {
+					kr.NoOutcome = fmtInt(k.NoOutcome())
+				}
 			}
 			for _, reason := range sortedReasons(k.Drops) {
 				kr.Reasons = append(kr.Reasons, reason+" "+fmtInt(k.Drops[reason]))

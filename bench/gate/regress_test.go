@@ -104,9 +104,16 @@ func TestUnitMatchingNothingWarns(t *testing.T) {
 	assert.Contains(t, rep.Warnings, "unit ns/op is configured but no benchmark reported it: nothing was gated on it")
 
 	plain := func(ns float64) string {
-		return strings.Join(regexp.MustCompile(`\t [0-9]+ B/op\t [0-9]+ allocs/op`).Split(side([]string{"A"}, 10, ns), -1), "")
+		return regexp.MustCompile(`\t [0-9]+ B/op\t [0-9]+ allocs/op`).ReplaceAllString(side([]string{"A"}, 10, ns), "")
 	}
 	rep, err = compare(t, plain(100), plain(200), gate.Config{})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Warnings)
+
+	// A unit that only a rule names is configured too.
+	cfg, err = gate.ParseConfig(strings.NewReader("rules:\n  - match: '^A$'\n    units: [sec/op, allocs/op]\n"), "x.yaml")
+	require.NoError(t, err)
+	rep, err = compare(t, plain(100), plain(200), cfg)
+	require.NoError(t, err)
+	assert.Contains(t, rep.Warnings, "unit allocs/op is configured but no benchmark reported it: nothing was gated on it")
 }
