@@ -439,9 +439,9 @@ func (l *Limit) Quantum() float64 { return math.Ldexp(1, -int(l.p.Load().shift))
 // The fixed-point scale chosen at construction bounds the new rate: a rate
 // at which ρ reaches 16 units/ns is refused (16 to 32 times the rate the
 // limit was made with, depending on where that rate fell in its scale), as
-// is one so far below it (over 2^39 times) that its rounding would exceed
-// one part in a million; so are the bounds NewLimit enforces, a fill time
-// over MaxFillTime under the current burst included.
+// is one so far below it (2^39 to 2^40 times, the same way) that its
+// rounding would exceed one part in a million; so are the bounds NewLimit
+// enforces, a fill time over MaxFillTime under the current burst included.
 func (l *Limit) SetRateAt(rate float64, now int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -116,8 +116,9 @@ func (l *Limiter) refused(key uint64, now int64, r atomicbucket.Result, st shard
 	switch st {
 	case shardmap.Held:
 		// The rest of the hold only: the bucket's own wait would cost a
-		// held take a second lookup and a 128-bit division, and a held
-		// take, the common case under a flood, must stay cheap.
+		// held take a second lookup, a clock conversion and the wait's
+		// reciprocal multiply, and a held take, the common case under a
+		// flood, must stay cheap.
 		return Decision{Reason: Lockout, RetryAfter: r.RetryAfter()}
 	case shardmap.Full:
 		st := &l.stripes[l.m.ShardOf(key)]
@@ -277,7 +278,9 @@ func (l *Limiter) Len() int { return l.m.Len() }
 // that sheds load: f in (0, 1]; 1 restores the configured rate. Every
 // bucket keeps the level it has at now (atomicbucket.Limit.SetRateAt). A
 // factor the bucket's scale cannot hold is refused: one that makes the fill
-// time exceed atomicbucket.MaxFillTime, or a cut of more than 2^39 times.
+// time exceed atomicbucket.MaxFillTime, or a cut of 2^39 to 2^40 times or
+// more, depending on where Rate fell in its fixed-point scale (see
+// atomicbucket.Limit.SetRateAt).
 func (l *Limiter) SetRefillFactor(f float64, now int64) error {
 	if math.IsNaN(f) || f <= 0 || f > 1 {
 		return cfgErr("RefillFactor", f, "must be in (0, 1]", nil)

@@ -396,8 +396,9 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, ma
 			}
 			if d, held := m.HeldAt(mk, now); held {
 				// The hold only, not also the bucket's own wait: that
-				// costs a Decide and a 128-bit division, and under a
-				// flood most takes are held.
+				// costs a Decide (a second clock conversion) and the
+				// wait's reciprocal multiply, and under a flood most
+				// takes are held.
 				return atomicbucket.DeniedFor(d), mk, Held
 			}
 		}
