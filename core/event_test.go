@@ -267,12 +267,12 @@ func TestOversizeFloodBudgetIsTheLimitBroken(t *testing.T) {
 
 // Under drops racing Steps, every Oversize report names the limit broken,
 // and the totals over all reports are exact, whichever report a racing
-// drop's size and count land in. This guards takeLargest keeping the limit
-// (taking the limit with the size failed 20 of 20 runs). The other half, note counting last,
-// matters only for a session's first report (before it the limit is 0);
-// no test here makes that window reliably (4,000 sessions with one drop
-// each, raced by Steps, passed 20 runs with the count first), so it rests
-// on the reasoning in note.
+// drop's size and count land in. This guards takeLargest keeping the
+// limit (taking the limit with the size failed 20 of 20 runs). The other
+// half, note counting last, matters only for a session's first report
+// (before it the limit is 0); no test here makes that window reliably
+// (4,000 sessions with one drop each, raced by Steps, passed 20 runs with
+// the count first), so it rests on the reasoning in note.
 func TestOversizeReportsRacingSteps(t *testing.T) {
 	g, rec := floodGate(t, testPolicy())
 	s := mustOpen(t, g, addrA, 0)
