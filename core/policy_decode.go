@@ -90,13 +90,21 @@ func LoadPolicy(path string) (Policy, error) {
 	return DecodePolicyYAML(data)
 }
 
+// decodePolicy binds n to a Policy and validates it.
 func decodePolicy(n cfgNode) (Policy, error) {
-	var p Policy
-	p.lines = map[string]int{}
-	if err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines); err != nil {
+	p, err := bindPolicy(n)
+	if err != nil {
 		return Policy{}, err
 	}
 	return p, p.Validate()
+}
+
+// bindPolicy binds n to a Policy, with the line of every field it sets,
+// without validating the limits.
+func bindPolicy(n cfgNode) (Policy, error) {
+	var p Policy
+	p.lines = map[string]int{}
+	return p, bind(n, reflect.ValueOf(&p).Elem(), "", p.lines)
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
