@@ -195,6 +195,7 @@ type RealTime struct {
 	timer  *time.Timer
 	wake   *wakeTimer // made by the first Poll that sleeps
 	noWake bool       // no wakeTimer to be had: Go's timer alone
+	woken  int        // waits the wakeTimer ended (read by tests)
 }
 
 // NewRealTime returns a clock whose time 0 is now.
@@ -263,6 +264,7 @@ func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, e
 			return false, nil
 		case <-woke:
 			if r.Now() >= until { // perhaps an expiry this Reset overtook
+				r.woken++
 				return false, nil
 			}
 		case <-ctx.Done():

@@ -136,3 +136,21 @@ func BenchmarkPollOvershoot(b *testing.B) {
 		})
 	}
 }
+
+// Where there is a wake timer, it ends waits: Go's timer alone wakes up to
+// a millisecond late on an idle process, so the timerfd, armed for the
+// same time, fires first in nearly every short wait (one of 50 is asked).
+func TestLoopbackPollWakesOnTheWakeTimer(t *testing.T) {
+	l := newPollLoopback(t)
+	ctx := bounded(t)
+	var ev Event
+	for range 50 {
+		_, err := l.Poll(ctx, l.Now()+int64(200*time.Microsecond), &ev)
+		require.NoError(t, err)
+	}
+	if l.rt.wake == nil {
+		t.Skip("no wake timer on this system: Go's timers alone")
+	}
+	require.Positive(t, l.rt.woken, "no wait of 50 was ended by the wake timer")
+	t.Logf("%d of 50 waits ended by the wake timer", l.rt.woken)
+}
