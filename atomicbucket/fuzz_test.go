@@ -256,8 +256,15 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 
 		// The three hand-written loops side by side: TakeAt on the
 		// bucket, Decide plus a store on one copy of the word, TakeLiveAt
-		// on another (with a dead value no word takes here).
+		// on another (with a dead value no word takes here). And the
+		// inline pass path, which must pass exactly where Decide does,
+		// with the same word and Result.
+		passNext, passRes, passOK := b.Snapshot().PassAt(now, n).Next(decided)
 		next, dec := b.Decide(decided, now, n)
+		if passOK != (dec.Status() == Allowed) || passOK && (passNext != next || passRes != dec) {
+			t.Fatalf("rate %v burst %v start %d step %d: Pass.Next(%#x) at %d, n=%d = %#x, %+v, %v; Decide %#x, %+v",
+				rate, burst, start, i/4, decided, now, n, passNext, passRes, passOK, next, dec)
+		}
 		decided = next
 		live, liveOK := b.TakeLiveAt(&liveWord, now, n, b.Word()^1<<63)
 		got := b.TakeAt(now, n)

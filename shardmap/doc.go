@@ -42,10 +42,18 @@
 //
 // A take finds its slot without a lock: it loads the shard's table pointer,
 // probes, loads the mark (held keys are refused here) and then updates the
-// word with atomicbucket.Limit.TakeLiveAt: one CompareAndSwap(old, new) on
-// the slot, retried if the slot changed, that never acts on or stores the
-// dead value (below). That CompareAndSwap is the linearization point of a
-// passing take; the load of the word is that of a denial.
+// word with one CompareAndSwap(old, new) on the slot that never acts on or
+// stores the dead value (below). That CompareAndSwap is the linearization
+// point of a passing take; the load of the word is that of a denial.
+//
+// A take that passes on a key with no escalation state does all of this
+// inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
+// at the take's time), so that it calls nothing: on random keys each
+// instruction between one take's cache miss and the next one's costs time
+// (BenchmarkTakeAnatomy). Every other take (a denial, a held or marked
+// key, a dead slot, a lost race) probes again and decides with
+// atomicbucket.Limit.TakeLiveAt, which agrees with Pass on every pass and
+// retries its CompareAndSwap while the slot changes.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take

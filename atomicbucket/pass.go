@@ -1,0 +1,54 @@
+package atomicbucket
+
+// Snapshot is the configuration a Limit has at one moment (its rate, burst
+// and the anchor of its virtual clock). A Limit replaces its configuration
+// whole on each reconfiguration, so everything read from one Snapshot is
+// consistent. It is a small value, safe to copy and to share.
+type Snapshot struct{ p *params }
+
+// Snapshot returns the configuration in effect now.
+func (l *Limit) Snapshot() Snapshot { return Snapshot{l.p.Load()} }
+
+// Pass is a Snapshot resolved at one clock reading for takes of n tokens:
+// what a structure that keeps bucket words of its own (package shardmap)
+// needs to decide a take that passes inline, in its own CompareAndSwap
+// loop. Snapshot, PassAt and Next all inline, so such a take calls
+// nothing: on random keys, every instruction between one take's cache miss
+// and the next take's delays the next, and a call with the spills around
+// it costs more than the decision (see shardmap's BenchmarkTakeAnatomy).
+//
+// Next decides passes only. A take it refuses (a denial or an invalid n,
+// where TakeLiveAt has more to say) is decided again by TakeLiveAt, which
+// agrees with Next on every pass. A Pass is a plain value.
+type Pass struct {
+	p *params
+	v uint64 // the virtual clock at the reading, in units
+	n uint64 // tokens to take; above the burst for an invalid n
+}
+
+// PassAt returns the Pass of takes of n tokens at now (the caller's clock,
+// the Limit's). Like TakeLiveAt it converts the clock once.
+func (s Snapshot) PassAt(now int64, n uint64) Pass {
+	p := s.p
+	hi, lo := p.clock(now)
+	// An invalid n (0, which wraps, or above maxTake) becomes maxTake+1
+	// tokens, more than the burst, which no take passes.
+	return Pass{p, p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), min(n-1, p.maxTake) + 1}
+}
+
+// Next returns, for a bucket whose word is old, the word a take of the
+// Pass's n stores and its Result, if the take passes; ok is false
+// otherwise. A caller that retires words with a reserved value (see
+// TakeLiveAt) checks old and next against it itself.
+func (ps Pass) Next(old uint64) (next uint64, r Result, ok bool) {
+	shift := ps.p.shift & 63 // the mask spares Go's guard for shifts of 64 or more
+	k, capUnits := int64(ps.n<<shift), int64(ps.p.capUnits)
+	level := int64(ps.v - old)
+	if level >= capUnits { // full: the empty point follows the clock, as in TakeAt
+		old, level = ps.v-uint64(capUnits), capUnits
+	}
+	if level < k {
+		return 0, Result{}, false
+	}
+	return old + uint64(k), allowed(uint64(level-k) >> shift), true
+}
