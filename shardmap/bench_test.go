@@ -20,10 +20,15 @@ var benchSizes = []struct {
 	n    int
 }{{"1k", 1000}, {"1M", 1 << 20}}
 
-// fixture is a map filled to its bound and the keys in it.
+// fixture is a map filled to its bound, the keys in it, and the latest
+// time a benchmark took at. Every benchmark starts at now and leaves it at
+// (or past) its own last take: the fixture outlives one run, and a run
+// that started over from an earlier time would find every bucket ahead of
+// its clock and measure denials (a step back) instead of passes.
 type fixture struct {
 	m    *Map
 	keys []uint64
+	now  int64
 }
 
 var fixtures = map[int]*fixture{}
@@ -37,7 +42,7 @@ func benchFixture(b *testing.B, n int) *fixture {
 		return f
 	}
 	m := newMap(b, 1e6, 1000, Config{MaxKeys: n})
-	f := &fixture{m, fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))}
+	f := &fixture{m, fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2))), 1e9}
 	fixtures[n] = f
 	return f
 }
@@ -60,28 +65,31 @@ func BenchmarkTakeExisting(b *testing.B) {
 			f := benchFixture(b, sz.n)
 			m, keys := f.m, f.keys
 			x := uint64(88172645463325252)
-			now := int64(1e9)
+			now := f.now
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				x = xorshift(x)
 				now += 1000
 				m.TakeAt(keys[pick(x, len(keys))], now, 1)
 			}
+			f.now = now
 		})
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
 			f := benchFixture(b, sz.n)
 			m, keys := f.m, f.keys
 			var seed atomic.Uint64
+			start := f.now
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				x := seed.Add(0x9e3779b97f4a7c15) | 1
-				now := int64(1e9)
+				now := start
 				for pb.Next() {
 					x = xorshift(x)
 					now += 1000
 					m.TakeAt(keys[pick(x, len(keys))], now, 1)
 				}
 			})
+			f.now = start + 1000*int64(b.N) // past every goroutine's last take
 		})
 	}
 }
@@ -171,7 +179,7 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 			const block = 4096
 			var tTake, tMap, tChain time.Duration
 			x, y := uint64(88172645463325252), uint64(88172645463325252)
-			now := int64(1e9)
+			now := f.now
 			var s uint64
 			b.ResetTimer()
 			for done := 0; done < b.N; done += block {
@@ -197,7 +205,7 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 				tMap += t2.Sub(t1)
 				tChain += time.Since(t2)
 			}
-			sink = s
+			sink, f.now = s, now
 			ops := float64((b.N + block - 1) / block * block)
 			b.ReportMetric(float64(tTake.Nanoseconds())/ops, "ns/take")
 			b.ReportMetric(float64(tMap.Nanoseconds())/ops, "ns/maplookup")
@@ -255,7 +263,7 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 	}
 	spent := make([]time.Duration, len(parts))
 	const block = 4096
-	x, now := uint64(88172645463325252), int64(1e9)
+	x, now := uint64(88172645463325252), f.now
 	var s uint64
 	b.ResetTimer()
 	for done := 0; done < b.N; done += block {
@@ -285,7 +293,7 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 			spent[i] += time.Since(t0)
 		}
 	}
-	sink = s
+	sink, f.now = s, now
 	ops := float64((b.N + block - 1) / block * block)
 	for i, p := range parts {
 		b.ReportMetric(float64(spent[i].Nanoseconds())/ops, "ns/"+p.name)
