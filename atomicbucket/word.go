@@ -106,17 +106,26 @@ func (l *Limit) TakeAt(w *atomic.Uint64, now int64, n uint64) Result {
 // word may leave its Remaining one token high). So a take racing the
 // retirement either lands before it or fails its CompareAndSwap and finds
 // dead: nothing is ever written into a retired word.
-//
-// It is TakeAt's loop again rather than a wrapper, so that it too stays a
-// leaf: a keyed take's cost is mostly calls and cache misses.
 func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (Result, bool) {
-	p := l.p.Load()
-	if n-1 >= p.maxTake {
+	return l.Snapshot().PassAt(now, n).TakeLiveAt(w, now, dead)
+}
+
+// TakeLiveAt is Limit.TakeLiveAt for the Pass's n at now, which must be
+// the reading the Pass was made at: the loop that decides every take, on
+// the clock the Pass already converted. A caller whose inline Next found
+// no pass calls it to decide the take exactly (a denial, with its wait)
+// without converting the clock a second time.
+//
+// It is TakeAt's loop again rather than a wrapper, so that it stays a
+// leaf: a keyed take's cost is mostly calls and cache misses.
+func (ps Pass) TakeLiveAt(w *atomic.Uint64, now int64, dead uint64) (Result, bool) {
+	p := ps.p
+	if ps.n > p.maxTake { // PassAt's mark of an invalid n
 		return InvalidTake(), true // decided without reading w
 	}
-	v, _ := p.virtual(now)
+	v := ps.v
 	shift := p.shift & 63
-	k := n << shift
+	k := ps.n << shift
 	capUnits := int64(p.capUnits)
 	for {
 		old := w.Load()
