@@ -50,10 +50,13 @@
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
 // at the take's time), so that it calls nothing: on random keys each
 // instruction between one take's cache miss and the next one's costs time
-// (BenchmarkTakeAnatomy). Every other take (a denial, a held or marked
-// key, a dead slot, a lost race) probes again and decides with
-// atomicbucket.Limit.TakeLiveAt, which agrees with Pass on every pass and
-// retries its CompareAndSwap while the slot changes.
+// (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
+// changes the word. A take on that slot that does not pass is decided
+// there by Pass.TakeLiveAt, on the clock already converted (a denial and
+// its wait), and a held key is refused after the same one probe. Every
+// other take (a key not tracked or with escalation state, a dead slot)
+// probes again and decides with atomicbucket.Limit.TakeLiveAt. Both agree
+// with Pass.Next on every pass.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take

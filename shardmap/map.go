@@ -386,22 +386,48 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, ma
 	// call. The clock is converted first: it needs no memory.
 	pass := m.lim.Snapshot().PassAt(now, n)
 	h := m.hash(key)
-	if s, mk := m.shards[h>>m.shift].tab.Load().lookup(key, h); mk == MarkNone {
-		old := s.word.Load()
-		next, r, ok := pass.Next(old)
-		// The dead checks are TakeLiveAt's: never write into a removed
-		// or moved slot, never store the dead value.
-		if ok && old != deadWord && next != deadWord && s.word.CompareAndSwap(old, next) {
-			return r, MarkNone, Taken
+	s, mk := m.shards[h>>m.shift].tab.Load().lookup(key, h)
+	if mk == MarkNone {
+		for {
+			old := s.word.Load()
+			next, r, ok := pass.Next(old)
+			// The dead checks are TakeLiveAt's: never write into a
+			// removed or moved slot, never store the dead value.
+			if !ok || old == deadWord || next == deadWord {
+				break
+			}
+			if s.word.CompareAndSwap(old, next) {
+				return r, MarkNone, Taken
+			}
+			// Another take changed the word: decide again on the new one.
 		}
+		// Not a pass (most often a denial): decide on the slot found,
+		// without probing again. A call in tail position, so nothing is
+		// spilled around it on the pass path.
+		return m.takeFound(s, pass, key, h, now, n)
+	}
+	// A held key (under a flood, the common refusal) is refused here too,
+	// without probing again; its bucket is not touched.
+	if d, held := m.HeldAt(mk, now); held {
+		return atomicbucket.DeniedFor(d), mk, Held
 	}
 	return m.takeAt(key, h, now, n)
 }
 
-// takeAt is TakeAt for every other take: a key not tracked, held, with
-// escalation state or a dead slot, a denial, or a CompareAndSwap that lost
-// a race. It probes again (the lines are in cache now) and decides with
-// Limit.TakeLiveAt, which agrees with the pass path on every pass.
+// takeFound decides a take on the slot the pass path found for key with
+// no escalation state, as takeAt would after the same probe, on the clock
+// pass already converted.
+func (m *Map) takeFound(s *slot, pass atomicbucket.Pass, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
+	if r, ok := pass.TakeLiveAt(&s.word, now, deadWord); ok {
+		return r, MarkNone, Taken
+	}
+	return m.takeAt(key, h, now, n) // the word died: moved or removed
+}
+
+// takeAt is TakeAt for a key not tracked, held or with escalation state,
+// or whose slot died under the take. It probes again (the lines are in
+// cache now) and decides with Limit.TakeLiveAt, which agrees with the pass
+// path on every pass.
 func (m *Map) takeAt(key, h uint64, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
 	sh := &m.shards[h>>m.shift]
 	t := sh.tab.Load()
