@@ -222,9 +222,14 @@ func serialTakes(bk *atomicbucket.Bucket, n int) int {
 // keyed fixtures are built once per process: the 1M one takes a while.
 var keyedFixtures = map[int]*keyedFixture{}
 
+// keyedFixture is a limiter holding keys, and the latest time a benchmark
+// took at. Each run starts at now and leaves it past its own last take: a
+// run that started over from an earlier time would find the buckets ahead
+// of its clock and time step-back denials instead of passes.
 type keyedFixture struct {
 	l    *core.Limiter
 	keys []uint64
+	now  int64
 }
 
 func keyed(b *testing.B, n int) *keyedFixture {
@@ -238,7 +243,7 @@ func keyed(b *testing.B, n int) *keyedFixture {
 		b.Fatal(err)
 	}
 	// Keys a full shard refuses are skipped, so the table holds n keys.
-	f := &keyedFixture{l: l}
+	f := &keyedFixture{l: l, now: 1e9}
 	r := rand.New(rand.NewPCG(1, 2))
 	for len(f.keys) < n {
 		if k := r.Uint64(); l.TakeAt(k, 0, 1).Allowed {
@@ -259,7 +264,7 @@ func BenchmarkKeyed(b *testing.B) {
 				large(b)
 			}
 			f := keyed(b, sz.n)
-			x, now, ok := uint64(88172645463325252), int64(1e9), 0
+			x, now, ok := uint64(88172645463325252), f.now, 0
 			b.ReportAllocs()
 			b.ResetTimer()
 			m := serialCPU()
@@ -271,7 +276,7 @@ func BenchmarkKeyed(b *testing.B) {
 				}
 			}
 			m.stop(b)
-			sinkInt = ok
+			sinkInt, f.now = ok, now
 		})
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
 			if sz.large {
@@ -279,21 +284,31 @@ func BenchmarkKeyed(b *testing.B) {
 			}
 			f := keyed(b, sz.n)
 			var seed atomic.Uint64
+			// One clock for every goroutine: the wall clock moved onto the
+			// fixture's, read once per 64 takes as a server reads it per
+			// batch. Counters of their own would drift apart, and a
+			// goroutine behind the others would find their buckets ahead
+			// of its clock: denials, then lockouts, instead of passes.
+			offset := f.now - atomicbucket.Nanotime()
 			b.ReportAllocs()
 			b.ResetTimer()
 			m := parallelCPU()
 			defer m.stop(b)
 			b.RunParallel(func(pb *testing.PB) {
-				x, now, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(1e9), 0
-				for pb.Next() {
+				x, ok := seed.Add(0x9e3779b97f4a7c15)|1, 0
+				var now int64
+				for i := 0; pb.Next(); i++ {
+					if i&63 == 0 {
+						now = atomicbucket.Nanotime() + offset
+					}
 					x = xs(x)
-					now += 1000
 					if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
 						ok++
 					}
 				}
 				sinkInt = ok
 			})
+			f.now = atomicbucket.Nanotime() + offset // past every goroutine's last reading
 		})
 	}
 }
