@@ -104,7 +104,10 @@ func decodePolicy(n cfgNode) (Policy, error) {
 func bindPolicy(n cfgNode) (Policy, error) {
 	var p Policy
 	p.lines = map[string]int{}
-	return p, bind(n, reflect.ValueOf(&p).Elem(), "", p.lines)
+	// bind fills p: the call comes first, so that p is read after it (in
+	// one return statement the order of the two is not specified).
+	err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines)
+	return p, err
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
