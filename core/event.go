@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,10 +210,6 @@ func (a *floodAcc) note(size, limit uint32) {
 // limit, which it leaves in place: a drop whose size a racing report took
 // is counted in the next one, which then still has a budget.
 func (a *floodAcc) takeLargest() (size, limit uint32) {
-	for {
-		old := a.largest.Load()
-		if a.largest.CompareAndSwap(old, uint64(uint32(old))) {
-			return uint32(old >> 32), uint32(old)
-		}
-	}
+	old := a.largest.And(math.MaxUint32) // the size cleared, the limit kept
+	return uint32(old >> 32), uint32(old)
 }
