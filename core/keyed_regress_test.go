@@ -39,9 +39,9 @@ func TestReportCountsLockoutsDuringASweep(t *testing.T) {
 		stop.Store(true)
 		wg.Wait()
 	}()
-	// Reports until 200 compactions have run beside them (the time bound
+	// Reports until 2000 compactions have run beside them (the time bound
 	// only guards against a sweeper that stopped compacting).
-	const compactions = 200
+	const compactions = 2000
 	start := l.m.Counters().Compactions
 	deadline := time.Now().Add(20 * time.Second)
 	for l.m.Counters().Compactions-start < compactions {
