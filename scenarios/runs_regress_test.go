@@ -137,6 +137,13 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 		// and named at its own index there (the merged policy's is 1).
 		{"a named item at another index", "channels:\n  - {name: move, class: input, rate: 30}\n  - {name: chat, class: request, rate: 1}\n",
 			"channels: [{name: chat, rate: -5}]", []string{"s.yaml:7: variants[0].set.channels[0].rate: -5"}},
+		// Every problem core finds is reported, each in its own file.
+		{"problems in both files", "channels:\n  - {name: move, class: input, rate: -1}\naccount: {rate: -60, burst: 120}\n",
+			"account: {rate: -5}", []string{"p.yaml:2: channels[0].rate: -1", "s.yaml:7: variants[0].set.account.rate: -5"}},
+		// A field the base's item leaves out is the base's even when
+		// that item's line is also the set's (7 in both files).
+		{"a defaulted field on a line both files have", "# 1\n# 2\n# 3\n# 4\n# 5\nchannels:\n  - name: move\n    rate: 30\n",
+			"channels: [{name: move, rate: 20}]", []string{"p.yaml:7: channels[0].class: is required", `(with the set of policy variant "v")`}},
 		// A field the set's new item leaves out: core names it at the
 		// item's line, which is the set's.
 		{"a field the set's new item lacks", "channels:\n  - {name: move, class: input, rate: 30}\n",

@@ -178,12 +178,23 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 // set it was checked with. Lines alone cannot tell the files apart: they
 // number their lines apart.
 func (s *Scenario) policyError(i int, v VariantNode, err error) error {
+	// Core joins every problem it finds; each is placed on its own (a
+	// *PolicyError unwraps to its causes, so it is tested for first).
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		if _, one := err.(*core.PolicyError); !one {
+			var placed []error
+			for _, e := range j.Unwrap() {
+				placed = append(placed, s.policyError(i, v, e))
+			}
+			return errors.Join(placed...)
+		}
+	}
 	var pe *core.PolicyError
 	if !errors.As(err, &pe) {
 		return fmt.Errorf("%s: policy variant %q: %w", s.File, v.Name, err)
 	}
 	if len(s.Variants) > 0 && pe.Line > 0 {
-		if sp, ok := setPath(v.Node, &s.Variants[i].Set, pe.Path, pe.Line); ok {
+		if sp, ok := setPath(v.Node, &s.Policy, &s.Variants[i].Set, pe.Path, pe.Line); ok {
 			return fieldErrorOf(pe, s.File, join(fmt.Sprintf("variants[%d].set", i), sp))
 		}
 	}
@@ -198,26 +209,29 @@ func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 	return fe
 }
 
-// setPath reports whether set, merged into the policy merged, writes the
-// node that merged holds at path (a core.PolicyError path: keys joined by
-// dots, list indices in brackets), on line, and returns that node's path
-// in the set: a list item the set names is merged by name, so its index
-// there may differ.
-func setPath(merged, set *yaml.Node, path string, line int) (string, bool) {
-	m, s := unalias(merged), set
+// setPath reports whether set, merged over base into the policy merged,
+// writes the node that merged holds at path (a core.PolicyError path: keys
+// joined by dots, list indices in brackets), on line, and returns that
+// node's path in the set: a list item the set names is merged by name, so
+// its index there may differ.
+func setPath(merged, base, set *yaml.Node, path string, line int) (string, bool) {
+	m, b, s := unalias(merged), unalias(base), set
 	var sp string
 	for n, step := range strings.Split(path, ".") {
 		key, rest, _ := strings.Cut(step, "[")
 		sp = join(sp, key)
 		mv := mappingValue(m, key)
 		if mv == nil {
-			// A defaulted field: core gives it its parent's line.
-			return sp, n > 0 && writesOn(s, line)
+			// A defaulted field: core gives it its parent's line, and the
+			// parent is the set's only where the base has none (merged
+			// holds the base's otherwise): a line alone could be either
+			// file's.
+			return sp, n > 0 && (b == nil || b.Kind != m.Kind) && writesOn(s, line)
 		}
 		if s = rawValue(s, key); s == nil {
 			return "", false
 		}
-		m = mv
+		m, b = mv, mappingValue(b, key)
 		for rest != "" {
 			var at string
 			at, rest, _ = strings.Cut(rest, "]")
@@ -229,6 +243,7 @@ func setPath(merged, set *yaml.Node, path string, line int) (string, bool) {
 			if m = unalias(m.Content[i]); m == nil {
 				return "", false
 			}
+			b = baseItem(b, unalias(s), m)
 			var j int
 			if s, j = setItem(unalias(s), m, i); s == nil {
 				return "", false
@@ -276,6 +291,23 @@ func setItem(s, m *yaml.Node, i int) (*yaml.Node, int) {
 		return s.Content[i], i
 	}
 	return nil, 0
+}
+
+// baseItem is the item of the base's list b that the merged list holds as
+// m: the one with m's name when both lists name their items (mergeNode
+// merged them by name); nil when the set's list replaced the base's whole,
+// or b has no such item.
+func baseItem(b, setList, m *yaml.Node) *yaml.Node {
+	name := itemName(m)
+	if b == nil || b.Kind != yaml.SequenceNode || name == "" || !namedItems(b) || !namedItems(setList) {
+		return nil
+	}
+	for _, c := range b.Content {
+		if itemName(c) == name {
+			return unalias(c)
+		}
+	}
+	return nil
 }
 
 // mappingValue returns the value of key in the mapping n, aliases
