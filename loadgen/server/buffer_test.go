@@ -34,8 +34,8 @@ func TestOutboundBufferBound(t *testing.T) {
 	if want := cfg.WriteBuffer / wire.ReplySize; sent != want {
 		t.Errorf("%d replies fit, want %d", sent, want)
 	}
-	if !c.closing.Load() || c.cause != cause(core.QueueFull) {
-		t.Errorf("closing %v cause %v, want QueueFull", c.closing.Load(), c.cause)
+	if n := c.pop.Load().disconnects[cause(core.QueueFull)].Load(); !c.closing.Load() || n != 1 {
+		t.Errorf("closing %v, %d QueueFull disconnects counted; want closing and 1", c.closing.Load(), n)
 	}
 	if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
 		t.Errorf("buffer capacity %d", cap(c.out))
@@ -46,5 +46,35 @@ func TestOutboundBufferBound(t *testing.T) {
 	}
 	if c.push(wire.AppendPong(nil, 1), nil) {
 		t.Error("a frame was queued after the connection closed")
+	}
+}
+
+// A read whose staged frames would not fit ends the connection with
+// QueueFull and sends none of them: the Disconnect alone follows what was
+// queued before.
+func TestPublishBeyondTheBufferEndsTheConnection(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Queue.Commands = new(uint32(16))
+	cfg.WriteBuffer = 1000
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := s.newConn(a)
+	if !c.push(wire.AppendReply(nil, 1, wire.StatusOK, 0, 0), nil) {
+		t.Fatal("the first reply was refused")
+	}
+	for id := uint64(2); len(c.staged) <= cfg.WriteBuffer; id++ {
+		c.reply(id, wire.StatusRejected, 1, 0)
+	}
+	c.publish()
+	if n := c.pop.Load().disconnects[cause(core.QueueFull)].Load(); !c.closing.Load() || n != 1 {
+		t.Errorf("closing %v, %d QueueFull disconnects counted; want closing and 1", c.closing.Load(), n)
+	}
+	if len(c.out) != wire.ReplySize+wire.DisconnectSize || len(c.staged) != 0 {
+		t.Errorf("%d bytes queued, %d staged; want the first reply and the Disconnect, none staged", len(c.out), len(c.staged))
 	}
 }

@@ -31,9 +31,9 @@ type conn struct {
 	stage    core.StrikeStage // reader: the last strike stage seen
 	pingWord atomic.Uint64    // reader: the ping bucket without a ping channel
 	t        tally            // reader: counts of the current read
-	unsent   bool             // reader: the current read queued frames and has not woken the writer
-	leaving  cause            // reader: the current read ends the connection for this cause (if ending)
-	ending   bool             // reader: see leaving
+	staged   []byte           // reader: the current read's replies and pongs, queued when it is counted (publish)
+	pongs    uint64           // reader: pongs in staged
+	leaving  cause            // reader: the current read ends the connection for this cause; 0 (core.None) if not
 	m        wire.Msg         // reader: the frame being handled
 	framer   *wire.Framer     // reader
 
@@ -41,10 +41,9 @@ type conn struct {
 	wake       chan struct{}
 	writerDone chan struct{}
 
-	mu    sync.Mutex // out, spare, cause, closing's transitions
+	mu    sync.Mutex // out, spare, closing's transitions
 	out   []byte     // frames waiting for the writer: len ≤ WriteBuffer (+ a final Disconnect)
 	spare []byte     // the buffer the writer last wrote, reused
-	cause cause      // why the connection ends (first cause wins)
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -155,8 +154,8 @@ func (c *conn) readError(err error) {
 	}
 }
 
-// finish runs when the reader is done: it waits for the writer, closes the
-// gate session and counts the disconnect.
+// finish runs when the reader is done: it waits for the writer and closes
+// the gate session (the disconnect was counted when it was decided).
 func (c *conn) finish() {
 	c.disconnect(causePeerClosed, false) // no-op when a cause is set
 	<-c.writerDone
@@ -164,10 +163,6 @@ func (c *conn) finish() {
 	if c.h != 0 {
 		c.s.gate.Close(c.h, atomicbucket.Nanotime())
 	}
-	c.mu.Lock()
-	cs := c.cause
-	c.mu.Unlock()
-	c.pop.Load().disconnects[cs].Add(1)
 	c.framer = nil
 	c.s.removeConn(c)
 }
@@ -235,24 +230,17 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	// under its label.
 	t.pop.bytes.Add(uint64(n))
 	t.flush()
-	// Only now may the client see what the read sent (see queue).
-	switch {
-	case c.ending:
-		c.ending = false
-		c.disconnect(c.leaving, true) // wakes the writer
-	case c.unsent:
-		c.wakeWriter()
-	}
-	c.unsent = false
+	c.publish() // only now may the client see what the read sent
 	s.readNanos.Add(atomicbucket.Nanotime() - now)
 	return completed, stop
 }
 
-// leave ends the connection for cause cs once the current read is counted
-// (handleRead): the reader's disconnect. The first cause wins.
+// leave ends the connection for cause cs (never core.None) once the
+// current read is counted (publish): the reader's disconnect. The first
+// cause wins.
 func (c *conn) leave(cs cause) {
-	if !c.ending {
-		c.ending, c.leaving = true, cs
+	if c.leaving == 0 {
+		c.leaving = cs
 	}
 }
 
@@ -420,41 +408,70 @@ func (c *conn) noteStage(st core.StrikeStage) {
 }
 
 // A client never reads a frame the server's stats do not count yet (its
-// own frame counts, the outcome it reports, the reply or pong itself):
+// own frame counts, the outcome it reports, the reply, pong or Disconnect
+// itself):
 //
-//   - the reader queues its replies and pongs without waking the writer
-//     (queue), and wakes it once its read's tally is published (handleRead,
-//     and leave when a read ends the connection);
-//   - the tick counts its replies under the lock that queues them (send),
-//     before the writer can take them.
+//   - the reader stages its replies and pongs in a buffer of its own
+//     (pong, reply) and hands them to the writer only once its read's
+//     tally is published, with the Disconnect of a read that ends the
+//     connection (publish);
+//   - the tick counts its replies under the lock that queues them (push),
+//     and a Disconnect is counted under the lock that queues it
+//     (closeLocked), before the writer can take them.
 //
 // What is left: a command's frame is counted when the read that queued it
 // ends, which may be after the tick has answered it.
 
-// pong and reply encode their frame on the stack, outside the lock. They
-// are the reader's.
+// pong and reply stage a frame of the reader's.
 func (c *conn) pong(ts uint64) {
-	var b [wire.PongSize]byte
-	c.queue(wire.AppendPong(b[:0], ts), &c.pop.Load().pongs)
+	c.staged = wire.AppendPong(c.staged, ts)
+	c.pongs++
 }
 
 func (c *conn) reply(id uint64, st wire.Status, reason uint8, retry uint64) {
-	var b [wire.ReplySize]byte
-	c.queue(wire.AppendReply(b[:0], id, st, reason, retry), nil)
+	c.staged = wire.AppendReply(c.staged, id, st, reason, retry)
 }
 
-// answer is the tick's reply to request id, counted in counted.
+// publish queues the current read's staged frames for the writer, and
+// then the Disconnect of a read that ends the connection, in one critical
+// section: one lock per read, not per frame. Frames that would not fit in
+// WriteBuffer end the connection with reason QueueFull instead (its client
+// is not reading), and none of them is sent.
+func (c *conn) publish() {
+	if len(c.staged) == 0 && c.leaving == 0 {
+		return
+	}
+	stop := false
+	c.mu.Lock()
+	switch {
+	case c.closing.Load(): // Shutdown, or a tick's reply overflowed
+	case len(c.out)+len(c.staged) > c.s.cfg.WriteBuffer:
+		c.closeLocked(cause(core.QueueFull), true)
+		stop = true
+	default:
+		c.room(len(c.staged))
+		c.out = append(c.out, c.staged...)
+		c.pop.Load().pongs.Add(c.pongs) // the population the read's bytes count under
+		if c.leaving != 0 {
+			c.closeLocked(c.leaving, true) // wakes the writer
+			stop = true
+		} else {
+			c.wakeWriter()
+		}
+	}
+	c.mu.Unlock()
+	if stop {
+		c.stopReader()
+	}
+	c.staged, c.pongs, c.leaving = c.staged[:0], 0, 0
+}
+
+// answer is the tick's reply to request id, counted in counted. It
+// encodes the frame on the stack, outside the lock.
 func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 	var b [wire.ReplySize]byte
 	if c.push(wire.AppendReply(b[:0], id, st, 0, 0), counted) {
 		c.wakeWriter()
-	}
-}
-
-// queue is push for the reader: the writer is woken when the read ends.
-func (c *conn) queue(frame []byte, counted *atomic.Uint64) {
-	if c.push(frame, counted) {
-		c.unsent = true
 	}
 }
 
@@ -504,7 +521,7 @@ func (c *conn) disconnect(cs cause, frame bool) {
 // WriteBuffer for it, so the frame never makes it grow past its bound.
 func (c *conn) closeLocked(cs cause, frame bool) {
 	c.closing.Store(true)
-	c.cause = cs
+	c.pop.Load().disconnects[cs].Add(1) // before the writer can send the frame
 	if frame {
 		var reason uint8
 		if cs < cause(core.NumReasons) {

@@ -79,8 +79,9 @@
 // the server's slots by pinging), is sent a Disconnect with reason 0 and
 // closed (cause "Timeout": core has no timeout reason). Replies and pongs go to a
 // per-connection outbound buffer of at most WriteBuffer bytes (default
-// 8192) that the connection's writer goroutine flushes; a frame that
-// would not fit disconnects the connection with reason QueueFull, so a
+// 8192) that the connection's writer goroutine flushes (a read's own
+// replies and pongs are added together once the read is counted); frames
+// that would not fit disconnect the connection with reason QueueFull, so a
 // client that does not read cannot make the server buffer without limit,
 // and a write that does not complete within WriteTimeout (default 5s; up
 // to half as long again, as the write deadline too is moved lazily)

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
+)
+
+// The reader's frames stay with it until its read is counted, even while
+// the writer is busy with a tick's answer: a writer that loops after a
+// write takes everything queued, so a frame the reader had queued at once
+// would reach the client before the read's tally.
+func TestReaderFramesWaitForTheirRead(t *testing.T) {
+	s, err := New(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := s.newConn(a)
+	s.wg.Add(1)
+	go c.writeLoop()
+	defer c.disconnect(causePeerClosed, false)
+
+	var answered atomic.Uint64
+	c.answer(1, wire.StatusOK, &answered) // the tick's: the writer takes it and blocks on the pipe
+	for {
+		c.mu.Lock()
+		n := len(c.out)
+		c.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.reply(2, wire.StatusRejected, 1, 0) // the reader's, in the middle of a read
+
+	read := func(wait time.Duration) (wire.Msg, error) {
+		buf := make([]byte, wire.ReplySize)
+		b.SetReadDeadline(time.Now().Add(wait))
+		for n := 0; n < len(buf); {
+			k, err := b.Read(buf[n:])
+			if err != nil {
+				return wire.Msg{}, err
+			}
+			n += k
+		}
+		var m wire.Msg
+		_, err := wire.Decode(buf, 0, &m)
+		return m, err
+	}
+	if m, err := read(2 * time.Second); err != nil || m.ID != 1 {
+		t.Fatalf("first frame %+v, %v: want the tick's answer to 1", m, err)
+	}
+	if m, err := read(100 * time.Millisecond); err == nil {
+		t.Fatalf("read %+v before the reader published its read", m)
+	}
+	c.publish()
+	if m, err := read(2 * time.Second); err != nil || m.ID != 2 {
+		t.Fatalf("after publish: %+v, %v: want the reply to 2", m, err)
+	}
+}
+
+// A read that ends the connection is counted, its drop and the disconnect
+// alike, before its client can read the Disconnect.
+func TestDisconnectIsCountedBeforeItIsRead(t *testing.T) {
+	s := startServer(t, testConfig())
+	for i := range 30 {
+		c := mustDial(t, s.Addr())
+		c.mustHello(t, fmt.Sprint(1000+i), "honest")
+		c.mustWrite(t, []byte{0xFF, 0xFF, 0xFF, 0xFF, 2}) // a length no frame may have
+		m, err := c.next(10 * time.Second)
+		if err != nil || m.Type != wire.TypeDisconnect {
+			t.Fatalf("got %+v, %v: want a Disconnect", m, err)
+		}
+		p := s.Stats().Populations["honest"]
+		if p.Dropped["Oversize"] != uint64(i+1) || p.Disconnects["Oversize"] != uint64(i+1) {
+			t.Fatalf("after Disconnect %d: dropped %d, disconnects %d", i+1, p.Dropped["Oversize"], p.Disconnects["Oversize"])
+		}
+	}
+}
