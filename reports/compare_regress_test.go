@@ -67,13 +67,13 @@ func TestVariantThatMeasuredNothingIsNotBetter(t *testing.T) {
 			k.Sent, k.Accepted = 1000, 990
 			k.Drop("ChannelLimit", 10)
 			f := v.Population("flood").Kind("move")
-			f.Sent, f.Accepted = 1000, 50
+			f.Sent, f.Accepted, f.AcceptedBytes = 1000, 50, 5000
 			f.Drop("ChannelLimit", 950)
 		}
 		r.Variants[1].Stopped = time.Second // interrupted during the warm-up
 		r.Variants[1].Invalid = []string{"stopped"}
 		c := comparisonOf(t, r)
-		for _, m := range [][2]string{{"all honest", "drop rate"}, {"all hostile", "admitted messages"}, {"flood (hostile)", "admitted messages"}} {
+		for _, m := range [][2]string{{"all honest", "drop rate"}, {"all hostile", "admitted messages"}, {"all hostile", "admitted bytes"}, {"flood (hostile)", "admitted messages"}} {
 			cell := findRow(t, c.Rows, m[0], m[1]).Cells[1]
 			assert.Empty(t, cell.Class, "%s %s (counted %v): %q %q", m[0], m[1], counted, cell.Value, cell.Delta)
 		}
