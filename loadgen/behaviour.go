@@ -99,16 +99,18 @@ func (c *checker) fail(field string, v any, reason string) {
 	}
 }
 
-// rate checks a per-second rate; negative is allowed when off is.
-func (c *checker) rate(field string, v float64, off bool) {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v > maxRate || (v < 0 && !off) {
+// rate checks a per-second rate; negative is allowed when negOK is (the
+// field documents a negative value as off, or none).
+func (c *checker) rate(field string, v float64, negOK bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v > maxRate || (v < 0 && !negOK) {
 		c.fail(field, v, fmt.Sprintf("must be finite and in [0, %g]", float64(maxRate)))
 	}
 }
 
-// dur checks a duration; negative is allowed when off is.
-func (c *checker) dur(field string, v time.Duration, off bool) {
-	if v < 0 && !off {
+// dur checks a duration; negative is allowed when negOK is (the field
+// documents a negative value as off, or none).
+func (c *checker) dur(field string, v time.Duration, negOK bool) {
+	if v < 0 && !negOK {
 		c.fail(field, v, "must not be negative")
 	}
 	if v > MaxDuration {

@@ -278,7 +278,7 @@ func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, e
 // Go's timers rather than ending the run.
 func (r *RealTime) wakeTimer() *wakeTimer {
 	if r.wake == nil && !r.noWake {
-		if w, err := newWakeTimer(); err == nil && w != nil {
+		if w, err := newWakeTimer(); err == nil {
 			r.wake = w
 		} else {
 			r.noWake = true
