@@ -237,13 +237,9 @@ func checkPolicy(n *yaml.Node, file, prefix string) error {
 
 var textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 
-// checkText decodes a scalar into t when t reads itself from text (a
-// class, a direction, a reason, a duration of package core), reporting
-// its own error at the node; other types pass.
+// checkText decodes the scalar n into t, a type that reads itself from
+// text (a loadgen.Kind), reporting its own error at the node.
 func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
-	if n.Kind != yaml.ScalarNode || !reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return nil
-	}
 	v := reflect.New(t).Interface().(encoding.TextUnmarshaler)
 	if err := v.UnmarshalText([]byte(n.Value)); err != nil {
 		return errAt(n, path, err.Error())

@@ -109,7 +109,8 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	if t.Kind != "" {
 		// A misspelt kind would measure nothing at every run.
-		if _, err := loadgen.ParseKind(t.Kind); err != nil {
+		k, err := loadgen.ParseKind(t.Kind)
+		if err != nil {
 			return t, fmt.Errorf("no message kind named %q%s", t.Kind, didYouMean(t.Kind, kindNames()))
 		}
 		if populationMetrics[t.Metric] {
@@ -118,7 +119,7 @@ func ParseThreshold(text string) (Threshold, error) {
 		// The session row counts sessions the server ended: nothing on it
 		// is accepted or timed, so any other metric would always read 0
 		// (a threshold that cannot fail) or nothing.
-		if k, _ := loadgen.ParseKind(t.Kind); k == loadgen.KindSession && !sessionMetric(t.Metric) {
+		if k == loadgen.KindSession && !sessionMetric(t.Metric) {
 			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use sent, dropped or drops.<reason>", t.Metric)
 		}
 	}
