@@ -9,9 +9,9 @@ import (
 
 // TestPassPathInlines guards the pass path of TakeAt: it must call nothing,
 // so the compiler has to inline atomicbucket's Snapshot, PassAt and Next
-// into it (each sits just under Go's inlining budget; a line more in one of
-// them turns the take into a call with spills around it, some 20-30%
-// slower on random keys, and no test of behaviour would notice).
+// into it (PassAt and Next sit just under Go's inlining budget; a line
+// more in one of them turns the take into a call with spills around it,
+// and no test of behaviour would notice).
 func TestPassPathInlines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the package")
