@@ -42,8 +42,9 @@ func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now
 }
 
 // layerSeed is the hash seed of the layer that denies with reason, for the
-// gate's seed: distinct seeds give distinct layer seeds, and never 0, which
-// would mean random secrets.
+// gate's seed: never 0, which would mean random secrets. Distinct seeds
+// give distinct layer seeds but for one pair: the seed that the mix takes
+// to 0 shares 1 with the one it takes to 1.
 func layerSeed(seed uint64, reason Reason) uint64 {
 	seed ^= uint64(reason) * 0x9e3779b97f4a7c15
 	if seed == 0 {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -110,4 +111,29 @@ func TestAddrKey(t *testing.T) {
 	assert.NotEqual(t, a, addrKey(netip.MustParseAddr("192.0.2.2")))
 	assert.Equal(t, addrKey(netip.MustParseAddr("2001:db8:1:2::1")), addrKey(netip.MustParseAddr("2001:db8:1:2:ffff::9")), "one /64, one key")
 	assert.NotEqual(t, addrKey(netip.MustParseAddr("2001:db8:1:2::1")), addrKey(netip.MustParseAddr("2001:db8:1:3::1")))
+}
+
+// WithReproducibleTables lays the keyed tables out the same way whatever
+// the machine: the same shard count and the same shard for every key at
+// GOMAXPROCS 1 and 8 (where the default shard counts differ), and another
+// layout for another seed.
+func TestReproducibleTablesIgnoreGOMAXPROCS(t *testing.T) {
+	p := testPolicy()
+	p.Tables.Addresses = new(uint32(1 << 14)) // 16 shards by default at GOMAXPROCS 1, 64 at 8
+	layout := func(procs int, seed uint64) (int, []int) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		g := mustGate(t, p, WithReproducibleTables(seed))
+		m := g.address.(*limiterKeyed).l.m
+		shards := make([]int, 1000)
+		for k := range shards {
+			shards[k] = m.ShardOf(uint64(k))
+		}
+		return m.Shards(), shards
+	}
+	n1, s1 := layout(1, 7)
+	n8, s8 := layout(8, 7)
+	require.Equal(t, n1, n8, "shard count")
+	require.Equal(t, s1, s8, "shard of each key")
+	_, other := layout(1, 8)
+	require.NotEqual(t, s1, other, "another seed")
 }
