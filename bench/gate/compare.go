@@ -260,7 +260,7 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 		errs = append(errs, ErrNothingCompared)
 	}
 	for _, unit := range slices.Sorted(maps.Keys(configured)) {
-		if !configured[unit] && c.wrote(unit) {
+		if !configured[unit] && cfg.wrote(unit) { // cfg as given: a default unit is nobody's misspelling
 			// A misspelt unit (go test's ns/op for benchfmt's sec/op)
 			// gates nothing; cpu-sec/op is absent where the harness does
 			// not measure CPU time.
@@ -302,9 +302,10 @@ func (cm *Comparison) sampleError() error {
 }
 
 // wrote reports whether unit was named by the configuration (its units or
-// a rule's), rather than compared by default.
+// a rule's), rather than compared by default. Called on the configuration
+// as given, before its defaults are filled in.
 func (c *Config) wrote(unit string) bool {
-	if !c.defaultUnits && slices.Contains(c.Units, unit) {
+	if slices.Contains(c.Units, unit) {
 		return true
 	}
 	for _, r := range c.Rules {

@@ -77,9 +77,6 @@ type Config struct {
 	// compared without a test; default DefaultExactUnits.
 	Units      []string `yaml:"units" json:"units"`
 	ExactUnits []string `yaml:"exact_units" json:"exact_units"`
-	// defaultUnits: Units were not given, so DefaultUnits are used (and
-	// one that no benchmark reports is not worth a warning).
-	defaultUnits bool
 	// Normalize says when time is divided by the benchmark's floor:
 	// NormalizeAuto (the default, ""): when the floor itself differs
 	// between the sides significantly (the U test at the benchmark's
@@ -272,7 +269,7 @@ func (c Config) resolve() (Config, error) {
 		return c, cfgErr("min_samples", c.MinSamples, "want at least 2")
 	}
 	if len(c.Units) == 0 {
-		c.Units, c.defaultUnits = DefaultUnits, true
+		c.Units = DefaultUnits
 	}
 	if c.ExactUnits == nil {
 		c.ExactUnits = DefaultExactUnits

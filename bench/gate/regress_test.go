@@ -94,8 +94,10 @@ func TestPooledGOMAXPROCSWarns(t *testing.T) {
 // where the gate reads sec/op), beside one that is compared, is not
 // skipped silently: the report warns that nothing was gated on it. (A
 // warning, not an error: cpu-sec/op is absent where the harness does not
-// measure CPU time.) A default unit nobody asked for is not warned about:
-// plain go test -bench output has no allocs/op or cpu-sec/op.
+// measure CPU time.) A default unit that a Config with no units leaves to
+// the defaults is not warned about: plain go test -bench output has no
+// cpu-sec/op. (DefaultConfig, which sluice gate and sluice bench ab use,
+// names its units, so they warn.)
 func TestUnitMatchingNothingWarns(t *testing.T) {
 	cfg, err := gate.ParseConfig(strings.NewReader("units: [ns/op, allocs/op]\nexact_units: [allocs/op]\n"), "x.yaml")
 	require.NoError(t, err)
