@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicedev/sluice/internal/suggest"
+	"github.com/sluicedev/sluice/internal/valuekind"
 )
 
 // DecodePolicyYAML decodes a policy from YAML and validates it. Decoding
@@ -221,17 +222,13 @@ func (y yamlNode) text() (string, error) {
 func (y yamlNode) decode(v any) error {
 	if n := y.node(); n.ShortTag() == "!!float" && pointsToInteger(v) {
 		// yaml.v3 would drop the fraction: cost 1.9 is not cost 1.
-		return fmt.Errorf("%s is not an integer", n.Value)
+		return notValid(n.Value, v)
 	}
 	if err := y.node().Decode(v); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			// yaml.v3 says "cannot unmarshal !!str `maybe` into bool".
-			shown := y.node().Value
-			if y.node().ShortTag() == "!!str" {
-				shown = strconv.Quote(shown) // as JSON shows a string
-			}
-			return notValid(shown, v)
+			return notValid(valuekind.Shown(y.node()), v)
 		}
 		return err
 	}
@@ -513,7 +510,7 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if n.kind() != kScalar {
-			return fail(fmt.Sprintf("want %s, got %s", valueWord(v.Type()), n.kind()), nil)
+			return fail(fmt.Sprintf("want %s, got %s", valuekind.Word(v.Type()), n.kind()), nil)
 		}
 		if err := n.decode(v.Addr().Interface()); err != nil {
 			return fail(err.Error(), err)
@@ -524,28 +521,14 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 }
 
 // notValid is the error for a scalar, shown as written, that does not fit
-// the value v points to: the one wording of YAML and JSON alike.
+// the value v points to: the one wording of YAML and JSON alike, and of
+// scenario files.
 func notValid(shown string, v any) error {
-	return fmt.Errorf("%s is not a valid %s", shown, valueWord(reflect.TypeOf(v).Elem()))
-}
-
-// valueWord names the kind of value t holds, for errors.
-func valueWord(t reflect.Type) string {
-	switch {
-	case t.Kind() == reflect.Bool:
-		return "boolean (true or false)"
-	case reflect.Int <= t.Kind() && t.Kind() <= reflect.Int64:
-		return "integer"
-	case reflect.Uint <= t.Kind() && t.Kind() <= reflect.Uintptr:
-		return "integer of 0 or more"
-	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
-		return "number"
-	}
-	return t.String()
+	return errors.New(valuekind.NotValid(shown, reflect.TypeOf(v).Elem()))
 }
 
 // pointsToInteger reports whether v is a pointer to an integer.
 func pointsToInteger(v any) bool {
 	p := reflect.ValueOf(v)
-	return p.Kind() == reflect.Pointer && (p.Elem().CanInt() || p.Elem().CanUint())
+	return p.Kind() == reflect.Pointer && valuekind.Integer(p.Elem().Kind())
 }

@@ -31,16 +31,16 @@ func TestNaNBudgetRateIsRefusedNotAPanic(t *testing.T) {
 
 // A fraction where an integer is wanted is refused, not truncated (cost
 // 1.9 is not cost 1; inFlight -0.5 is not 0, which turns the cap off), and
-// the JSON error says the number once.
+// YAML and JSON word it alike, saying the number once.
 func TestFractionInAnIntegerFieldIsRefused(t *testing.T) {
-	for _, doc := range []string{
-		"channels: [{name: a, class: request, rate: 5, burst: 10, cost: 1.9}]\n",
-		"channels: [{name: a, class: request, rate: 5, burst: 10, inFlight: -0.5}]\n",
-		"strikes: {shedFactor: 2.5}\n",
+	for doc, want := range map[string]string{
+		"channels: [{name: a, class: request, rate: 5, burst: 10, cost: 1.9}]\n":      "1.9 is not a valid integer of 0 or more",
+		"channels: [{name: a, class: request, rate: 5, burst: 10, inFlight: -0.5}]\n": "-0.5 is not a valid integer of 0 or more",
+		"strikes: {shedFactor: 2.5}\n":                                                "2.5 is not a valid integer of 0 or more",
 	} {
 		_, err := DecodePolicyYAML([]byte(doc))
 		if assert.Error(t, err, doc) {
-			assert.Contains(t, err.Error(), "is not an integer", doc)
+			assert.Contains(t, err.Error(), want, doc)
 		}
 	}
 	_, err := DecodePolicyJSON([]byte(`{"channels": [{"name": "a", "class": "request", "rate": 5, "burst": 10, "cost": 1.9}]}`))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/internal/suggest"
+	"github.com/sluicedev/sluice/internal/valuekind"
 )
 
 // FieldError is a problem at one place of a YAML file: the file, the line
@@ -127,18 +128,15 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			if text { // a message kind
 				return errAt(n, path, "want a single value, not a list or a mapping")
 			}
-			return errAt(n, path, fmt.Sprintf("want a single %s value", kindWord(t)))
+			return errAt(n, path, fmt.Sprintf("want a single %s value", valuekind.Word(t)))
 		}
 		if text {
 			return checkText(n, t, path)
 		}
 		v := reflect.New(t)
-		if err := n.Decode(v.Interface()); err != nil {
-			return errAt(n, path, fmt.Sprintf("%q is not a valid %s", n.Value, kindWord(t)))
-		}
-		if isInteger(t.Kind()) && n.ShortTag() == "!!float" {
-			// The decoder would drop the fraction: 2.5 clients are not 2.
-			return errAt(n, path, fmt.Sprintf("%q is not a valid integer", n.Value))
+		fraction := valuekind.Integer(t.Kind()) && n.ShortTag() == "!!float" // the decoder would drop it: 2.5 clients are not 2
+		if err := n.Decode(v.Interface()); err != nil || fraction {
+			return errAt(n, path, valuekind.NotValid(valuekind.Shown(n), t))
 		}
 		return nil
 	}
@@ -245,26 +243,6 @@ func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
 		return errAt(n, path, err.Error())
 	}
 	return nil
-}
-
-func kindWord(t reflect.Type) string {
-	if isInteger(t.Kind()) {
-		return "integer"
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.String:
-		return "string"
-	}
-	return t.String()
-}
-
-// isInteger reports whether k is a signed or unsigned integer kind.
-func isInteger(k reflect.Kind) bool {
-	return reflect.Int <= k && k <= reflect.Int64 || reflect.Uint <= k && k <= reflect.Uintptr
 }
 
 func errAt(n *yaml.Node, path, msg string) *FieldError {

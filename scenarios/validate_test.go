@@ -26,7 +26,7 @@ func TestValidateRefusesWhatCannotMeanWhatWasWritten(t *testing.T) {
 		{"population named all", withGame + "populations:\n  - {name: all, behaviour: honest, count: 2}\n", `"all" cannot be named in a threshold`},
 		{"population with a comparison", withGame + "populations:\n  - {name: eu<1, behaviour: honest, count: 2}\n", `"eu<1" cannot be named in a threshold`},
 		{"population with a dot", withGame + "populations:\n  - {name: eu.west, behaviour: honest, count: 2}\n", `"eu.west" cannot be named in a threshold`},
-		{"fractional count", withGame + "populations:\n  - {name: honest, behaviour: honest, count: 2.5}\n", `"2.5" is not a valid integer`},
+		{"fractional count", withGame + "populations:\n  - {name: honest, behaviour: honest, count: 2.5}\n", `2.5 is not a valid integer`},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.doc), filepath.Join(dir, "s.yaml"))
