@@ -174,15 +174,11 @@ func repeatedName(n *yaml.Node, path string) *FieldError {
 	return nil
 }
 
-// repeatedNames is repeatedName for every list under n.
+// repeatedNames is repeatedName for every list under the mapping n: every
+// list, as mergeNode merges any list of named items by name (today a
+// policy has one, its channels).
 func repeatedNames(n *yaml.Node, path string) *FieldError {
 	switch n = unalias(n); n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if fe := repeatedNames(c, path); fe != nil {
-				return fe
-			}
-		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if fe := repeatedNames(n.Content[i+1], join(path, n.Content[i].Value)); fe != nil {
