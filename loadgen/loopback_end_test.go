@@ -15,7 +15,7 @@ import (
 )
 
 // A client that keeps writing after the server ended its connection (an
-// oversize prefix, then 255 frames due at the same instant, as a worker that
+// oversize prefix, then 3000 frames due at the same instant, as a worker that
 // is behind carries them out) is still recorded as disconnected by the
 // server, with its reason: the writes after the end are lost, as the sim
 // loses them, instead of failing and making the worker drop the connection
@@ -24,7 +24,7 @@ func TestLoopbackRecordsTheServersEndDespiteLaterWrites(t *testing.T) {
 	acts := []Action{{At: int64(10 * time.Millisecond), Op: OpConnect}}
 	at := int64(200 * time.Millisecond)
 	acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF, 2}})
-	for range 255 {
+	for range 3000 {
 		acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0, 0, 0, 6, 2, 0}})
 	}
 	plan := Plan{Seed: 1, Duration: time.Second, Populations: []Population{{Name: "x", Clients: 1, Behaviour: &scripted{acts: acts}, Hostile: true}}}
