@@ -22,8 +22,10 @@
 //
 // The three fields of a slot sit side by side, so the presence check, the
 // escalation check and the bucket's CompareAndSwap of one take touch one
-// cache line (two for the one slot in eight that straddles a line; the word
-// itself is 8-byte aligned and never straddles). A shard table has
+// cache line, or two for a slot that straddles a line boundary: in a table
+// that starts on a line, as every table above 32 KiB does, that is the
+// third and sixth slot of every eight (8 slots fill 3 lines). The word itself
+// is 8-byte aligned and never straddles. A shard table has
 // ceil(4/3·perShard)+2 slots, where perShard (see Bounds) is the most keys
 // the shard may track: the load factor never exceeds 3/4, and a full table
 // costs 24·4/3 = 32 bytes per tracked key, escalation state included, plus

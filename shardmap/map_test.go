@@ -52,6 +52,35 @@ func TestShardPadding(t *testing.T) {
 	t.Logf("shard %d bytes, cache line (cpuid) %d", sz, cpuid.CPU.CacheLine)
 }
 
+// TestSlotLines pins the package doc's count of slots that straddle a cache
+// line: a table above 32 KiB starts on a page, and of every 8 slots (3
+// lines of 64 bytes) the third and the sixth cross a line boundary.
+func TestSlotLines(t *testing.T) {
+	lim, _ := atomicbucket.NewLimit(1000, 10, 0)
+	m, err := New(lim, Config{MaxKeys: 4096, Shards: 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := m.shards[0].tab.Load()
+	if size := len(tab.slots) * int(unsafe.Sizeof(slot{})); size <= 32<<10 {
+		t.Fatalf("table of %d bytes: too small for this test", size)
+	}
+	base := uintptr(unsafe.Pointer(&tab.slots[0]))
+	if base%64 != 0 {
+		t.Fatalf("table at %#x: not on a 64-byte line", base)
+	}
+	var straddling []int
+	for i := range 8 {
+		start := base + uintptr(i)*unsafe.Sizeof(slot{})
+		if start/64 != (start+unsafe.Sizeof(slot{})-1)/64 {
+			straddling = append(straddling, i)
+		}
+	}
+	if len(straddling) != 2 || straddling[0] != 2 || straddling[1] != 5 {
+		t.Fatalf("slots %v of the first 8 straddle a line, want [2 5]", straddling)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	lim, _ := atomicbucket.NewLimit(1, 1, 0)
 	for _, c := range []struct {
