@@ -22,7 +22,9 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// Ratio is num's median ns/op over den's.
+// Ratio is num's median ns/op over den's. Den may name several benchmarks
+// separated by "|": the ratio is then to the lowest median among those
+// present (the fastest peer), and n/a only when none is.
 type Ratio struct {
 	Label    string
 	Num, Den string // benchmark names without "Benchmark" and -GOMAXPROCS
@@ -40,6 +42,20 @@ var Tracked = []Ratio{
 	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
 	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate/deny/parallel"},
 	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", "OneBucket/juju/pass/parallel"},
+	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", keyedPeers("1m/serial")},
+	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", "Floor/map1k"},
+	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", "Keyed/sluice-at/1m/serial"},
+}
+
+// keyedPeers is the Den of a ratio to the fastest keyed peer at one size and
+// mode (e.g. "1m/serial").
+func keyedPeers(sizeMode string) string {
+	var names []string
+	for _, impl := range []string{"xrate-map", "sethvargo", "throttled", "ulule"} {
+		names = append(names, "Keyed/"+impl+"/"+sizeMode)
+	}
+	return strings.Join(names, "|")
 }
 
 // Summary is the samples of every benchmark and metric read, by name and
@@ -121,9 +137,17 @@ func median(vs []float64) float64 {
 
 // RatioOf returns the ratio of the medians of r's two benchmarks in ns/op.
 func (s *Summary) RatioOf(r Ratio) (float64, bool) {
-	num, _, ok1 := s.Median(r.Num, "ns/op")
-	den, _, ok2 := s.Median(r.Den, "ns/op")
-	if !ok1 || !ok2 || den == 0 {
+	num, _, ok := s.Median(r.Num, "ns/op")
+	if !ok {
+		return 0, false
+	}
+	den, found := 0.0, false
+	for _, name := range strings.Split(r.Den, "|") {
+		if m, _, ok := s.Median(name, "ns/op"); ok && (!found || m < den) {
+			den, found = m, true
+		}
+	}
+	if !found || den == 0 {
 		return 0, false
 	}
 	return num / den, true

@@ -16,6 +16,11 @@ BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 5.0 ns/op	 0 B/op	 0 allocs
 BenchmarkOneBucket/xrate/pass/serial-2         	100	40.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkOneBucket/xrate/pass/serial-2         	100	60.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkFloor/cas-2                           	100	 2.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkFloor/map1m-2                         	100	80.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkKeyed/sluice-at/1m/serial-2           	100	120.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkKeyed/xrate-map/1m/serial-2           	100	600.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkKeyed/sethvargo/1m/serial-2           	100	480.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkKeyed/ulule/1m/serial-2               	100	900.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkMemory/map-floor/1m-2                 	  1	       40.5 bytes/key	 0 B/op	 0 allocs/op
 PASS
 `
@@ -50,6 +55,9 @@ func TestMediansAndRatios(t *testing.T) {
 	check("sluice-at pass / xrate pass", 0.1, true)
 	check("sluice-at pass / Floor/cas", 2.5, true)
 	check("sluice-at deny / xrate deny", 0, false)
+	check("keyed 1m sluice-at / Floor/map1m", 1.5, true)
+	check("keyed 1m sluice-at / fastest peer", 0.25, true) // sethvargo's 480, the lowest of three present
+	check("keyed 1k sluice-at / Floor/map1k", 0, false)
 
 	var out bytes.Buffer
 	if err := run(nil, strings.NewReader(sample), &out); err != nil {
