@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"testing"
 
 	"github.com/sluicedev/sluice/core"
@@ -16,14 +15,7 @@ func TestOutboundBufferBound(t *testing.T) {
 	cfg := testConfig()
 	cfg.Policy.Queue.Commands = new(uint32(16)) // 16 pending requests: New needs 2 × 16 replies (736 bytes) of room
 	cfg.WriteBuffer = 1000
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	c := s.newConn(a)
+	_, c, _ := pipeConn(t, cfg)
 	sent := 0
 	for c.push(wire.AppendReply(nil, uint64(sent+1), wire.StatusOK, 0, 0), nil) {
 		sent++
@@ -56,14 +48,7 @@ func TestPublishBeyondTheBufferEndsTheConnection(t *testing.T) {
 	cfg := testConfig()
 	cfg.Policy.Queue.Commands = new(uint32(16))
 	cfg.WriteBuffer = 1000
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	c := s.newConn(a)
+	_, c, _ := pipeConn(t, cfg)
 	if !c.push(wire.AppendReply(nil, 1, wire.StatusOK, 0, 0), nil) {
 		t.Fatal("the first reply was refused")
 	}

@@ -64,6 +64,21 @@ func startServer(t testing.TB, cfg Config) *Server {
 	return s
 }
 
+// pipeConn returns a server built from cfg (not started) and one of its
+// connections over an in-memory pipe, with the pipe's client end: the
+// connection's state can be driven and inspected directly. Both ends close
+// when the test ends.
+func pipeConn(t testing.TB, cfg Config) (*Server, *conn, net.Conn) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return s, s.newConn(a), b
+}
+
 // srcN hands out distinct loopback source addresses (127.a.b.c, none of
 // a, b, c zero or 255), so each test client is its own "host" to the gate.
 var srcN atomic.Uint32

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,14 +14,7 @@ import (
 // write takes everything queued, so a frame the reader had queued at once
 // would reach the client before the read's tally.
 func TestReaderFramesWaitForTheirRead(t *testing.T) {
-	s, err := New(testConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	c := s.newConn(a)
+	s, c, b := pipeConn(t, testConfig())
 	s.wg.Add(1)
 	go c.writeLoop()
 	defer c.disconnect(causePeerClosed, false)
