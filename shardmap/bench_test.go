@@ -299,3 +299,25 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 		b.ReportMetric(float64(spent[i].Nanoseconds())/ops, "ns/"+p.name)
 	}
 }
+
+// BenchmarkTakeSoftMarked takes keys that carry a mark without a hold (a
+// soft-violation count whose window has passed, as every key that was once
+// denied keeps): they take the same inline pass path as keys with none.
+func BenchmarkTakeSoftMarked(b *testing.B) {
+	m := newMap(b, 1e6, 1000, Config{MaxKeys: 1000})
+	keys := fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
+	soft := m.MakeMark(1, false, 1e9)
+	for _, k := range keys {
+		m.UpdateMark(k, func(Mark) (Mark, bool) { return soft, true })
+	}
+	x := uint64(88172645463325252)
+	now := int64(2e9)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x = xorshift(x)
+		now += 1000
+		if r, _, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); !r.OK() {
+			b.Fatal("a soft-marked key was refused")
+		}
+	}
+}

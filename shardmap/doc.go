@@ -48,17 +48,18 @@
 // stores the dead value (below). That CompareAndSwap is the linearization
 // point of a passing take; the load of the word is that of a denial.
 //
-// A take that passes on a key with no escalation state does all of this
+// A take that passes on a tracked key that is not held (its mark is none,
+// a soft-violation window, or one whose deadline passed) does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
 // at the take's time), so that it calls nothing: on random keys each
 // instruction between one take's cache miss and the next one's costs time
 // (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
 // changes the word. A take on that slot that does not pass is decided
 // there by Pass.TakeLiveAt, on the clock already converted (a denial and
-// its wait), and a held key is refused after the same one probe. Every
-// other take (a key not tracked or with escalation state, a dead slot)
-// probes again and decides with atomicbucket.Limit.TakeLiveAt. Both agree
-// with Pass.Next on every pass.
+// its wait), a held key is refused after the same one probe, and a key not
+// in the table goes straight to the insert. Every other take (a hold that
+// has expired, a dead slot) probes again and decides with the same Pass.
+// Pass.TakeLiveAt agrees with Pass.Next on every pass.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take

@@ -379,15 +379,16 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 // than the rest of a tracked take. For a tracked key it neither locks nor
 // allocates.
 func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
-	// The pass path, inline in this one function: a tracked key with no
-	// escalation state whose bucket has the tokens. On random keys every
-	// instruction between one take's cache miss and the next take's
+	// The pass path, inline in this one function: a tracked key that is
+	// not held (no escalation state, a soft-violation window, or a mark
+	// whose deadline passed) whose bucket has the tokens. On random keys
+	// every instruction between one take's cache miss and the next take's
 	// delays the next (see BenchmarkTakeAnatomy), so nothing here is a
 	// call. The clock is converted first: it needs no memory.
 	pass := m.lim.Snapshot().PassAt(now, n)
 	h := m.hash(key)
 	s, mk := m.shards[h>>m.shift].tab.Load().lookup(key, h)
-	if mk == MarkNone {
+	if mk&(markPresent|markHeld) == markPresent { // live and not held: not empty, not dead (all ones)
 		for {
 			old := s.word.Load()
 			next, r, ok := pass.Next(old)
@@ -397,38 +398,42 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, ma
 				break
 			}
 			if s.word.CompareAndSwap(old, next) {
-				return r, MarkNone, Taken
+				return r, mk, Taken
 			}
 			// Another take changed the word: decide again on the new one.
 		}
 		// Not a pass (most often a denial): decide on the slot found,
 		// without probing again. A call in tail position, so nothing is
 		// spilled around it on the pass path.
-		return m.takeFound(s, pass, key, h, now, n)
+		return m.takeFound(s, mk, pass, key, h, now, n)
+	}
+	if s == nil { // not tracked (in the table this take loaded): insert
+		return m.slowTake(&m.shards[h>>m.shift], key, h, now, n)
 	}
 	// A held key (under a flood, the common refusal) is refused here too,
 	// without probing again; its bucket is not touched.
 	if d, held := m.HeldAt(mk, now); held {
 		return atomicbucket.DeniedFor(d), mk, Held
 	}
-	return m.takeAt(key, h, now, n)
+	return m.takeAt(key, h, pass, now, n)
 }
 
-// takeFound decides a take on the slot the pass path found for key with
-// no escalation state, as takeAt would after the same probe, on the clock
+// takeFound decides a take on the slot the pass path found for key, not
+// held, with mark mk, as takeAt would after the same probe, on the clock
 // pass already converted.
-func (m *Map) takeFound(s *slot, pass atomicbucket.Pass, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
+func (m *Map) takeFound(s *slot, mk Mark, pass atomicbucket.Pass, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
 	if r, ok := pass.TakeLiveAt(&s.word, now, deadWord); ok {
-		return r, MarkNone, Taken
+		return r, mk, Taken
 	}
-	return m.takeAt(key, h, now, n) // the word died: moved or removed
+	return m.takeAt(key, h, pass, now, n) // the word died: moved or removed
 }
 
-// takeAt is TakeAt for a key not tracked, held or with escalation state,
-// or whose slot died under the take. It probes again (the lines are in
-// cache now) and decides with Limit.TakeLiveAt, which agrees with the pass
-// path on every pass.
-func (m *Map) takeAt(key, h uint64, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
+// takeAt is TakeAt for a key whose hold has expired or whose slot died
+// under the take (removed, or moved by a compaction). It probes again (the
+// lines are in cache now), follows moved slots to the next table, and
+// decides with pass.TakeLiveAt, which agrees with the pass path on every
+// pass; a key it does not find live is inserted by slowTake.
+func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
 	sh := &m.shards[h>>m.shift]
 	t := sh.tab.Load()
 	for {
@@ -445,13 +450,15 @@ func (m *Map) takeAt(key, h uint64, now int64, n uint64) (r atomicbucket.Result,
 			}
 			if d, held := m.HeldAt(mk, now); held {
 				// The hold only, not also the bucket's own wait: that
-				// costs a Decide (a second clock conversion) and the
-				// wait's reciprocal multiply, and under a flood most
-				// takes are held.
+				// costs the wait's reciprocal multiply, and under a
+				// flood most takes are held.
 				return atomicbucket.DeniedFor(d), mk, Held
 			}
 		}
-		if r, ok := m.takeWord(s, now, n); ok {
+		// Limit.TakeLiveAt never writes into a dead word and never
+		// stores the dead value, so no take is ever written into a
+		// removed or moved slot.
+		if r, ok := pass.TakeLiveAt(&s.word, now, deadWord); ok {
 			return r, mk, Taken
 		}
 		// The word was dead: moved (follow next, where the key already is
@@ -461,14 +468,6 @@ func (m *Map) takeAt(key, h uint64, now int64, n uint64) (r atomicbucket.Result,
 		}
 	}
 	return m.slowTake(sh, key, h, now, n)
-}
-
-// takeWord takes n tokens from the slot's word. It reports false, taking
-// nothing, if the word is dead. Limit.TakeLiveAt never writes into a dead
-// word and never stores the dead value, so no take is ever written into a
-// removed or moved slot.
-func (m *Map) takeWord(s *slot, now int64, n uint64) (atomicbucket.Result, bool) {
-	return m.lim.TakeLiveAt(&s.word, now, n, deadWord)
 }
 
 // refundWord gives n tokens back to the slot's word (see
@@ -550,7 +549,8 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 	if d, held := m.HeldAt(mk, now); held {
 		return atomicbucket.DeniedFor(d), mk, Held
 	}
-	r, _ := m.takeWord(s, now, n)
+	// A fresh configuration: the shard lock may have been waited for.
+	r, _ := m.lim.TakeLiveAt(&s.word, now, n, deadWord)
 	return r, mk, Taken
 }
 

@@ -26,15 +26,16 @@ const (
 	// MarkNone is the mark of a key with no escalation state.
 	MarkNone Mark = 1
 
-	markEmpty  Mark = 0        // an empty slot
-	markDead   Mark = ^Mark(0) // a removed or moved slot
-	markHeld   Mark = 1 << 1
-	countBits       = 8
-	countShift      = 2
-	tickShift       = 10
-	maxTicks        = 1<<54 - 2 // all ones is reserved for markDead
-	tick            = 1000      // ns per deadline tick
-	countMask       = 1<<countBits - 1
+	markPresent Mark = 1        // bit 0, set in every live slot (and in markDead)
+	markEmpty   Mark = 0        // an empty slot
+	markDead    Mark = ^Mark(0) // a removed or moved slot
+	markHeld    Mark = 1 << 1
+	countBits        = 8
+	countShift       = 2
+	tickShift        = 10
+	maxTicks         = 1<<54 - 2 // all ones is reserved for markDead
+	tick             = 1000      // ns per deadline tick
+	countMask        = 1<<countBits - 1
 )
 
 // MaxCount is the largest count a Mark holds.
