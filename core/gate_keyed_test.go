@@ -119,7 +119,7 @@ func TestAddrKey(t *testing.T) {
 // layout for another seed.
 func TestReproducibleTablesIgnoreGOMAXPROCS(t *testing.T) {
 	p := testPolicy()
-	p.Tables.Addresses = new(uint32(1 << 14)) // 16 shards by default at GOMAXPROCS 1, 64 at 8
+	p.Tables.Addresses = new(uint32(1 << 14)) // 16 shards by default at GOMAXPROCS 1, 32 at 8
 	layout := func(procs int, seed uint64) (int, []int) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		g := mustGate(t, p, WithReproducibleTables(seed))
