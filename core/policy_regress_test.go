@@ -48,6 +48,21 @@ func TestFractionInAnIntegerFieldIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "1.9 is not a valid integer of 0 or more")
 }
 
+// A whole number too big for its field says it is out of range and gives
+// the range, in YAML and JSON alike (not "not a valid integer of 0 or
+// more", which it is).
+func TestIntegerOutOfRangeGivesTheRange(t *testing.T) {
+	const want = "tables.addresses (line 1): 5000000000 is out of range (an integer from 0 to 4294967295)"
+	_, err := DecodePolicyYAML([]byte("tables: {addresses: 5000000000}\n"))
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = DecodePolicyJSON([]byte(`{"tables": {"addresses": 5000000000}}`))
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
 // A value that does not fit its field is worded the same from YAML and
 // JSON, and so is a mapping or a list where a scalar belongs.
 func TestValueErrorsReadAlikeInYAMLAndJSON(t *testing.T) {

@@ -7,6 +7,7 @@ package valuekind
 
 import (
 	"fmt"
+	"math/big"
 	"reflect"
 	"strconv"
 
@@ -47,7 +48,29 @@ func Shown(n *yaml.Node) string {
 }
 
 // NotValid is the error message for the scalar shown (as written) that
-// does not fit a value of type t.
+// does not fit a value of type t. A whole number beyond t's range says so
+// and gives the range ("5000000000 is out of range (an integer from 0 to
+// 4294967295)"), except a negative one for an unsigned t, which reads like
+// any other misfit ("-1 is not a valid integer of 0 or more").
 func NotValid(shown string, t reflect.Type) string {
+	if Integer(t.Kind()) {
+		lo, hi := intRange(t)
+		if v, ok := new(big.Int).SetString(shown, 0); ok && (v.Cmp(hi) > 0 || lo.Sign() < 0 && v.Cmp(lo) < 0) {
+			return fmt.Sprintf("%s is out of range (an integer from %s to %s)", shown, lo, hi)
+		}
+	}
 	return fmt.Sprintf("%s is not a valid %s", shown, Word(t))
+}
+
+// intRange returns the least and the greatest value of the integer type t.
+func intRange(t reflect.Type) (lo, hi *big.Int) {
+	bits := uint(t.Bits())
+	one := big.NewInt(1)
+	if k := t.Kind(); reflect.Int <= k && k <= reflect.Int64 {
+		hi = new(big.Int).Lsh(one, bits-1)
+		lo = new(big.Int).Neg(hi)
+		return lo, hi.Sub(hi, one)
+	}
+	hi = new(big.Int).Lsh(one, bits)
+	return new(big.Int), hi.Sub(hi, one)
 }

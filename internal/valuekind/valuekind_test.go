@@ -31,7 +31,21 @@ func TestWordsAndShown(t *testing.T) {
 			t.Errorf("Shown(%s) = %s, want %s", src, got, want)
 		}
 	}
-	if got := NotValid("-1", reflect.TypeOf(uint32(0))); got != "-1 is not a valid integer of 0 or more" {
-		t.Errorf("NotValid: %q", got)
+	for _, c := range []struct {
+		shown string
+		v     any
+		want  string
+	}{
+		{"-1", uint32(0), "-1 is not a valid integer of 0 or more"},
+		{"5000000000", uint32(0), "5000000000 is out of range (an integer from 0 to 4294967295)"},
+		{"18446744073709551616", uint64(0), "18446744073709551616 is out of range (an integer from 0 to 18446744073709551615)"},
+		{"-129", int8(0), "-129 is out of range (an integer from -128 to 127)"},
+		{"128", int8(0), "128 is out of range (an integer from -128 to 127)"},
+		{"2.5", int8(0), "2.5 is not a valid integer"},
+		{`"5000000000"`, uint32(0), `"5000000000" is not a valid integer of 0 or more`},
+	} {
+		if got := NotValid(c.shown, reflect.TypeOf(c.v)); got != c.want {
+			t.Errorf("NotValid(%s, %T) = %q, want %q", c.shown, c.v, got, c.want)
+		}
 	}
 }
