@@ -202,6 +202,29 @@ func TestNullSetChangesNothing(t *testing.T) {
 	assert.Len(t, ps[0].Policy.Channels, 1, "the base policy's channel")
 }
 
+// A null inside a set changes nothing either: "account:" with nothing
+// after it keeps the base's account layer (it used to erase it, silently).
+func TestNullInsideASetChangesNothing(t *testing.T) {
+	doc := "name: t\nduration: 10s\npolicy:\n  channels:\n    - {name: move, class: input, rate: 30}\n" +
+		"  account: {rate: 7, burst: 9}\n" +
+		"variants:\n  - name: v\n    set:\n      account:\n      channels:\n        - name: move\n          rate:\n" +
+		"populations:\n  - {name: h, behaviour: honest, count: 1}\n"
+	s, err := Parse([]byte(doc), "t.yaml")
+	require.NoError(t, err)
+	ps, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	p := ps[0].Policy
+	if assert.NotNil(t, p.Account.Rate) && assert.NotNil(t, p.Account.Burst) {
+		assert.Equal(t, 7.0, float64(*p.Account.Rate))
+		assert.Equal(t, 9.0, float64(*p.Account.Burst))
+	}
+	require.Len(t, p.Channels, 1)
+	if assert.NotNil(t, p.Channels[0].Rate) {
+		assert.Equal(t, 30.0, float64(*p.Channels[0].Rate))
+	}
+}
+
 // A set's value written as an alias is the set's, whether core reports it
 // at the alias's line (the alias is the merged node: a key the base does
 // not have) or at its anchor's (the merge resolved it over the base's

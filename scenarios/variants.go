@@ -13,12 +13,13 @@ import (
 
 // mergeNode returns base with over laid on top: mappings merge key by key,
 // lists whose items are all mappings with a name merge item by item (an item
-// with a new name is appended), and anything else replaces. Neither input
+// with a new name is appended), a null ("key:" with nothing after it)
+// changes nothing, at any depth, and anything else replaces. Neither input
 // is modified. Aliases are followed: a value the base writes as *anchor
 // merges like the value it names.
 func mergeNode(base, over *yaml.Node) *yaml.Node {
 	base, over = unalias(base), unalias(over)
-	if over == nil || over.Kind == 0 {
+	if over == nil || over.Kind == 0 || isNull(over) {
 		return cloneNode(base)
 	}
 	if base == nil || base.Kind == 0 || base.Kind != over.Kind {
@@ -122,13 +123,7 @@ func (s *Scenario) variantNodes() []VariantNode {
 	}
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
-		set := &v.Set
-		if isNull(set) {
-			// "set:" with nothing after it changes nothing; merged, the
-			// null would replace the whole base policy.
-			set = nil
-		}
-		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, set)})
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, &v.Set)})
 	}
 	return out
 }
