@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluicedev/sluice/core"
@@ -12,48 +13,60 @@ import (
 // WriteBuffer + DisconnectSize, and the frame that does not fit ends the
 // connection with QueueFull and a final Disconnect frame.
 func TestOutboundBufferBound(t *testing.T) {
-	cfg := testConfig()
-	cfg.Policy.Queue.Commands = new(uint32(16)) // 16 pending requests: New needs 2 × 16 replies (736 bytes) of room
-	cfg.WriteBuffer = 1000
-	_, c, _ := pipeConn(t, cfg)
-	sent := 0
-	for c.push(wire.AppendReply(nil, uint64(sent+1), wire.StatusOK, 0, 0), nil) {
-		sent++
-		if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
-			t.Fatalf("buffer capacity %d after %d replies", cap(c.out), sent)
+	_, c, _ := pipeConn(t, smallBufferConfig())
+	limit := c.s.cfg.WriteBuffer
+	var answered atomic.Uint64
+	for !c.closing.Load() {
+		c.answer(answered.Load()+1, wire.StatusOK, &answered)
+		if cap(c.out) > limit+wire.DisconnectSize {
+			t.Fatalf("buffer capacity %d after %d replies", cap(c.out), answered.Load())
 		}
 	}
-	if want := cfg.WriteBuffer / wire.ReplySize; sent != want {
-		t.Errorf("%d replies fit, want %d", sent, want)
+	if want := uint64(limit / wire.ReplySize); answered.Load() != want {
+		t.Errorf("%d replies queued and counted, want %d", answered.Load(), want)
 	}
-	if n := c.pop.Load().disconnects[cause(core.QueueFull)].Load(); !c.closing.Load() || n != 1 {
-		t.Errorf("closing %v, %d QueueFull disconnects counted; want closing and 1", c.closing.Load(), n)
-	}
-	if cap(c.out) > cfg.WriteBuffer+wire.DisconnectSize {
-		t.Errorf("buffer capacity %d", cap(c.out))
+	if n := c.pop.Load().disconnects[cause(core.QueueFull)].Load(); n != 1 {
+		t.Errorf("%d QueueFull disconnects counted; want 1", n)
 	}
 	var m wire.Msg
 	if _, err := wire.Decode(c.out[len(c.out)-wire.DisconnectSize:], 0, &m); err != nil || m.Type != wire.TypeDisconnect || core.Reason(m.Reason) != core.QueueFull {
 		t.Errorf("last frame %+v, %v; want Disconnect QueueFull", m, err)
 	}
-	if c.push(wire.AppendPong(nil, 1), nil) {
-		t.Error("a frame was queued after the connection closed")
+	c.answer(1, wire.StatusOK, &answered)
+	if want := uint64(limit / wire.ReplySize); answered.Load() != want || len(c.out) != int(want)*wire.ReplySize+wire.DisconnectSize {
+		t.Errorf("a reply was queued or counted after the connection closed")
 	}
+}
+
+// smallBufferConfig is testConfig with a 1000-byte WriteBuffer: 16 pending
+// requests, as New needs room for 2 × 16 replies (736 bytes).
+func smallBufferConfig() Config {
+	cfg := testConfig()
+	cfg.Policy.Queue.Commands = new(uint32(16))
+	cfg.WriteBuffer = 1000
+	return cfg
 }
 
 // A read whose staged frames would not fit ends the connection with
 // QueueFull and sends none of them: the Disconnect alone follows what was
-// queued before.
+// queued before. Staging stops at WriteBuffer: the reader leaves there.
 func TestPublishBeyondTheBufferEndsTheConnection(t *testing.T) {
-	cfg := testConfig()
-	cfg.Policy.Queue.Commands = new(uint32(16))
-	cfg.WriteBuffer = 1000
-	_, c, _ := pipeConn(t, cfg)
-	if !c.push(wire.AppendReply(nil, 1, wire.StatusOK, 0, 0), nil) {
+	_, c, _ := pipeConn(t, smallBufferConfig())
+	var answered atomic.Uint64
+	c.answer(1, wire.StatusOK, &answered)
+	if answered.Load() != 1 {
 		t.Fatal("the first reply was refused")
 	}
-	for id := uint64(2); len(c.staged) <= cfg.WriteBuffer; id++ {
+	staged := 0
+	for id := uint64(2); c.leaving == 0; id++ {
 		c.reply(id, wire.StatusRejected, 1, 0)
+		staged++
+		if cap(c.staged) > c.s.cfg.WriteBuffer {
+			t.Fatalf("staged capacity %d after %d replies", cap(c.staged), staged)
+		}
+	}
+	if c.leaving != cause(core.QueueFull) || len(c.staged) != c.s.cfg.WriteBuffer/wire.ReplySize*wire.ReplySize {
+		t.Errorf("leaving %v with %d bytes staged; want QueueFull with %d", c.leaving, len(c.staged), c.s.cfg.WriteBuffer/wire.ReplySize*wire.ReplySize)
 	}
 	c.publish()
 	if n := c.pop.Load().disconnects[cause(core.QueueFull)].Load(); !c.closing.Load() || n != 1 {

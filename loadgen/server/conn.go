@@ -31,7 +31,7 @@ type conn struct {
 	stage    core.StrikeStage // reader: the last strike stage seen
 	pingWord atomic.Uint64    // reader: the ping bucket without a ping channel
 	t        tally            // reader: counts of the current read
-	staged   []byte           // reader: the current read's replies and pongs, queued when it is counted (publish)
+	staged   []byte           // reader: the current read's replies and pongs, queued when it is counted (publish); len ≤ WriteBuffer
 	pongs    uint64           // reader: pongs in staged
 	leaving  cause            // reader: the current read ends the connection for this cause; 0 (core.None) if not
 	m        wire.Msg         // reader: the frame being handled
@@ -196,7 +196,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		if err == wire.ErrIncomplete {
 			break
 		}
-		if c.closing.Load() { // a send overflowed, or Shutdown
+		if c.closing.Load() { // a tick's answer overflowed, or Shutdown
 			stop = true
 			break
 		}
@@ -220,7 +220,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			t.drop(v.Reason)
 			continue
 		}
-		if c.frame(m, err, now) {
+		if c.frame(m, err, now) || c.leaving != 0 { // leaving: staging overflowed
 			stop = true
 			break
 		}
@@ -415,21 +415,39 @@ func (c *conn) noteStage(st core.StrikeStage) {
 //     (pong, reply) and hands them to the writer only once its read's
 //     tally is published, with the Disconnect of a read that ends the
 //     connection (publish);
-//   - the tick counts its replies under the lock that queues them (push),
+//   - the tick counts its replies under the lock that queues them (answer),
 //     and a Disconnect is counted under the lock that queues it
 //     (closeLocked), before the writer can take them.
 //
 // What is left: a command's frame is counted when the read that queued it
 // ends, which may be after the tick has answered it.
 
-// pong and reply stage a frame of the reader's.
+// pong and reply stage a frame of the reader's. Staging is bounded like
+// the outbound buffer: a frame that would take it past WriteBuffer ends
+// the connection with reason QueueFull instead (publish could not queue
+// the read's frames anyway), and the read stops there.
 func (c *conn) pong(ts uint64) {
-	c.staged = wire.AppendPong(c.staged, ts)
-	c.pongs++
+	if c.stageRoom(wire.PongSize) {
+		c.staged = wire.AppendPong(c.staged, ts)
+		c.pongs++
+	}
 }
 
 func (c *conn) reply(id uint64, st wire.Status, reason uint8, retry uint64) {
-	c.staged = wire.AppendReply(c.staged, id, st, reason, retry)
+	if c.stageRoom(wire.ReplySize) {
+		c.staged = wire.AppendReply(c.staged, id, st, reason, retry)
+	}
+}
+
+// stageRoom makes room for n more staged bytes, or leaves with QueueFull and
+// reports false when they would take the staged frames past WriteBuffer.
+func (c *conn) stageRoom(n int) bool {
+	if len(c.staged)+n > c.s.cfg.WriteBuffer {
+		c.leave(cause(core.QueueFull))
+		return false
+	}
+	c.staged = grow(c.staged, n, c.s.cfg.WriteBuffer)
+	return true
 }
 
 // publish queues the current read's staged frames for the writer, and
@@ -441,16 +459,9 @@ func (c *conn) publish() {
 	if len(c.staged) == 0 && c.leaving == 0 {
 		return
 	}
-	stop := false
 	c.mu.Lock()
-	switch {
-	case c.closing.Load(): // Shutdown, or a tick's reply overflowed
-	case len(c.out)+len(c.staged) > c.s.cfg.WriteBuffer:
-		c.closeLocked(cause(core.QueueFull), true)
-		stop = true
-	default:
-		c.room(len(c.staged))
-		c.out = append(c.out, c.staged...)
+	queued, stop := c.queueLocked(c.staged)
+	if queued {
 		c.pop.Load().pongs.Add(c.pongs) // the population the read's bytes count under
 		if c.leaving != 0 {
 			c.closeLocked(c.leaving, true) // wakes the writer
@@ -466,40 +477,42 @@ func (c *conn) publish() {
 	c.staged, c.pongs, c.leaving = c.staged[:0], 0, 0
 }
 
-// answer is the tick's reply to request id, counted in counted. It
-// encodes the frame on the stack, outside the lock.
+// answer is the tick's reply to request id. It is counted in counted under
+// the lock that queues it, before the writer can take it. It encodes the
+// frame on the stack, outside the lock.
 func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 	var b [wire.ReplySize]byte
-	if c.push(wire.AppendReply(b[:0], id, st, 0, 0), counted) {
+	frame := wire.AppendReply(b[:0], id, st, 0, 0)
+	c.mu.Lock()
+	queued, ended := c.queueLocked(frame)
+	if queued {
+		counted.Add(1)
+	}
+	c.mu.Unlock()
+	switch {
+	case ended:
+		c.stopReader()
+	case queued:
 		c.wakeWriter()
 	}
 }
 
-// push copies one encoded frame to the outbound buffer without waking the
-// writer, and adds one to counted (if not nil) under the lock, before the
-// writer can take the frame. A frame that does not fit in WriteBuffer ends
-// the connection with reason QueueFull (its client is not reading). It
-// returns false when the frame was not queued.
-func (c *conn) push(frame []byte, counted *atomic.Uint64) bool {
-	limit := c.s.cfg.WriteBuffer
-	c.mu.Lock()
+// queueLocked appends frames to the outbound buffer, without waking the
+// writer. It queues nothing when the connection is closing, or when the
+// frames do not fit in WriteBuffer: that ends the connection with reason
+// QueueFull (its client is not reading), and ended says the caller must
+// stop the reader once it has released mu. Called with mu held.
+func (c *conn) queueLocked(frames []byte) (queued, ended bool) {
 	if c.closing.Load() {
-		c.mu.Unlock()
-		return false
+		return false, false
 	}
-	if len(c.out)+len(frame) > limit {
+	if len(c.out)+len(frames) > c.s.cfg.WriteBuffer {
 		c.closeLocked(cause(core.QueueFull), true)
-		c.mu.Unlock()
-		c.stopReader()
-		return false
+		return false, true
 	}
-	c.room(len(frame))
-	c.out = append(c.out, frame...)
-	if counted != nil {
-		counted.Add(1)
-	}
-	c.mu.Unlock()
-	return true
+	c.out = grow(c.out, len(frames), c.s.cfg.WriteBuffer+wire.DisconnectSize)
+	c.out = append(c.out, frames...)
+	return true, false
 }
 
 // disconnect ends the connection for cause cs: unless it is already
@@ -527,25 +540,24 @@ func (c *conn) closeLocked(cs cause, frame bool) {
 		if cs < cause(core.NumReasons) {
 			reason = uint8(cs)
 		}
-		c.room(wire.DisconnectSize)
+		c.out = grow(c.out, wire.DisconnectSize, c.s.cfg.WriteBuffer+wire.DisconnectSize)
 		c.out = wire.AppendDisconnect(c.out, reason)
 	}
 	c.wakeWriter()
 }
 
-// room makes the outbound buffer able to take n more bytes. It starts
-// small and doubles, but never beyond WriteBuffer + DisconnectSize (len +
-// n never exceeds that: send keeps len ≤ WriteBuffer, and only the final
-// Disconnect goes past it). Called with mu held.
-func (c *conn) room(n int) {
-	need := len(c.out) + n
-	if need <= cap(c.out) {
-		return
+// grow returns b able to take n more bytes. A buffer starts small and
+// doubles, but never beyond limit (callers keep len(b) + n within it: the
+// outbound buffer within WriteBuffer, but for the final Disconnect, which
+// its limit has room for; the staged frames within WriteBuffer).
+func grow(b []byte, n, limit int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
 	}
-	size := min(max(2*cap(c.out), need, minOutBuffer), c.s.cfg.WriteBuffer+wire.DisconnectSize)
-	b := make([]byte, len(c.out), size)
-	copy(b, c.out)
-	c.out = b
+	nb := make([]byte, len(b), min(max(2*cap(b), need, minOutBuffer), limit))
+	copy(nb, b)
+	return nb
 }
 
 // minOutBuffer is the first size of an outbound buffer.
@@ -562,7 +574,7 @@ func (c *conn) wakeWriter() {
 	}
 }
 
-// writeLoop writes what send and disconnect queue, swapping the outbound
+// writeLoop writes what publish, answer and closeLocked queue, swapping the outbound
 // buffer with a spare so senders never wait on the socket. Each write may
 // block at most WriteTimeout. Once the connection is closing and every
 // queued byte is written, it closes the socket.

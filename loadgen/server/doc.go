@@ -96,9 +96,11 @@
 //	+ 2 × (WriteBuffer + 6)          the outbound buffer and the writer's
 //	                                 spare, allocated small and doubled as
 //	                                 needed: default 2 × 8,198 = 16,396
+//	+ WriteBuffer                    the frames one read stages, allocated
+//	                                 small and doubled: default 8,192
 //	+ ConnOverhead (20,480)          two goroutine stacks, the net.Conn,
 //	                                 the conn record, the gate session
-//	= 45,068 with the defaults       (Server.ConnMemoryBound)
+//	= 53,260 with the defaults       (Server.ConnMemoryBound)
 //
 // plus the kernel's socket buffers, which are not Go memory. A connection
 // that gets few replies holds about 14 KiB (measured by the heap test:

@@ -189,11 +189,11 @@ func (s *Server) MaxFrame() int { return s.maxFrame }
 
 // ConnMemoryBound returns the most memory one connection holds, in bytes,
 // with this configuration: the framer buffer, two write buffers of
-// WriteBuffer plus a Disconnect frame each, and ConnOverhead for the
-// connection's goroutine stacks, its gate session and its bookkeeping. See
-// the package doc.
+// WriteBuffer plus a Disconnect frame each, the reader's staged frames (at
+// most WriteBuffer), and ConnOverhead for the connection's goroutine
+// stacks, its gate session and its bookkeeping. See the package doc.
 func (s *Server) ConnMemoryBound() int {
-	return s.readBuf + 2*(s.cfg.WriteBuffer+wire.DisconnectSize) + ConnOverhead
+	return s.readBuf + 2*(s.cfg.WriteBuffer+wire.DisconnectSize) + s.cfg.WriteBuffer + ConnOverhead
 }
 
 // ConnOverhead is the per-connection memory the server holds beyond its

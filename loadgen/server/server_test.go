@@ -486,8 +486,13 @@ func TestLockoutCounted(t *testing.T) {
 	checkAccounting(t, st)
 }
 
-// A reply is counted before its client can read it: the outcome the reader
-// sends at once (Rejected) and the tick's OK alike.
+// A reply is counted before its client can read it, the reader's
+// (Rejected) and the tick's (OK) alike, over a real socket. A smoke test:
+// the windows it would catch last nanoseconds against a loopback round
+// trip, so it seldom fails when they open. TestReaderFramesWaitForTheirRead
+// pins the reader's half; the tick's rests on answer counting under the
+// lock that queues the reply (TestOutboundBufferBound checks that every
+// queued reply, and no other, was counted).
 func TestRepliesAreCountedBeforeTheyAreRead(t *testing.T) {
 	cfg := testConfig()
 	cfg.Policy.Strikes.Disabled = true              // hundreds of denials, no disconnect
