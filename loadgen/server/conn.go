@@ -376,9 +376,19 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	c.t.flush()
 	pop := c.s.pops.get(m.Label)
 	if pop != old {
+		// Under mu, which closeLocked counts a disconnect under: a
+		// connection another goroutine ends meanwhile (Shutdown, a tick's
+		// answer overflowing) is counted, connection and disconnect
+		// alike, in the population it ended in.
+		c.mu.Lock()
+		if c.closing.Load() {
+			c.mu.Unlock()
+			return true
+		}
 		pop.conns.Add(1)
 		old.conns.Add(^uint64(0))
 		c.pop.Store(pop)
+		c.mu.Unlock()
 	}
 	c.t.pop = pop
 	c.t.frames++

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -74,5 +75,24 @@ func TestDisconnectIsCountedBeforeItIsRead(t *testing.T) {
 		if p.Dropped["Oversize"] != uint64(i+1) || p.Disconnects["Oversize"] != uint64(i+1) {
 			t.Fatalf("after Disconnect %d: dropped %d, disconnects %d", i+1, p.Dropped["Oversize"], p.Disconnects["Oversize"])
 		}
+	}
+}
+
+// A connection that another goroutine ends just before its Hello is read
+// (Shutdown, here) stays in the population it ended in: its disconnect and
+// its connection are counted together, not split between "(none)" and the
+// label.
+func TestHelloAfterTheEndKeepsThePopulation(t *testing.T) {
+	cfg := testConfig()
+	cfg.NoLimits = true
+	s, c, _ := pipeConn(t, cfg)
+	c.disconnect(cause(core.Closed), false)
+	c.t.pop, c.t.frames = c.pop.Load(), 1 // as the read that carries the Hello sets them
+	c.helloFrame(&wire.Msg{Type: wire.TypeHello, Version: wire.Version, Label: []byte("honest")}, 1)
+	st := s.Stats()
+	none, honest := st.Populations["(none)"], st.Populations["honest"]
+	if none.Connections != 1 || none.Disconnects["Closed"] != 1 || honest.Connections != 0 || honest.Disconnects["Closed"] != 0 {
+		t.Errorf("(none): %d connections, disconnects %v; honest: %d, %v; want the connection and its disconnect in (none)",
+			none.Connections, none.Disconnects, honest.Connections, honest.Disconnects)
 	}
 }
