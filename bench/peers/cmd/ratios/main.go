@@ -7,8 +7,9 @@
 //
 //	go run ./cmd/ratios out.txt [more.txt ...]   # or: ... | go run ./cmd/ratios
 //
-// Names are read without their -GOMAXPROCS suffix. A ratio whose two
-// benchmarks are not both in the input is printed as "n/a".
+// Names are read without their -GOMAXPROCS suffix. A ratio whose
+// numerator, or every candidate denominator, is missing from the input is
+// printed as "n/a".
 package main
 
 import (
@@ -22,40 +23,44 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// Ratio is num's median ns/op over den's. Den may name several benchmarks
-// separated by "|": the ratio is then to the lowest median among those
-// present (the fastest peer), and n/a only when none is.
+// Ratio is Num's median ns/op over the lowest median among the Den
+// benchmarks present in the input: one name for a fixed denominator,
+// several for the fastest of a set of peers (the one chosen is printed).
+// Names are without "Benchmark" and -GOMAXPROCS.
 type Ratio struct {
-	Label    string
-	Num, Den string // benchmark names without "Benchmark" and -GOMAXPROCS
+	Label string
+	Num   string
+	Den   []string
 }
 
 // Tracked is the list of ratios the project watches. Lower is better for
 // every one of them.
 var Tracked = []Ratio{
-	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate/pass/serial"},
-	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", "Floor/cas"},
-	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", "Floor/cas-call"},
-	{"Floor/cas-call / Floor/cas", "Floor/cas-call", "Floor/cas"},
-	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate/deny/serial"},
-	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", "OneBucket/xrate/pass/serial"},
-	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
-	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate/deny/parallel"},
-	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", "OneBucket/juju/pass/parallel"},
-	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
+	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
+	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", []string{"Floor/cas"}},
+	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", []string{"Floor/cas-call"}},
+	{"Floor/cas-call / Floor/cas", "Floor/cas-call", []string{"Floor/cas"}},
+	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", []string{"OneBucket/xrate/deny/serial"}},
+	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
+	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
+	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", []string{"OneBucket/xrate/deny/parallel"}},
+	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", []string{"OneBucket/juju/pass/parallel"}},
+	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", []string{"Floor/map1m"}},
 	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", keyedPeers("1m/serial")},
-	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", "Floor/map1k"},
-	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", "Keyed/sluice-at/1m/serial"},
+	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", []string{"Floor/map1k"}},
+	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", []string{"Keyed/sluice-at/1m/serial"}},
 }
 
-// keyedPeers is the Den of a ratio to the fastest keyed peer at one size and
-// mode (e.g. "1m/serial").
-func keyedPeers(sizeMode string) string {
+// keyedPeers names the keyed benchmarks of every peer at one size and mode
+// (e.g. "1m/serial"): the impls of keyedImpls in the peers package (in
+// keyed_test.go, where a new peer must be added here too) that are not
+// sluice's.
+func keyedPeers(sizeMode string) []string {
 	var names []string
 	for _, impl := range []string{"xrate-map", "sethvargo", "throttled", "ulule"} {
 		names = append(names, "Keyed/"+impl+"/"+sizeMode)
 	}
-	return strings.Join(names, "|")
+	return names
 }
 
 // Summary is the samples of every benchmark and metric read, by name and
@@ -135,22 +140,22 @@ func median(vs []float64) float64 {
 	return (c[m-1] + c[m]) / 2
 }
 
-// RatioOf returns the ratio of the medians of r's two benchmarks in ns/op.
-func (s *Summary) RatioOf(r Ratio) (float64, bool) {
+// RatioOf returns the ratio r tracks and the denominator it chose.
+func (s *Summary) RatioOf(r Ratio) (ratio float64, den string, ok bool) {
 	num, _, ok := s.Median(r.Num, "ns/op")
 	if !ok {
-		return 0, false
+		return 0, "", false
 	}
-	den, found := 0.0, false
-	for _, name := range strings.Split(r.Den, "|") {
-		if m, _, ok := s.Median(name, "ns/op"); ok && (!found || m < den) {
-			den, found = m, true
+	var least float64
+	for _, name := range r.Den {
+		if m, _, ok := s.Median(name, "ns/op"); ok && (den == "" || m < least) {
+			least, den = m, name
 		}
 	}
-	if !found || den == 0 {
-		return 0, false
+	if den == "" || least == 0 {
+		return 0, "", false
 	}
-	return num / den, true
+	return num / least, den, true
 }
 
 // Write prints the medians table and the tracked ratios as Markdown.
@@ -193,7 +198,9 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintln(w, "| ratio (of medians, ns/op) | value |")
 	fmt.Fprintln(w, "| --- | ---: |")
 	for _, r := range Tracked {
-		if v, ok := s.RatioOf(r); ok {
+		if v, den, ok := s.RatioOf(r); ok && len(r.Den) > 1 {
+			fmt.Fprintf(w, "| %s | %.3f (%s) |\n", r.Label, v, den)
+		} else if ok {
 			fmt.Fprintf(w, "| %s | %.3f |\n", r.Label, v)
 		} else {
 			fmt.Fprintf(w, "| %s | n/a |\n", r.Label)

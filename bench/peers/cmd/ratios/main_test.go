@@ -43,7 +43,7 @@ func TestMediansAndRatios(t *testing.T) {
 		t.Helper()
 		for _, r := range Tracked {
 			if r.Label == label {
-				got, ok := s.RatioOf(r)
+				got, _, ok := s.RatioOf(r)
 				if ok != wantOK || (ok && math.Abs(got-want) > 1e-12) {
 					t.Errorf("%s = %v, %v; want %v, %v", label, got, ok, want, wantOK)
 				}
@@ -63,7 +63,7 @@ func TestMediansAndRatios(t *testing.T) {
 	if err := run(nil, strings.NewReader(sample), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| OneBucket/sluice-at/pass/serial | 3 | 5.00 | 4.00–6.00 | 0 | 0 |", "| sluice-at pass / xrate pass | 0.100 |", "| sluice-at deny / xrate deny | n/a |", "40.5 bytes/key"} {
+	for _, want := range []string{"| OneBucket/sluice-at/pass/serial | 3 | 5.00 | 4.00–6.00 | 0 | 0 |", "| sluice-at pass / xrate pass | 0.100 |", "| sluice-at deny / xrate deny | n/a |", "| keyed 1m sluice-at / fastest peer | 0.250 (Keyed/sethvargo/1m/serial) |", "40.5 bytes/key"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
