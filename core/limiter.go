@@ -102,7 +102,7 @@ func (l *Limiter) TakeAt(key uint64, now int64, n uint64) Decision {
 	if l.closed.Load() {
 		return Decision{Reason: Closed}
 	}
-	r, _, st := l.m.TakeAt(key, now, n)
+	r, st := l.m.TakeAt(key, now, n)
 	if st == shardmap.Taken && r.OK() {
 		return Decision{Allowed: true, Remaining: r.Remaining()}
 	}

@@ -239,14 +239,14 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 func BenchmarkTakeAnatomy(b *testing.B) {
 	f := benchFixture(b, 1<<20)
 	m, keys := f.m, f.keys
-	slotOf := func(k uint64, probe bool) *slot {
+	slotOf := func(k uint64, probe bool) *cell {
 		h := m.hash(k)
 		t := m.shards[h>>m.shift].tab.Load()
 		if !probe {
-			return &t.slots[t.home(h)]
+			return &t.cells[t.home(h)]
 		}
-		s, _ := t.lookup(k, h)
-		return s
+		c, _ := t.find(k, h)
+		return c
 	}
 	parts := []struct {
 		name       string
@@ -316,7 +316,7 @@ func BenchmarkTakeSoftMarked(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		x = xorshift(x)
 		now += 1000
-		if r, _, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); !r.OK() {
+		if r, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); !r.OK() {
 			b.Fatal("a soft-marked key was refused")
 		}
 	}

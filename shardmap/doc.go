@@ -13,25 +13,23 @@
 // shard or one probe run.
 //
 // Each shard is a fixed-capacity open-addressing table (linear probing, the
-// home slot chosen by a multiply-shift reduction of the hash's low 32 bits)
-// of 24-byte slots:
+// home slot chosen by a multiply-shift reduction of the hash's low 32 bits).
+// Slot i is cell i and mark i of two parallel arrays:
 //
-//	key  uint64  the key, as given
-//	word uint64  the atomicbucket word (virtual time at which the bucket is empty)
-//	mark uint64  presence and escalation state (see Mark)
+//	cell  key  uint64  the key, as given
+//	      word uint64  the atomicbucket word (virtual time at which the bucket is empty)
+//	mark       uint64  presence and escalation state (see Mark)
 //
-// The three fields of a slot sit side by side, so the presence check, the
-// escalation check and the bucket's CompareAndSwap of one take touch one
-// cache line, or two for a slot that straddles a line boundary: in a table
-// that starts on a line, as every table above 32 KiB does, that is the
-// third and sixth slot of every eight (8 slots fill 3 lines). The word itself
-// is 8-byte aligned and never straddles. A shard table has
-// ceil(4/3·perShard)+2 slots, where perShard (see Bounds) is the most keys
-// the shard may track: the load factor never exceeds 3/4, and a full table
-// costs 24·4/3 = 32 bytes per tracked key, escalation state included, plus
-// the spread allowance (2.4% at 1M keys in 16 shards) and 256 bytes per
-// shard header. Nothing else is allocated per
-// key.
+// A take on a tracked key reads only cells: 16 bytes each, four to a cache
+// line, never straddling one (a cells array above 32 KiB starts on a
+// page), so a key in its home slot costs one line and most keys a probe
+// moves on stay in that line. It reads the mark too only while the shard
+// counts a held key (below). A shard table has ceil(4/3·perShard)+2 slots,
+// where perShard (see Bounds) is the most keys the shard may track: the
+// load factor never exceeds 3/4, and a full table costs 24·4/3 = 32 bytes
+// per tracked key, escalation state included, plus the spread allowance
+// (2.4% at 1M keys in 16 shards) and 256 bytes per shard header. Nothing
+// else is allocated per key.
 //
 // The shard header is padded to whole cache lines (two 128-byte blocks: the
 // table pointer that every take reads, and the lock and counters that inserts
@@ -43,23 +41,38 @@
 // # Concurrency
 //
 // A take finds its slot without a lock: it loads the shard's table pointer,
-// probes, loads the mark (held keys are refused here) and then updates the
-// word with one CompareAndSwap(old, new) on the slot that never acts on or
-// stores the dead value (below). That CompareAndSwap is the linearization
-// point of a passing take; the load of the word is that of a denial.
+// probes the cells and updates the word with one CompareAndSwap(old, new)
+// that never acts on or stores the dead value (below). That
+// CompareAndSwap is the linearization point of a passing take; the load of
+// the word is that of a denial.
 //
-// A take that passes on a tracked key that is not held (its mark is none,
-// a soft-violation window, or one whose deadline passed) does all of this
+// Held keys are refused without reading their marks on every take: each
+// shard counts its marks that have the held bit (expired holds included,
+// until a sweep clears them or the key goes). The count is raised before
+// such a mark is stored and lowered only after it is gone, so a take that
+// reads 0 there may skip the mark: no hold was in place when it read the
+// count, which is where it is ordered against the hold, as a take that
+// read a mark before a hold was stored always was. While the count is not
+// 0 the take reads the mark of the key it found and refuses it if held.
+//
+// A cell whose key is 0 is either empty or holds the key 0; only the mark
+// tells. An insert stores the word, then the key, then the mark, so a take
+// that finds its key in a cell finds its word there, and the probe of the
+// pass path stops at the first key 0 it meets: such takes (the key 0
+// itself, a key whose probe crosses its cell, a key not tracked) probe
+// again with the marks.
+//
+// A take that passes on a tracked key that is not held does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
 // at the take's time), so that it calls nothing: on random keys each
 // instruction between one take's cache miss and the next one's costs time
 // (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
-// changes the word. A take on that slot that does not pass is decided
+// changes the word. A take on that cell that does not pass is decided
 // there by Pass.TakeLiveAt, on the clock already converted (a denial and
-// its wait), a held key is refused after the same one probe, and a key not
-// in the table goes straight to the insert. Every other take (a hold that
-// has expired, a dead slot) probes again and decides with the same Pass.
-// Pass.TakeLiveAt agrees with Pass.Next on every pass.
+// its wait). Every other take (a held key, a hold that has expired, a dead
+// slot, a key not found by the cells alone) probes again with the marks
+// and decides with the same Pass. Pass.TakeLiveAt agrees with Pass.Next on
+// every pass.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take
@@ -72,8 +85,8 @@
 //
 // Tombstones are cleared by compaction: under the shard lock, a new table is
 // built and linked from the old one (next), and every live slot is moved
-// field by field: the key and a first copy of the mark are written to the
-// new table, then for the word and then the mark, the current value is
+// field by field: a dead word, the key and a first copy of the mark are
+// written to the new table, then for the word and then the mark, the current value is
 // copied and the old field is swapped to dead, retrying if a take changed it
 // in between. A take that meets a dead field in a table whose next is set
 // follows next and finds the key there with the field's final value; so

@@ -149,7 +149,7 @@ func TestFullAfterEvictionsDoesNotReportAStaleWait(t *testing.T) {
 		m.TakeAt(k, 0, 1)
 		m.UpdateMark(k, func(Mark) (Mark, bool) { return hold, true })
 	}
-	if _, _, st := m.TakeAt(100, sec/10, 1); st != Full {
+	if _, st := m.TakeAt(100, sec/10, 1); st != Full {
 		t.Fatal(st)
 	}
 	const idle = maxReserveTries + 2 // the first eviction, the retries, and one left over
@@ -157,12 +157,12 @@ func TestFullAfterEvictionsDoesNotReportAStaleWait(t *testing.T) {
 		m.Delete(k)
 	}
 	for k := uint64(20); k < 20+idle; k++ {
-		if _, _, st := m.TakeAt(k, sec/5, 1); st != Taken {
+		if _, st := m.TakeAt(k, sec/5, 1); st != Taken {
 			t.Fatal(st)
 		}
 	}
 	m.total.Add(1000) // other shards' in-flight reservations
-	r, _, st := m.TakeAt(200, 5*sec, 1)
+	r, st := m.TakeAt(200, 5*sec, 1)
 	m.total.Add(-1000)
 	if st != Full {
 		t.Fatalf("status %v, want Full after %d evictions", st, maxReserveTries+1)

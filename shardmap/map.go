@@ -140,49 +140,87 @@ type Counters struct {
 	Compactions uint64 // shard tables rebuilt to clear tombstones
 }
 
-// slot is one entry of a shard table. Every field is read and written
-// atomically; see the package doc for the protocol.
-type slot struct {
+// cell is the part of a slot that a take on a tracked key reads: the key
+// and the bucket word side by side, 16 bytes, four to a cache line, so a
+// cell never straddles a line. Every field is read and written atomically;
+// see the package doc for the protocol.
+type cell struct {
 	key  atomic.Uint64
 	word atomic.Uint64
-	mark atomic.Uint64
+}
+
+// slot is a handle on one entry of a table: its cell and its mark, which
+// live in parallel arrays. The zero slot is no slot.
+type slot struct {
+	*cell
+	mark *atomic.Uint64
 }
 
 // deadWord is the reserved word of a removed or moved slot.
 const deadWord = 0xdead_dead_dead_dead
 
-// table is one shard's open-addressing array. Its slots never move; a
-// compaction builds a new table and links it from next.
+// table is one shard's open-addressing array: cells and marks, entry i of
+// each making slot i. Its slots never move; a compaction builds a new table
+// and links it from next.
 type table struct {
-	slots []slot
-	m     uint64 // len(slots)
+	cells []cell
+	marks []atomic.Uint64
+	m     uint64 // len(cells), len(marks)
 	next  atomic.Pointer[table]
 }
+
+// at returns slot i.
+func (t *table) at(i uint64) slot { return slot{&t.cells[i], &t.marks[i]} }
 
 // home is the first slot of the probe sequence of hash h (its low 32 bits
 // reduced to [0, m) by multiply-shift).
 func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
 
-// lookup returns the slot of key and its mark (which may be markDead: a
-// tombstone of key, or a slot moved to next), or nil if key is not in t.
-// A slot whose key is being written (key set, mark still 0) reads as empty.
-// That is never a wrong answer: the insert has not completed (it publishes
-// the slot with the mark), so the key is not yet tracked; and a take that
-// finds no slot continues under the shard lock, which the insert holds, so
-// it finds the key once the insert is done.
-func (t *table) lookup(key, h uint64) (*slot, Mark) {
+// find is the probe of the pass path: it reads cells only. It returns
+// key's cell and its index, or nil at the first cell whose key is 0 (an
+// empty slot, or a live key 0: the probe cannot tell them apart without
+// the marks, so it never finds the key 0). A cell whose key is set always
+// has its word: an insert stores the word before the key.
+func (t *table) find(key, h uint64) (*cell, uint64) {
 	i := t.home(h)
 	for {
-		s := &t.slots[i]
-		// The mark first: it is stored after the key when a slot is
-		// filled, so a non-empty mark guarantees the key read next is the
-		// slot's key (never the 0 of a slot being filled).
-		mk := Mark(s.mark.Load())
-		if mk == markEmpty {
+		c := &t.cells[i]
+		k := c.key.Load()
+		if k == 0 {
 			return nil, 0
 		}
-		if s.key.Load() == key {
-			return s, mk
+		if k == key {
+			return c, i
+		}
+		if i++; i == t.m {
+			i = 0
+		}
+	}
+}
+
+// lookup returns the slot of key and its mark (which may be markDead: a
+// tombstone of key, or a slot moved to next), or no slot if key is not in
+// t. A slot whose key is being written (key set, mark still 0) reads as
+// not found. That is never a wrong answer: the insert has not completed
+// (it publishes the slot with the mark), so the key is not yet tracked;
+// and a caller that finds no slot continues under the shard lock, which
+// the insert holds, so it finds the key once the insert is done.
+//
+// The mark decides whether a cell whose key is 0 is empty or holds the
+// key 0. An insert stores the key before the mark, so once a non-empty mark
+// is read, the key read after it is the slot's own.
+func (t *table) lookup(key, h uint64) (slot, Mark) {
+	i := t.home(h)
+	for {
+		k := t.cells[i].key.Load()
+		if k == key || k == 0 {
+			mk := Mark(t.marks[i].Load())
+			if mk == markEmpty {
+				return slot{}, 0
+			}
+			if k == key && (key != 0 || t.cells[i].key.Load() == 0) {
+				return t.at(i), mk
+			}
 		}
 		if i++; i == t.m {
 			i = 0
@@ -192,12 +230,11 @@ func (t *table) lookup(key, h uint64) (*slot, Mark) {
 
 // empty returns the first empty slot of h's probe sequence. Only called
 // under the shard lock, on a table with at least one empty slot.
-func (t *table) empty(h uint64) *slot {
+func (t *table) empty(h uint64) slot {
 	i := t.home(h)
 	for {
-		s := &t.slots[i]
-		if Mark(s.mark.Load()) == markEmpty {
-			return s
+		if Mark(t.marks[i].Load()) == markEmpty {
+			return t.at(i)
 		}
 		if i++; i == t.m {
 			i = 0
@@ -208,6 +245,12 @@ func (t *table) empty(h uint64) *slot {
 // shardHot is what every take reads: alone in its cache lines.
 type shardHot struct {
 	tab atomic.Pointer[table]
+	// held counts the shard's keys whose mark has the held bit (expired
+	// holds included, until a sweep clears them or the key goes). While it
+	// is 0 a take need not read marks at all; it is raised before such a
+	// mark is stored and lowered after it is gone, so it never reads 0
+	// while a hold is in place. Written only when a hold starts or ends.
+	held atomic.Int64
 }
 
 // shardCold is what inserts and removals write, under mu (the counters are
@@ -333,7 +376,7 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 }
 
 func (m *Map) newTable() *table {
-	return &table{slots: make([]slot, m.slots), m: m.slots}
+	return &table{cells: make([]cell, m.slots), marks: make([]atomic.Uint64, m.slots), m: m.slots}
 }
 
 // hash is the keyed mix: two rounds of multiply-fold with secret operands.
@@ -371,59 +414,57 @@ func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
 // the decision (for Held, a denial whose RetryAfter is the time left in the
 // hold; for Full, a denial whose RetryAfter is the time until the shard's
 // first key can be evicted, as its last full scan found it, and not before
-// the shard's eviction backoff ends; 0 if that is not known), the key's
-// mark as read before the take, and st.
+// the shard's eviction backoff ends; 0 if that is not known) and st. A
+// caller that needs the key's mark reads it with MarkOf: the pass path does
+// not read it.
 //
-// Three results rather than one struct: a struct of them would exceed the
+// Two results rather than one struct: a struct of them would exceed the
 // four words the compiler keeps in registers, and spilling it costs more
 // than the rest of a tracked take. For a tracked key it neither locks nor
 // allocates.
-func (m *Map) TakeAt(key uint64, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
+func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Status) {
 	// The pass path, inline in this one function: a tracked key that is
-	// not held (no escalation state, a soft-violation window, or a mark
-	// whose deadline passed) whose bucket has the tokens. On random keys
-	// every instruction between one take's cache miss and the next take's
-	// delays the next (see BenchmarkTakeAnatomy), so nothing here is a
-	// call. The clock is converted first: it needs no memory.
+	// not held whose bucket has the tokens. On random keys every
+	// instruction and every cache line between one take's miss and the
+	// next take's delays the next (see BenchmarkTakeAnatomy), so nothing
+	// here is a call, and a take reads the key's cell only: the mark is
+	// read only while the shard has a key with the held bit. The clock is
+	// converted first: it needs no memory.
 	pass := m.lim.Snapshot().PassAt(now, n)
 	h := m.hash(key)
-	s, mk := m.shards[h>>m.shift].tab.Load().lookup(key, h)
-	if mk&(markPresent|markHeld) == markPresent { // live and not held: not empty, not dead (all ones)
+	sh := &m.shards[h>>m.shift]
+	t := sh.tab.Load()
+	if c, i := t.find(key, h); c != nil && (sh.held.Load() == 0 || Mark(t.marks[i].Load())&(markPresent|markHeld) == markPresent) {
 		for {
-			old := s.word.Load()
+			old := c.word.Load()
 			next, r, ok := pass.Next(old)
 			// The dead checks are TakeLiveAt's: never write into a
 			// removed or moved slot, never store the dead value.
 			if !ok || old == deadWord || next == deadWord {
 				break
 			}
-			if s.word.CompareAndSwap(old, next) {
-				return r, mk, Taken
+			if c.word.CompareAndSwap(old, next) {
+				return r, Taken
 			}
 			// Another take changed the word: decide again on the new one.
 		}
-		// Not a pass (most often a denial): decide on the slot found,
+		// Not a pass (most often a denial): decide on the cell found,
 		// without probing again. A call in tail position, so nothing is
 		// spilled around it on the pass path.
-		return m.takeFound(s, mk, pass, key, h, now, n)
+		return m.takeFound(c, pass, key, h, now, n)
 	}
-	if s == nil { // not tracked (in the table this take loaded): insert
-		return m.slowTake(&m.shards[h>>m.shift], key, h, now, n)
-	}
-	// A held key (under a flood, the common refusal) is refused here too,
-	// without probing again; its bucket is not touched.
-	if d, held := m.HeldAt(mk, now); held {
-		return atomicbucket.DeniedFor(d), mk, Held
-	}
+	// Everything else (a key not tracked, a held key, a cell the probe
+	// could not tell from an empty slot without its mark) probes again
+	// with the marks.
 	return m.takeAt(key, h, pass, now, n)
 }
 
-// takeFound decides a take on the slot the pass path found for key, not
-// held, with mark mk, as takeAt would after the same probe, on the clock
-// pass already converted.
-func (m *Map) takeFound(s *slot, mk Mark, pass atomicbucket.Pass, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
-	if r, ok := pass.TakeLiveAt(&s.word, now, deadWord); ok {
-		return r, mk, Taken
+// takeFound decides a take on the cell the pass path found for key, not
+// held, as takeAt would after the same probe, on the clock pass already
+// converted.
+func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int64, n uint64) (atomicbucket.Result, Status) {
+	if r, ok := pass.TakeLiveAt(&c.word, now, deadWord); ok {
+		return r, Taken
 	}
 	return m.takeAt(key, h, pass, now, n) // the word died: moved or removed
 }
@@ -433,12 +474,12 @@ func (m *Map) takeFound(s *slot, mk Mark, pass atomicbucket.Pass, key, h uint64,
 // lines are in cache now), follows moved slots to the next table, and
 // decides with pass.TakeLiveAt, which agrees with the pass path on every
 // pass; a key it does not find live is inserted by slowTake.
-func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (r atomicbucket.Result, mark Mark, st Status) {
+func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
 	sh := &m.shards[h>>m.shift]
 	t := sh.tab.Load()
 	for {
 		s, mk := t.lookup(key, h)
-		if s == nil {
+		if s.cell == nil {
 			break
 		}
 		if mk != MarkNone {
@@ -452,14 +493,14 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 				// The hold only, not also the bucket's own wait: that
 				// costs the wait's reciprocal multiply, and under a
 				// flood most takes are held.
-				return atomicbucket.DeniedFor(d), mk, Held
+				return atomicbucket.DeniedFor(d), Held
 			}
 		}
 		// Limit.TakeLiveAt never writes into a dead word and never
 		// stores the dead value, so no take is ever written into a
 		// removed or moved slot.
 		if r, ok := pass.TakeLiveAt(&s.word, now, deadWord); ok {
-			return r, mk, Taken
+			return r, Taken
 		}
 		// The word was dead: moved (follow next, where the key already is
 		// with its final word) or removed (insert).
@@ -472,7 +513,7 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 
 // refundWord gives n tokens back to the slot's word (see
 // atomicbucket.Limit.Refund). It reports false if the word is dead.
-func (m *Map) refundWord(s *slot, now int64, n uint64) bool {
+func (m *Map) refundWord(s slot, now int64, n uint64) bool {
 	for {
 		w := s.word.Load()
 		if w == deadWord {
@@ -494,18 +535,18 @@ func (m *Map) refundWord(s *slot, now int64, n uint64) bool {
 // eviction forgot it, and a fresh bucket is full anyway). Like TakeAt it is
 // lock-free.
 func (m *Map) RefundAt(key uint64, now int64, n uint64) bool {
-	return m.onLive(key, func(s *slot, _ Mark) bool { return m.refundWord(s, now, n) })
+	return m.onLive(key, func(s slot, _ Mark) bool { return m.refundWord(s, now, n) })
 }
 
 // onLive calls f with key's slot and mark in the table a lock-free reader
 // finds it in, following the link to the next table while the slot is dead
 // (moved by a compaction) or f reports that it found it dead, until f
 // reports done. It reports false if key is not tracked.
-func (m *Map) onLive(key uint64, f func(s *slot, mk Mark) (done bool)) bool {
+func (m *Map) onLive(key uint64, f func(s slot, mk Mark) (done bool)) bool {
 	h := m.hash(key)
 	for t := m.shards[h>>m.shift].tab.Load(); t != nil; t = t.next.Load() {
 		s, mk := t.lookup(key, h)
-		if s == nil {
+		if s.cell == nil {
 			return false
 		}
 		if mk != markDead && f(s, mk) {
@@ -518,17 +559,17 @@ func (m *Map) onLive(key uint64, f func(s *slot, mk Mark) (done bool)) bool {
 // slowTake inserts key if needed and takes, under the shard lock. Under the
 // lock no slot of the current table can be killed or moved, so the take on
 // the slot found is final.
-func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbucket.Result, Mark, Status) {
+func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbucket.Result, Status) {
 	// A take that can never pass (n 0, or above the burst) is Invalid
 	// before anything else: it neither inserts the key nor, on a full
 	// map, says Full (which would promise room later).
 	if !m.lim.Valid(n) {
-		return atomicbucket.InvalidTake(), MarkNone, Taken
+		return atomicbucket.InvalidTake(), Taken
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := m.ensure(sh, key, h, now)
-	if s == nil {
+	if s.cell == nil {
 		sh.full.Add(1)
 		// The wait is until the shard's first key can be evicted, as its
 		// last scan found it, and no sooner than the end of its backoff,
@@ -543,15 +584,14 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 		if next > now {
 			wait = time.Duration(next - now)
 		}
-		return atomicbucket.DeniedFor(wait), MarkNone, Full
+		return atomicbucket.DeniedFor(wait), Full
 	}
-	mk := Mark(s.mark.Load())
-	if d, held := m.HeldAt(mk, now); held {
-		return atomicbucket.DeniedFor(d), mk, Held
+	if d, held := m.HeldAt(Mark(s.mark.Load()), now); held {
+		return atomicbucket.DeniedFor(d), Held
 	}
 	// A fresh configuration: the shard lock may have been waited for.
 	r, _ := m.lim.TakeLiveAt(&s.word, now, n, deadWord)
-	return r, mk, Taken
+	return r, Taken
 }
 
 // maxReserveTries bounds the evictions an insert makes to win a place in
@@ -561,15 +601,15 @@ const maxReserveTries = 4
 // ensure returns key's live slot in the shard's current table, inserting a
 // full bucket (evicting or compacting first if needed); nil if the shard is
 // full and nothing could be evicted. Called with sh.mu held.
-func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
+func (m *Map) ensure(sh *shard, key, h uint64, now int64) slot {
 	t := sh.tab.Load()
 	s, mk := t.lookup(key, h)
-	if s != nil && mk != markDead {
+	if s.cell != nil && mk != markDead {
 		return s
 	}
 	if sh.live.Load() >= m.perShard || m.total.Load() >= int64(m.maxKeys) {
 		if !m.evict(sh, t, now) {
-			return nil
+			return slot{}
 		}
 	}
 	// Reserve the key's place in the map-wide bound. Another shard may
@@ -580,22 +620,22 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 	for tries := 0; m.total.Add(1) > int64(m.maxKeys); tries++ {
 		m.total.Add(-1)
 		if tries == maxReserveTries || !m.evict(sh, t, now) {
-			return nil
+			return slot{}
 		}
 	}
 
-	if s == nil && sh.live.Load()+int64(sh.tombs)+1 > m.maxUsed {
+	if s.cell == nil && sh.live.Load()+int64(sh.tombs)+1 > m.maxUsed {
 		m.compact(sh)
 	}
 	if t2 := sh.tab.Load(); t2 != t { // compacted: the tombstone of key, if any, is gone
 		t = t2
-		s = nil
+		s = slot{}
 	}
 	fw := m.lim.FullWord(now)
 	if fw == deadWord {
 		fw-- // one quantum more than full is still full
 	}
-	if s != nil {
+	if s.cell != nil {
 		// Revive key's own tombstone. A take that read this slot before it
 		// was killed is on the same key, and a word is the whole state of a
 		// bucket, so its CompareAndSwap is right if it succeeds.
@@ -604,7 +644,7 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 		sh.tombs--
 	} else {
 		s = t.empty(h)
-		s.word.Store(fw)
+		s.word.Store(fw) // before the key: a take that finds the key uses the word
 		s.key.Store(key)
 		s.mark.Store(uint64(MarkNone)) // publishes the slot to lookups
 	}
@@ -625,7 +665,7 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) *slot {
 // the mark then turns out to have changed (a racing denial recorded state),
 // an idle kill restores the word and gives up; a take that met the dead word
 // meanwhile is waiting for the lock and finds the slot live again.
-func (m *Map) kill(s *slot, now int64, force bool) bool {
+func (m *Map) kill(sh *shard, s slot, now int64, force bool) bool {
 	for {
 		mk := Mark(s.mark.Load())
 		w := s.word.Load()
@@ -642,6 +682,9 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 			return false // a take just changed it: not idle
 		}
 		if s.mark.CompareAndSwap(uint64(mk), uint64(markDead)) {
+			if mk.Held() {
+				sh.held.Add(-1)
+			}
 			return true
 		}
 		s.word.Store(w)
@@ -654,7 +697,7 @@ func (m *Map) kill(s *slot, now int64, force bool) bool {
 // idleAt is the caller's time at which a live slot becomes idle (its
 // bucket full, its mark without state) if nothing touches it; MaxInt64 for
 // a slot that is not live.
-func (m *Map) idleAt(s *slot, now int64) int64 {
+func (m *Map) idleAt(s slot, now int64) int64 {
 	mk := Mark(s.mark.Load())
 	w := s.word.Load()
 	if mk == markDead || mk == markEmpty || w == deadWord {
@@ -683,11 +726,11 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 	}
 	var killed int64
 	for scanned := uint64(0); scanned < t.m && killed < m.batch; scanned++ {
-		s := &t.slots[sh.hand]
+		s := t.at(sh.hand)
 		if sh.hand++; sh.hand == t.m {
 			sh.hand = 0
 		}
-		if m.kill(s, now, false) {
+		if m.kill(sh, s, now, false) {
 			killed++
 		}
 	}
@@ -698,8 +741,8 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		// unless it holds no live key at all (MaxKeys reached by other
 		// shards): then it does not know, 0.
 		first := int64(math.MaxInt64)
-		for i := range t.slots {
-			first = min(first, m.idleAt(&t.slots[i], now))
+		for i := range t.m {
+			first = min(first, m.idleAt(t.at(i), now))
 		}
 		sh.evictableAt = first
 		if first == math.MaxInt64 {
@@ -722,14 +765,19 @@ func (m *Map) compact(sh *shard) {
 	old := sh.tab.Load()
 	nt := m.newTable()
 	old.next.Store(nt)
-	for i := range old.slots {
-		s := &old.slots[i]
+	for i := range old.m {
+		s := old.at(i)
 		mk := s.mark.Load()
 		if Mark(mk) == markEmpty || Mark(mk) == markDead {
 			continue // empty, or a tombstone: not carried over
 		}
 		k := s.key.Load()
 		d := nt.empty(m.hash(k))
+		// Dead until the move below. Nothing takes in nt before then (a
+		// take gets there only after seeing the old word dead), and were
+		// anything to, a dead word sends it to the shard lock, which this
+		// compaction holds, instead of to a word not yet moved.
+		d.word.Store(deadWord)
 		d.key.Store(k)
 		d.mark.Store(mk) // first copy: lookups in nt find the key from here on
 		// Move the word, then the mark: copy the current value, then swap
@@ -769,9 +817,10 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 	t := m.shards[h>>m.shift].tab.Load()
 	for t != nil {
 		s, mk := t.lookup(key, h)
-		if s == nil {
+		if s.cell == nil {
 			return 0, false
 		}
+		sh := &m.shards[h>>m.shift]
 		for mk != markDead {
 			nw, ok := f(mk)
 			if !ok {
@@ -780,8 +829,21 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 			if nw == markEmpty || nw == markDead {
 				panic("shardmap: UpdateMark: f returned a reserved mark")
 			}
+			// The shard's count of held marks rises before a hold is
+			// stored and falls after one is gone: a take that reads 0
+			// there may skip the mark.
+			starts, ends := !mk.Held() && nw.Held(), mk.Held() && !nw.Held()
+			if starts {
+				sh.held.Add(1)
+			}
 			if s.mark.CompareAndSwap(uint64(mk), uint64(nw)) {
+				if ends {
+					sh.held.Add(-1)
+				}
 				return nw, true
+			}
+			if starts {
+				sh.held.Add(-1)
 			}
 			mk = Mark(s.mark.Load())
 		}
@@ -793,7 +855,7 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 // MarkOf returns key's mark and whether key is tracked.
 func (m *Map) MarkOf(key uint64) (Mark, bool) {
 	var out Mark
-	ok := m.onLive(key, func(_ *slot, mk Mark) bool { out = mk; return true })
+	ok := m.onLive(key, func(_ slot, mk Mark) bool { out = mk; return true })
 	return out, ok
 }
 
@@ -801,7 +863,7 @@ func (m *Map) MarkOf(key uint64) (Mark, bool) {
 // tracked, without changing anything.
 func (m *Map) LevelAt(key uint64, now int64) (float64, bool) {
 	var lv float64
-	ok := m.onLive(key, func(s *slot, _ Mark) bool {
+	ok := m.onLive(key, func(s slot, _ Mark) bool {
 		w := s.word.Load()
 		if w == deadWord {
 			return false
@@ -826,7 +888,7 @@ func (m *Map) Delete(key uint64) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, mk := sh.tab.Load().lookup(key, h)
-	if s == nil || mk == markDead || !m.kill(s, 0, true) {
+	if s.cell == nil || mk == markDead || !m.kill(sh, s, 0, true) {
 		return false
 	}
 	m.removed(sh, 1)
@@ -868,9 +930,16 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 	defer sh.mu.Unlock()
 	t := sh.tab.Load()
 	n := 0
-	for i := range t.slots {
-		if m.kill(&t.slots[i], now, false) {
+	for i := range t.m {
+		s := t.at(i)
+		if m.kill(sh, s, now, false) {
 			n++
+			continue
+		}
+		// A hold that has ended is cleared, so that the shard's count
+		// of held marks goes back to 0 and its takes stop reading marks.
+		if mk := Mark(s.mark.Load()); mk.Held() && now >= m.Deadline(mk) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
+			sh.held.Add(-1)
 		}
 	}
 	if n > 0 {
@@ -912,8 +981,8 @@ func (m *Map) Counters() Counters {
 func (m *Map) Range(f func(key uint64, mk Mark) bool) {
 	for i := range m.shards {
 		t := m.shards[i].tab.Load()
-		for j := range t.slots {
-			s := &t.slots[j]
+		for j := range t.m {
+			s := t.at(j)
 			mk := Mark(s.mark.Load())
 			if mk == markEmpty {
 				continue

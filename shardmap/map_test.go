@@ -46,38 +46,37 @@ func TestShardPadding(t *testing.T) {
 	if off := unsafe.Offsetof(shard{}.shardCold); off%padBlock != 0 || off < unsafe.Sizeof(shardHot{}) {
 		t.Fatalf("cold part at offset %d: not on its own block", off)
 	}
-	if s := unsafe.Sizeof(slot{}); s != 24 {
-		t.Fatalf("slot is %d bytes, want 24", s)
+	if s := unsafe.Sizeof(cell{}) + unsafe.Sizeof(atomic.Uint64{}); s != 24 {
+		t.Fatalf("a slot (cell and mark) is %d bytes, want 24", s)
 	}
 	t.Logf("shard %d bytes, cache line (cpuid) %d", sz, cpuid.CPU.CacheLine)
 }
 
-// TestSlotLines pins the package doc's count of slots that straddle a cache
-// line: a table above 32 KiB starts on a page, and of every 8 slots (3
-// lines of 64 bytes) the third and the sixth cross a line boundary.
-func TestSlotLines(t *testing.T) {
+// TestCellLines pins the package doc's layout: a cell (key and word) is 16
+// bytes, and a cells array above 32 KiB starts on a page, so four cells
+// fill each 64-byte line and none straddles two.
+func TestCellLines(t *testing.T) {
+	if size := unsafe.Sizeof(cell{}); size != 16 {
+		t.Fatalf("a cell is %d bytes, want 16", size)
+	}
 	lim, _ := atomicbucket.NewLimit(1000, 10, 0)
 	m, err := New(lim, Config{MaxKeys: 4096, Shards: 1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tab := m.shards[0].tab.Load()
-	if size := len(tab.slots) * int(unsafe.Sizeof(slot{})); size <= 32<<10 {
-		t.Fatalf("table of %d bytes: too small for this test", size)
+	if size := len(tab.cells) * int(unsafe.Sizeof(cell{})); size <= 32<<10 {
+		t.Fatalf("cells of %d bytes: too small for this test", size)
 	}
-	base := uintptr(unsafe.Pointer(&tab.slots[0]))
+	base := uintptr(unsafe.Pointer(&tab.cells[0]))
 	if base%64 != 0 {
-		t.Fatalf("table at %#x: not on a 64-byte line", base)
+		t.Fatalf("cells at %#x: not on a 64-byte line", base)
 	}
-	var straddling []int
-	for i := range 8 {
-		start := base + uintptr(i)*unsafe.Sizeof(slot{})
-		if start/64 != (start+unsafe.Sizeof(slot{})-1)/64 {
-			straddling = append(straddling, i)
+	for i := range tab.cells {
+		start := uintptr(unsafe.Pointer(&tab.cells[i]))
+		if start/64 != (start+unsafe.Sizeof(cell{})-1)/64 {
+			t.Fatalf("cell %d straddles a line", i)
 		}
-	}
-	if len(straddling) != 2 || straddling[0] != 2 || straddling[1] != 5 {
-		t.Fatalf("slots %v of the first 8 straddle a line, want [2 5]", straddling)
 	}
 }
 
@@ -460,14 +459,17 @@ func checkInvariants(t *testing.T, m *Map) {
 		if tb.next.Load() != nil {
 			t.Errorf("shard %d: current table has a next", i)
 		}
-		live, tombs := 0, 0
-		for j := range tb.slots {
-			s := &tb.slots[j]
+		live, tombs, held := 0, 0, 0
+		for j := range tb.m {
+			s := tb.at(j)
 			switch mk := Mark(s.mark.Load()); mk {
 			case markEmpty:
 			case markDead:
 				tombs++
 			default:
+				if mk.Held() {
+					held++
+				}
 				k := s.key.Load()
 				if seen[k] {
 					t.Errorf("key %d tracked twice", k)
@@ -487,6 +489,9 @@ func checkInvariants(t *testing.T, m *Map) {
 		}
 		if live > m.PerShard() {
 			t.Errorf("shard %d over its bound: %d", i, live)
+		}
+		if int64(held) != sh.held.Load() {
+			t.Errorf("shard %d: %d held marks (counted %d)", i, held, sh.held.Load())
 		}
 		total += live
 		sh.mu.Unlock()
@@ -539,7 +544,8 @@ func TestMaxKeysFitAndNoMore(t *testing.T) {
 	}
 }
 
-// outcome bundles Map.TakeAt's three results for assertions.
+// outcome bundles Map.TakeAt's two results, and the key's mark after the
+// take (0 if the key is not tracked), for assertions.
 type outcome struct {
 	Result atomicbucket.Result
 	Mark   Mark
@@ -547,6 +553,7 @@ type outcome struct {
 }
 
 func take(m *Map, key uint64, now int64, n uint64) outcome {
-	r, mk, st := m.TakeAt(key, now, n)
+	r, st := m.TakeAt(key, now, n)
+	mk, _ := m.MarkOf(key)
 	return outcome{r, mk, st}
 }
