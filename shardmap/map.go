@@ -599,7 +599,7 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 const maxReserveTries = 4
 
 // ensure returns key's live slot in the shard's current table, inserting a
-// full bucket (evicting or compacting first if needed); nil if the shard is
+// full bucket (evicting or compacting first if needed); no slot if the shard is
 // full and nothing could be evicted. Called with sh.mu held.
 func (m *Map) ensure(sh *shard, key, h uint64, now int64) slot {
 	t := sh.tab.Load()
