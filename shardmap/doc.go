@@ -60,7 +60,10 @@
 // that finds its key in a cell finds its word there, and the probe of the
 // pass path stops at the first key 0 it meets: such takes (the key 0
 // itself, a key whose probe crosses its cell, a key not tracked) probe
-// again with the marks.
+// again with the marks. So a take may pass on a key whose insert has stored
+// the key but not yet the mark (the next store, under the shard lock); the
+// readers of marks (MarkOf, Contains, LevelAt, RefundAt, UpdateMark) report
+// it as not tracked until then.
 //
 // A take that passes on a tracked key that is not held does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
@@ -114,8 +117,10 @@
 // (Status Full) and the shard does not scan again for EvictBackoff of the
 // caller's time, unless a Delete or sweep frees a slot first.
 //
-// SweepAt removes every idle key the same rule allows, shard by shard.
-// Delete removes a key whatever its state (a session that ends).
+// SweepAt removes every idle key the same rule allows, shard by shard, and
+// clears every hold whose deadline is at or before its now (a hold that
+// has ended carries no state; clearing it lets the shard's takes skip
+// marks again), so it must run on the clock the takes use. Delete removes a key whatever its state (a session that ends).
 //
 // All methods of Map are safe for concurrent use.
 package shardmap

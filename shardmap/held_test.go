@@ -114,6 +114,11 @@ func TestHeldCountUnderChurn(t *testing.T) {
 	// key whose hold runs is refused.
 	m := newMap(t, 1, 4, Config{MaxKeys: 96, Shards: 4, EvictBackoff: -1})
 	const far = int64(1e15)
+	// Key 1000 is held throughout; the workers take it all along, while
+	// holds start and end on keys of its shard and tables are rebuilt.
+	const pinned = 1000
+	m.TakeAt(pinned, 0, 1)
+	m.UpdateMark(pinned, func(Mark) (Mark, bool) { return m.MakeMark(0, true, far), true })
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -123,7 +128,7 @@ func TestHeldCountUnderChurn(t *testing.T) {
 			for range 20000 {
 				k := r.Uint64N(160)
 				now := int64(r.Uint64N(4)) * 1e9
-				switch r.IntN(8) {
+				switch r.IntN(9) {
 				case 0:
 					until := now + int64(r.Uint64N(3))*1e9
 					if r.IntN(2) == 0 {
@@ -136,6 +141,10 @@ func TestHeldCountUnderChurn(t *testing.T) {
 					m.Delete(k)
 				case 3:
 					m.SweepAt(now)
+				case 4:
+					if r, st := m.TakeAt(pinned, now, 1); st != Held || r.OK() {
+						t.Errorf("held key %d: %v %v", pinned, st, r.OK())
+					}
 				default:
 					m.TakeAt(k, now, 1)
 				}

@@ -201,10 +201,13 @@ func (t *table) find(key, h uint64) (*cell, uint64) {
 // lookup returns the slot of key and its mark (which may be markDead: a
 // tombstone of key, or a slot moved to next), or no slot if key is not in
 // t. A slot whose key is being written (key set, mark still 0) reads as
-// not found. That is never a wrong answer: the insert has not completed
-// (it publishes the slot with the mark), so the key is not yet tracked;
-// and a caller that finds no slot continues under the shard lock, which
-// the insert holds, so it finds the key once the insert is done.
+// not found: a caller that finds no slot and must (a take) continues under
+// the shard lock, which the insert holds, so it finds the key once the
+// insert is done. The pass path of TakeAt, which reads no mark, may take
+// from such a slot in the two stores between the key and the mark (or,
+// for a revived tombstone, the word and the mark); a MarkOf, Contains,
+// LevelAt, RefundAt or UpdateMark in that window still reports the key as
+// not tracked.
 //
 // The mark decides whether a cell whose key is 0 is empty or holds the
 // key 0. An insert stores the key before the mark, so once a non-empty mark
@@ -469,8 +472,11 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 	return m.takeAt(key, h, pass, now, n) // the word died: moved or removed
 }
 
-// takeAt is TakeAt for a key whose hold has expired or whose slot died
-// under the take (removed, or moved by a compaction). It probes again (the
+// takeAt is TakeAt for every take the pass path does not finish: a key
+// not tracked, a held key or one whose hold has expired, a key the probe
+// of cells alone cannot find (the key 0, or a probe that crosses its
+// cell), and a slot that died under the take (removed, or moved by a
+// compaction). It probes again (the
 // lines are in cache now), follows moved slots to the next table, and
 // decides with pass.TakeLiveAt, which agrees with the pass path on every
 // pass; a key it does not find live is inserted by slowTake.
@@ -916,7 +922,8 @@ func (m *Map) maybeCompact(sh *shard) {
 }
 
 // SweepAt removes every idle key (bucket full at now, no mark state) and
-// returns how many it removed. It locks one shard at a time.
+// returns how many it removed; it also clears every hold that has ended
+// at now (see the package doc). It locks one shard at a time.
 func (m *Map) SweepAt(now int64) int {
 	total := 0
 	for i := range m.shards {

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Mark is the second word of a slot: presence and a key's escalation state,
-// a small counter and a coarse deadline, packed into one uint64 so that it
-// is read with the bucket word and updated with one CompareAndSwap.
+// Mark is a slot's word of presence and escalation state (a small counter
+// and a coarse deadline), packed into one uint64 so that it is updated with
+// one CompareAndSwap. Marks live beside the cells, in an array of their
+// own; a take reads its key's mark only while the shard holds a key.
 //
 //	bit  0      present (1 in every live slot; 0 only in an empty slot)
 //	bit  1      held: takes are refused until the deadline
