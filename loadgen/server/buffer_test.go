@@ -47,9 +47,10 @@ func smallBufferConfig() Config {
 	return cfg
 }
 
-// A read whose staged frames would not fit ends the connection with
-// QueueFull and sends none of them: the Disconnect alone follows what was
-// queued before. Staging stops at WriteBuffer: the reader leaves there.
+// A read that stages frames past WriteBuffer ends the connection with
+// QueueFull: staging stops at WriteBuffer, the reader leaves there. Here a
+// reply was queued before, so the staged frames do not fit beside it and
+// none is sent: the Disconnect alone follows that reply.
 func TestPublishBeyondTheBufferEndsTheConnection(t *testing.T) {
 	_, c, _ := pipeConn(t, smallBufferConfig())
 	var answered atomic.Uint64

@@ -434,8 +434,10 @@ func (c *conn) noteStage(st core.StrikeStage) {
 
 // pong and reply stage a frame of the reader's. Staging is bounded like
 // the outbound buffer: a frame that would take it past WriteBuffer ends
-// the connection with reason QueueFull instead (publish could not queue
-// the read's frames anyway), and the read stops there.
+// the connection with reason QueueFull instead (that frame could not be
+// queued even into an empty outbound buffer), and the read stops there.
+// publish then queues what was staged if it fits beside what is waiting,
+// and the Disconnect after it.
 func (c *conn) pong(ts uint64) {
 	if c.stageRoom(wire.PongSize) {
 		c.staged = wire.AppendPong(c.staged, ts)
@@ -472,7 +474,12 @@ func (c *conn) publish() {
 	c.mu.Lock()
 	queued, stop := c.queueLocked(c.staged)
 	if queued {
-		c.pop.Load().pongs.Add(c.pongs) // the population the read's bytes count under
+		if c.pongs != 0 {
+			// The population the read's bytes count under. Its counter is
+			// shared by every connection of the population: a read with
+			// no pong (a refusal, a Hello) does not write it.
+			c.pop.Load().pongs.Add(c.pongs)
+		}
 		if c.leaving != 0 {
 			c.closeLocked(c.leaving, true) // wakes the writer
 			stop = true
