@@ -14,8 +14,8 @@ import (
 // BenchmarkMemory and TestSluiceZeroAllocs read: an impl is one entry here
 // plus a build function returning a keyedLimiter. Every impl whose name
 // starts with "sluice" is held to 0 allocs per take by TestSluiceZeroAllocs.
-// cmd/ratios lists the other impls too (keyedPeers), for the ratio to the
-// fastest peer: add a new peer there as well.
+// cmd/ratios takes every other impl of its input as a peer, by the same
+// rule, for the ratio to the fastest peer.
 var keyedImpls = []keyedImpl{
 	{name: "sluice-at", build: buildSluiceKeyed(true)}, // TakeAt(key, now): the caller's clock
 	{name: "sluice", build: buildSluiceKeyed(false)},   // ignores now, reads its own clock

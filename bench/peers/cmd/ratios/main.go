@@ -24,9 +24,11 @@ import (
 )
 
 // Ratio is Num's median ns/op over the lowest median among the Den
-// benchmarks present in the input: one name for a fixed denominator,
-// several for the fastest of a set of peers (the one chosen is printed).
-// Names are without "Benchmark" and -GOMAXPROCS.
+// benchmarks present in the input: one name for a fixed denominator, or
+// several, or a name with "*" for its impl (as "Keyed/*/1m/serial"), which
+// stands for every impl of the input whose name does not start with
+// "sluice": the peers. With more than one, the fastest is chosen and
+// printed. Names are without "Benchmark" and -GOMAXPROCS.
 type Ratio struct {
 	Label string
 	Num   string
@@ -46,19 +48,28 @@ var Tracked = []Ratio{
 	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", []string{"OneBucket/xrate/deny/parallel"}},
 	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", []string{"OneBucket/juju/pass/parallel"}},
 	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", []string{"Floor/map1m"}},
-	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", keyedPeers("1m/serial")},
+	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", []string{"Keyed/*/1m/serial"}},
 	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", []string{"Floor/map1k"}},
 	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", []string{"Keyed/sluice-at/1m/serial"}},
 }
 
-// keyedPeers names the keyed benchmarks of every peer at one size and mode
-// (e.g. "1m/serial"): the impls of keyedImpls in the peers package (in
-// keyed_test.go, where a new peer must be added here too) that are not
-// sluice's.
-func keyedPeers(sizeMode string) []string {
+// denominators returns r's Den with every name that has "*" for its impl
+// replaced by the names of s that match it with a peer's impl.
+func (s *Summary) denominators(r Ratio) []string {
 	var names []string
-	for _, impl := range []string{"xrate-map", "sethvargo", "throttled", "ulule"} {
-		names = append(names, "Keyed/"+impl+"/"+sizeMode)
+	for _, den := range r.Den {
+		pre, post, wild := strings.Cut(den, "/*/")
+		if !wild {
+			names = append(names, den)
+			continue
+		}
+		for _, name := range s.Names {
+			impl, okPre := strings.CutPrefix(name, pre+"/")
+			impl, okPost := strings.CutSuffix(impl, "/"+post)
+			if okPre && okPost && impl != "" && !strings.Contains(impl, "/") && !strings.HasPrefix(impl, "sluice") {
+				names = append(names, name)
+			}
+		}
 	}
 	return names
 }
@@ -147,7 +158,7 @@ func (s *Summary) RatioOf(r Ratio) (ratio float64, den string, ok bool) {
 		return 0, "", false
 	}
 	var least float64
-	for _, name := range r.Den {
+	for _, name := range s.denominators(r) {
 		if m, _, ok := s.Median(name, "ns/op"); ok && (den == "" || m < least) {
 			least, den = m, name
 		}
@@ -198,7 +209,7 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintln(w, "| ratio (of medians, ns/op) | value |")
 	fmt.Fprintln(w, "| --- | ---: |")
 	for _, r := range Tracked {
-		if v, den, ok := s.RatioOf(r); ok && len(r.Den) > 1 {
+		if v, den, ok := s.RatioOf(r); ok && (len(r.Den) > 1 || strings.Contains(r.Den[0], "*")) {
 			fmt.Fprintf(w, "| %s | %.3f (%s) |\n", r.Label, v, den)
 		} else if ok {
 			fmt.Fprintf(w, "| %s | %.3f |\n", r.Label, v)

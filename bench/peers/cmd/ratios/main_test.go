@@ -69,3 +69,31 @@ func TestMediansAndRatios(t *testing.T) {
 		}
 	}
 }
+
+// The fastest peer is drawn from the input, not from a list: a peer the
+// tool has never heard of counts, sluice's own impls and other sizes and
+// modes do not.
+func TestFastestPeerComesFromTheInput(t *testing.T) {
+	in := `BenchmarkKeyed/sluice-at/1m/serial-2  100  120.0 ns/op
+BenchmarkKeyed/sluice/1m/serial-2     100   60.0 ns/op
+BenchmarkKeyed/newpeer/1k/serial-2    100   10.0 ns/op
+BenchmarkKeyed/newpeer/1m/parallel-2  100   20.0 ns/op
+BenchmarkKeyed/xrate-map/1m/serial-2  100  600.0 ns/op
+BenchmarkKeyed/newpeer/1m/serial-2    100  400.0 ns/op
+`
+	s, err := Read(strings.NewReader(in), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Tracked {
+		if r.Label != "keyed 1m sluice-at / fastest peer" {
+			continue
+		}
+		got, den, ok := s.RatioOf(r)
+		if !ok || den != "Keyed/newpeer/1m/serial" || math.Abs(got-0.3) > 1e-12 {
+			t.Errorf("= %v over %q (%v), want 0.3 over Keyed/newpeer/1m/serial", got, den, ok)
+		}
+		return
+	}
+	t.Fatal("no fastest-peer ratio")
+}
