@@ -158,23 +158,32 @@ func TestAgainstModelRandom(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		iters = 50
 	}
+	var full, fullInvalid int
 	for i := 0; i < iters; i++ {
 		ops := make([]byte, 4*(1+rng.IntN(200)))
 		for j := range ops {
 			ops[j] = byte(rng.Uint32())
 		}
-		checkAgainstModel(t, rng.Uint64(), rng.Uint64(), int64(rng.Uint64()), ops)
+		f, fi := checkAgainstModel(t, rng.Uint64(), rng.Uint64(), int64(rng.Uint64()), ops)
 		if t.Failed() {
 			return
 		}
+		full, fullInvalid = full+f, fullInvalid+fi
 	}
+	// Pass.NextFull was held to Next on both of its outcomes.
+	if full == fullInvalid || fullInvalid == 0 {
+		t.Fatalf("%d takes found the bucket full, %d of them with an invalid n: both outcomes of NextFull must be checked", full, fullInvalid)
+	}
+	t.Logf("%d takes on a full bucket, %d with an invalid n", full, fullInvalid)
 }
 
 // checkAgainstModel drives one configuration and one sequence of takes
 // through the bucket, the mutex reference and the exact model, and requires
 // identical decisions, words and levels at every step, plus the exact
-// boundary of every RetryAfter.
-func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops []byte) {
+// boundary of every RetryAfter. It returns how many takes found the bucket
+// full (where the inline pass path decides with Pass.NextFull) and how many
+// of those had an n above the burst.
+func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops []byte) (full, fullInvalid int) {
 	t.Helper()
 	rate := fuzzRate(rateSel)
 	burst := fuzzBurst(rate, burstSel)
@@ -259,11 +268,27 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 		// on another (with a dead value no word takes here). And the
 		// inline pass path, which must pass exactly where Decide does,
 		// with the same word and Result.
-		passNext, passRes, passOK := b.Snapshot().PassAt(now, n).Next(decided)
+		pass := b.Snapshot().PassAt(now, n)
+		passNext, passRes, passOK := pass.Next(decided)
 		next, dec := b.Decide(decided, now, n)
 		if passOK != (dec.Status() == Allowed) || passOK && (passNext != next || passRes != dec) {
 			t.Fatalf("rate %v burst %v start %d step %d: Pass.Next(%#x) at %d, n=%d = %#x, %+v, %v; Decide %#x, %+v",
 				rate, burst, start, i/4, decided, now, n, passNext, passRes, passOK, next, dec)
+		}
+		// The branch of the inline pass path for a full bucket.
+		if isFull := pass.IsFull(decided); isFull != b.IsFull(decided, now) {
+			t.Fatalf("rate %v burst %v step %d: Pass.IsFull(%#x) at %d = %v, Limit.IsFull %v",
+				rate, burst, i/4, decided, now, isFull, !isFull)
+		} else if isFull {
+			fullNext, fullRes, fullOK := pass.NextFull()
+			if fullOK != passOK || fullOK && (fullNext != passNext || fullRes != passRes) {
+				t.Fatalf("rate %v burst %v step %d: Pass.NextFull() at %d, n=%d = %#x, %+v, %v; Next(%#x) %#x, %+v, %v",
+					rate, burst, i/4, now, n, fullNext, fullRes, fullOK, decided, passNext, passRes, passOK)
+			}
+			full++
+			if !fullOK {
+				fullInvalid++
+			}
 		}
 		decided = next
 		live, liveOK := b.TakeLiveAt(&liveWord, now, n, b.Word()^1<<63)
@@ -312,4 +337,5 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 				rate, burst, step, n, got.RetryAfter(), onTime)
 		}
 	}
+	return full, fullInvalid
 }

@@ -67,7 +67,9 @@
 //
 // A take that passes on a tracked key that is not held does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
-// at the take's time), so that it calls nothing: on random keys each
+// at the take's time; a full bucket, the common case, on a branch of its
+// own whose new word does not wait for the old one), so that it calls
+// nothing: on random keys each
 // instruction between one take's cache miss and the next one's costs time
 // (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
 // changes the word. A take on that cell that does not pass is decided

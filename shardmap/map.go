@@ -440,7 +440,14 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 	if c, i := t.find(key, h); c != nil && (sh.held.Load() == 0 || Mark(t.marks[i].Load())&(markPresent|markHeld) == markPresent) {
 		for {
 			old := c.word.Load()
-			next, r, ok := pass.Next(old)
+			var next uint64
+			var r atomicbucket.Result
+			var ok bool
+			if pass.IsFull(old) { // a branch, not a conditional move: see NextFull
+				next, r, ok = pass.NextFull()
+			} else {
+				next, r, ok = pass.Next(old)
+			}
 			// The dead checks are TakeLiveAt's: never write into a
 			// removed or moved slot, never store the dead value.
 			if !ok || old == deadWord || next == deadWord {
