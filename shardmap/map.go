@@ -300,7 +300,7 @@ type shard struct {
 type Map struct {
 	lim      *atomicbucket.Limit
 	shards   []shard
-	shift    uint // 64 − log2(len(shards)); a shift of 64 yields shard 0
+	shift    uint // 63 − log2(len(shards)): the shard of hash h is h>>1>>shift, in two shifts so that no shift is 64 (one shard) and none needs a guard
 	seed     [4]uint64
 	perShard int64  // most keys per shard
 	slots    uint64 // slots per shard table
@@ -347,7 +347,7 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	m := &Map{
 		lim:      lim,
 		shards:   make([]shard, cfg.Shards),
-		shift:    uint(64 - bits.TrailingZeros(uint(cfg.Shards))),
+		shift:    uint(63 - bits.TrailingZeros(uint(cfg.Shards))),
 		perShard: int64(per),
 		slots:    uint64(per+(per+2)/3) + 2, // ≥ 4/3·per + 1: load ≤ 3/4, one slot always empty
 		batch:    max(1, int64(per)/16),
@@ -409,7 +409,7 @@ func (m *Map) SlotsPerShard() int { return int(m.slots) }
 func (m *Map) Anchor() int64 { return m.anchor }
 
 // ShardOf returns the shard index of key, in [0, Shards()).
-func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> m.shift) }
+func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> 1 >> (m.shift & 63)) }
 
 // TakeAt takes n tokens from key's bucket at now (the caller's clock, the
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
@@ -435,38 +435,41 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 	// converted first: it needs no memory.
 	pass := m.lim.Snapshot().PassAt(now, n)
 	h := m.hash(key)
-	sh := &m.shards[h>>m.shift]
+	sh := &m.shards[h>>1>>(m.shift&63)]
 	t := sh.tab.Load()
-	if c, i := t.find(key, h); c != nil && (sh.held.Load() == 0 || Mark(t.marks[i].Load())&(markPresent|markHeld) == markPresent) {
-		for {
-			old := c.word.Load()
-			var next uint64
-			var r atomicbucket.Result
-			var ok bool
-			if pass.IsFull(old) { // a branch, not a conditional move: see NextFull
-				next, r, ok = pass.NextFull()
-			} else {
-				next, r, ok = pass.Next(old)
-			}
-			// The dead checks are TakeLiveAt's: never write into a
-			// removed or moved slot, never store the dead value.
-			if !ok || old == deadWord || next == deadWord {
-				break
-			}
-			if c.word.CompareAndSwap(old, next) {
-				return r, Taken
-			}
-			// Another take changed the word: decide again on the new one.
-		}
-		// Not a pass (most often a denial): decide on the cell found,
-		// without probing again. A call in tail position, so nothing is
-		// spilled around it on the pass path.
-		return m.takeFound(c, pass, key, h, now, n)
+	c, i := t.find(key, h)
+	if c == nil {
+		// A key not tracked, or a cell the probe could not tell from an
+		// empty slot without its mark: probe again with the marks.
+		return m.takeAt(key, h, pass, now, n)
 	}
-	// Everything else (a key not tracked, a held key, a cell the probe
-	// could not tell from an empty slot without its mark) probes again
-	// with the marks.
-	return m.takeAt(key, h, pass, now, n)
+	if sh.held.Load() != 0 && Mark(t.marks[i].Load())&(markPresent|markHeld) != markPresent {
+		return m.takeAt(key, h, pass, now, n) // held, or its hold has expired
+	}
+	for {
+		old := c.word.Load()
+		var next uint64
+		var r atomicbucket.Result
+		var ok bool
+		if pass.IsFull(old) { // a branch, not a conditional move: see NextFull
+			next, r, ok = pass.NextFull()
+		} else {
+			next, r, ok = pass.Next(old)
+		}
+		// The dead checks are TakeLiveAt's: never write into a removed
+		// or moved slot, never store the dead value.
+		if !ok || old == deadWord || next == deadWord {
+			break
+		}
+		if c.word.CompareAndSwap(old, next) {
+			return r, Taken
+		}
+		// Another take changed the word: decide again on the new one.
+	}
+	// Not a pass (most often a denial): decide on the cell found, without
+	// probing again. A call in tail position, so nothing is spilled around
+	// it on the pass path.
+	return m.takeFound(c, pass, key, h, now, n)
 }
 
 // takeFound decides a take on the cell the pass path found for key, not
@@ -488,7 +491,7 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 // decides with pass.TakeLiveAt, which agrees with the pass path on every
 // pass; a key it does not find live is inserted by slowTake.
 func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
-	sh := &m.shards[h>>m.shift]
+	sh := &m.shards[h>>1>>(m.shift&63)]
 	t := sh.tab.Load()
 	for {
 		s, mk := t.lookup(key, h)
@@ -557,7 +560,7 @@ func (m *Map) RefundAt(key uint64, now int64, n uint64) bool {
 // reports done. It reports false if key is not tracked.
 func (m *Map) onLive(key uint64, f func(s slot, mk Mark) (done bool)) bool {
 	h := m.hash(key)
-	for t := m.shards[h>>m.shift].tab.Load(); t != nil; t = t.next.Load() {
+	for t := m.shards[h>>1>>(m.shift&63)].tab.Load(); t != nil; t = t.next.Load() {
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			return false
@@ -827,13 +830,13 @@ func (m *Map) compact(sh *shard) {
 // does not escape).
 func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool) {
 	h := m.hash(key)
-	t := m.shards[h>>m.shift].tab.Load()
+	t := m.shards[h>>1>>(m.shift&63)].tab.Load()
 	for t != nil {
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			return 0, false
 		}
-		sh := &m.shards[h>>m.shift]
+		sh := &m.shards[h>>1>>(m.shift&63)]
 		for mk != markDead {
 			nw, ok := f(mk)
 			if !ok {
@@ -897,7 +900,7 @@ func (m *Map) Contains(key uint64) bool {
 // A later take on key starts from a full bucket and no mark.
 func (m *Map) Delete(key uint64) bool {
 	h := m.hash(key)
-	sh := &m.shards[h>>m.shift]
+	sh := &m.shards[h>>1>>(m.shift&63)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, mk := sh.tab.Load().lookup(key, h)
