@@ -34,7 +34,7 @@ type fixture struct {
 var fixtures = map[int]*fixture{}
 
 // benchFixture returns a map holding n random keys, its bound MaxKeys (each
-// shard then holds about its share, below the 3/4 load its table is sized
+// shard then holds about its share, below the 2/3 load its table is sized
 // for), and the keys it holds.
 func benchFixture(b *testing.B, n int) *fixture {
 	b.Helper()

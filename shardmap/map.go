@@ -349,7 +349,7 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 		shards:   make([]shard, cfg.Shards),
 		shift:    uint(63 - bits.TrailingZeros(uint(cfg.Shards))),
 		perShard: int64(per),
-		slots:    uint64(per+(per+2)/3) + 2, // ≥ 4/3·per + 1: load ≤ 3/4, one slot always empty
+		slots:    uint64(per+(per+1)/2) + 2, // ≥ 3/2·per + 1: load ≤ 2/3, one slot always empty
 		batch:    max(1, int64(per)/16),
 		backoff:  int64(cfg.EvictBackoff),
 		anchor:   now,

@@ -110,8 +110,8 @@ func TestConfigErrors(t *testing.T) {
 	if m.MaxKeys() != 1000 || m.Shards()*m.PerShard() < 1000 {
 		t.Errorf("bound %d, %d shards of %d for MaxKeys 1000", m.MaxKeys(), m.Shards(), m.PerShard())
 	}
-	if 4*m.PerShard() > 3*m.SlotsPerShard() {
-		t.Errorf("load factor above 3/4: %d keys in %d slots", m.PerShard(), m.SlotsPerShard())
+	if 3*m.PerShard() > 2*m.SlotsPerShard() {
+		t.Errorf("load factor above 2/3: %d keys in %d slots", m.PerShard(), m.SlotsPerShard())
 	}
 }
 
