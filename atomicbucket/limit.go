@@ -156,18 +156,24 @@ func DefaultBurst(rate float64) float64 {
 // is f0 + ρ·(t − t0) in units of 2^-60, whatever its sign, and its bits
 // from 60 up are v − v0 modulo 2^64.
 type params struct {
-	rho       uint64  // units per ns, fixed point with rhoFracBits fractional bits
-	rhoNorm   uint64  // rho << rhoZ: its top bit set, the divisor of waitAt
-	rhoInv    uint64  // floor((2^128−1)/rhoNorm) − 2^64: waitAt's reciprocal
-	rhoZ      uint    // leading zeros of rho
-	c1, c0    uint64  // ρ·(t0 − MinInt64) − f0, 128 bits, in units of 2^-60
-	v0        uint64  // v(t0), in units
-	capUnits  uint64  // burst in units; ≤ 2^62
-	maxTake   uint64  // largest n that can ever pass: floor(burst)
-	stepUnits uint64  // a level below −stepUnits is a clock step: capUnits + ρ·StepBack
-	shift     uint    // F: one token is 1<<shift units
-	rate      float64 // as configured, tokens per second
-	burst     float64 // as configured, tokens
+	rho       uint64 // units per ns, fixed point with rhoFracBits fractional bits
+	rhoNorm   uint64 // rho << rhoZ: its top bit set, the divisor of waitAt
+	rhoInv    uint64 // floor((2^128−1)/rhoNorm) − 2^64: waitAt's reciprocal
+	rhoZ      uint   // leading zeros of rho
+	c1, c0    uint64 // ρ·(t0 − MinInt64) − f0, 128 bits, in units of 2^-60
+	v0        uint64 // v(t0), in units
+	capUnits  uint64 // burst in units; ≤ 2^62
+	maxTake   uint64 // largest n that can ever pass: floor(burst)
+	stepUnits uint64 // a level below −stepUnits is a clock step: capUnits + ρ·StepBack
+	shift     uint   // F: one token is 1<<shift units
+	// oneLeft and oneMeta are a take of one token from a full bucket, the
+	// most common take of all (Pass.NextFull): the level it leaves, in
+	// units (never negative: the burst is at least one token), and its
+	// Result's meta.
+	oneLeft uint64
+	oneMeta uint64
+	rate    float64 // as configured, tokens per second
+	burst   float64 // as configured, tokens
 }
 
 // anchorAt anchors the virtual clock so that v(t0) = v0 plus frac (a
@@ -400,6 +406,8 @@ func (p *params) setRho(rho uint64) {
 func (p *params) setBurst(burst float64) {
 	p.capUnits = uint64(math.Ldexp(burst, int(p.shift)))
 	p.maxTake = p.capUnits >> p.shift
+	p.oneLeft = p.capUnits - 1<<p.shift
+	p.oneMeta = allowed(p.oneLeft >> p.shift).meta
 	p.burst = math.Ldexp(float64(p.capUnits), -int(p.shift))
 	p.stepUnits = p.capUnits + mulRho(uint64(StepBack), p.rho)
 }

@@ -50,6 +50,9 @@ func (ps Pass) IsFull(old uint64) bool { return int64(ps.v-old) >= int64(ps.p.ca
 // which Next's conditional move makes it do; on random keys that costs a
 // take about 5% (BenchmarkKeyed/1M/serial in package bench).
 func (ps Pass) NextFull() (next uint64, r Result, ok bool) {
+	if ps.n == 1 { // precomputed: no shift, no subtraction, always a pass
+		return ps.v - ps.p.oneLeft, Result{meta: ps.p.oneMeta}, true
+	}
 	shift := ps.p.shift & 63 // the mask spares Go's guard for shifts of 64 or more
 	left := int64(ps.p.capUnits) - int64(ps.n<<shift)
 	if left < 0 { // an invalid n: above the burst
