@@ -241,7 +241,7 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 	m, keys := f.m, f.keys
 	slotOf := func(k uint64, probe bool) *cell {
 		h := m.hash(k)
-		t := m.shards[h>>1>>(m.shift&63)].tab.Load()
+		t := m.shardOf(h).tab.Load()
 		if !probe {
 			return &t.cells[t.home(h)]
 		}

@@ -172,6 +172,15 @@ type table struct {
 // at returns slot i.
 func (t *table) at(i uint64) slot { return slot{&t.cells[i], &t.marks[i]} }
 
+// cell returns cell i, which must be below t.m (home and the probe's wrap
+// keep every index there): the pass path's access without the bounds
+// check, whose load of the length is one more instruction in the window of
+// a take that waits for memory (see BenchmarkTakeAnatomy;
+// TestIndexesInRange).
+func (t *table) cell(i uint64) *cell {
+	return (*cell)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.cells)), i*uint64(unsafe.Sizeof(cell{}))))
+}
+
 // home is the first slot of the probe sequence of hash h (its low 32 bits
 // reduced to [0, m) by multiply-shift).
 func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
@@ -184,7 +193,7 @@ func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
 func (t *table) find(key, h uint64) (*cell, uint64) {
 	i := t.home(h)
 	for {
-		c := &t.cells[i]
+		c := t.cell(i)
 		k := c.key.Load()
 		if k == 0 {
 			return nil, 0
@@ -408,6 +417,14 @@ func (m *Map) SlotsPerShard() int { return int(m.slots) }
 // deadlines).
 func (m *Map) Anchor() int64 { return m.anchor }
 
+// shardOf returns the shard of hash h. Its index, h>>1>>shift, is below
+// the shard count for every h, so the access skips the bounds check, whose
+// load of the length is one more instruction in the window of a take that
+// waits for memory (see BenchmarkTakeAnatomy; TestIndexesInRange).
+func (m *Map) shardOf(h uint64) *shard {
+	return (*shard)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.shards)), (h>>1>>(m.shift&63))*uint64(unsafe.Sizeof(shard{}))))
+}
+
 // ShardOf returns the shard index of key, in [0, Shards()).
 func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> 1 >> (m.shift & 63)) }
 
@@ -435,7 +452,7 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 	// converted first: it needs no memory.
 	pass := m.lim.Snapshot().PassAt(now, n)
 	h := m.hash(key)
-	sh := &m.shards[h>>1>>(m.shift&63)]
+	sh := m.shardOf(h)
 	t := sh.tab.Load()
 	c, i := t.find(key, h)
 	if c == nil {
@@ -491,7 +508,7 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 // decides with pass.TakeLiveAt, which agrees with the pass path on every
 // pass; a key it does not find live is inserted by slowTake.
 func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
-	sh := &m.shards[h>>1>>(m.shift&63)]
+	sh := m.shardOf(h)
 	t := sh.tab.Load()
 	for {
 		s, mk := t.lookup(key, h)
@@ -560,7 +577,7 @@ func (m *Map) RefundAt(key uint64, now int64, n uint64) bool {
 // reports done. It reports false if key is not tracked.
 func (m *Map) onLive(key uint64, f func(s slot, mk Mark) (done bool)) bool {
 	h := m.hash(key)
-	for t := m.shards[h>>1>>(m.shift&63)].tab.Load(); t != nil; t = t.next.Load() {
+	for t := m.shardOf(h).tab.Load(); t != nil; t = t.next.Load() {
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			return false
@@ -830,13 +847,13 @@ func (m *Map) compact(sh *shard) {
 // does not escape).
 func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool) {
 	h := m.hash(key)
-	t := m.shards[h>>1>>(m.shift&63)].tab.Load()
+	t := m.shardOf(h).tab.Load()
 	for t != nil {
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			return 0, false
 		}
-		sh := &m.shards[h>>1>>(m.shift&63)]
+		sh := m.shardOf(h)
 		for mk != markDead {
 			nw, ok := f(mk)
 			if !ok {
@@ -900,7 +917,7 @@ func (m *Map) Contains(key uint64) bool {
 // A later take on key starts from a full bucket and no mark.
 func (m *Map) Delete(key uint64) bool {
 	h := m.hash(key)
-	sh := &m.shards[h>>1>>(m.shift&63)]
+	sh := m.shardOf(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, mk := sh.tab.Load().lookup(key, h)
