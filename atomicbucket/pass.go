@@ -12,19 +12,20 @@ func (l *Limit) Snapshot() Snapshot { return Snapshot{l.p.Load()} }
 // Pass is a Snapshot resolved at one clock reading for takes of n tokens:
 // what a structure that keeps bucket words of its own (package shardmap)
 // needs to decide a take that passes inline, in its own CompareAndSwap
-// loop. Snapshot, PassAt, IsFull, NextFull and Next all inline, so such a
-// take calls nothing: on random keys, every instruction between one take's
-// cache miss and the next take's delays the next, and a call with the
-// spills around it costs more than the decision (see shardmap's
+// loop. Snapshot, PassAt, IsFull, NextFull and NextPartial all inline, so
+// such a take calls nothing: on random keys, every instruction between one
+// take's cache miss and the next take's delays the next, and a call with
+// the spills around it costs more than the decision (see shardmap's
 // BenchmarkTakeAnatomy).
 //
-// Next and NextFull decide passes only. A take it refuses (a denial or an invalid n,
-// where TakeLiveAt has more to say) is decided again by TakeLiveAt, which
-// agrees with Next on every pass. A Pass is a plain value.
+// Next (NextFull or NextPartial, as IsFull says) decides passes only. A
+// take it refuses (a denial or an invalid n, where TakeLiveAt has more to
+// say) is decided again by TakeLiveAt, which agrees with Next on every
+// pass. A Pass is a plain value.
 type Pass struct {
 	p *params
 	v uint64 // the virtual clock at the reading, in units
-	n uint64 // tokens to take; above the burst for an invalid n
+	n uint64 // tokens to take, as given: valid when 1 ≤ n ≤ maxTake (see units)
 }
 
 // PassAt returns the Pass of takes of n tokens at now (the caller's clock,
@@ -34,46 +35,55 @@ func (s Snapshot) PassAt(now int64, n uint64) Pass {
 	// params.virtual written out: calling it (it also returns the
 	// fraction) puts PassAt over Go's inlining budget, at 91 against 80.
 	hi, lo := p.clock(now)
-	// An invalid n (0, which wraps, or above maxTake) becomes maxTake+1
-	// tokens, more than the burst, which no take passes.
-	return Pass{p, p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), min(n-1, p.maxTake) + 1}
+	return Pass{p, p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), n}
 }
+
+// units returns the Pass's n in units (shift is the Limit's), an invalid n
+// (0, which wraps, or above maxTake) as maxTake+1 tokens, more than the
+// burst, which no take passes. PassAt leaves n as given: a take of one
+// token from a full bucket (NextFull), the commonest, never needs this.
+func (ps Pass) units(shift uint) int64 { return int64((min(ps.n-1, ps.p.maxTake) + 1) << shift) }
 
 // IsFull reports whether a bucket whose word is old is full at the Pass's
 // reading (as Limit.IsFull).
 func (ps Pass) IsFull(old uint64) bool { return int64(ps.v-old) >= int64(ps.p.capUnits) }
 
-// NextFull is Next for a bucket that IsFull: the same next, Result and ok,
-// computed from the Pass alone. A caller that branches on IsFull and calls
-// NextFull there gives a full bucket (the common case: a key idle since its
-// last take) a new word that does not wait for the load of the old one,
-// which Next's conditional move makes it do; on random keys that costs a
-// take about 5% (BenchmarkKeyed/1M/serial in package bench).
+// NextFull is Next for a bucket that IsFull, computed from the Pass alone:
+// a caller that branches on IsFull and calls NextFull there gives a full
+// bucket (the common case: a key idle since its last take) a new word that
+// does not wait for the load of the old one, as a conditional move on
+// fullness would make it (on random keys, that cost a take about 5%:
+// BenchmarkKeyed/1M/serial in package bench).
 func (ps Pass) NextFull() (next uint64, r Result, ok bool) {
 	if ps.n == 1 { // precomputed: no shift, no subtraction, always a pass
 		return ps.v - ps.p.oneLeft, Result{meta: ps.p.oneMeta}, true
 	}
-	shift := ps.p.shift & 63 // the mask spares Go's guard for shifts of 64 or more
-	left := int64(ps.p.capUnits) - int64(ps.n<<shift)
-	if left < 0 { // an invalid n: above the burst
-		return 0, Result{}, false
-	}
-	return ps.v - uint64(left), allowed(uint64(left) >> shift), true
+	shift := ps.p.shift & 63                       // the mask spares Go's guard for shifts of 64 or more
+	left := int64(ps.p.capUnits) - ps.units(shift) // negative for an invalid n
+	return ps.v - uint64(left), allowed(uint64(left) >> shift), left >= 0
 }
 
-// Next returns, for a bucket whose word is old, the word a take of the
-// Pass's n stores and its Result, if the take passes; ok is false
-// otherwise. A caller that retires words with a reserved value (see
-// TakeLiveAt) checks old and next against it itself.
-func (ps Pass) Next(old uint64) (next uint64, r Result, ok bool) {
+// NextPartial is Next for a bucket that is not full (IsFull reports false;
+// a full word would be over-credited): the pass path's other branch.
+func (ps Pass) NextPartial(old uint64) (next uint64, r Result, ok bool) {
 	shift := ps.p.shift & 63 // the mask spares Go's guard for shifts of 64 or more
-	k, capUnits := int64(ps.n<<shift), int64(ps.p.capUnits)
+	k := ps.units(shift)
 	level := int64(ps.v - old)
-	if level >= capUnits { // full: the empty point follows the clock, as in TakeAt
-		old, level = ps.v-uint64(capUnits), capUnits
-	}
 	if level < k {
 		return 0, Result{}, false
 	}
 	return old + uint64(k), allowed(uint64(level-k) >> shift), true
+}
+
+// Next returns, for a bucket whose word is old, the word a take of the
+// Pass's n stores and its Result, if the take passes; ok is false
+// otherwise, and then next and r mean nothing. A caller that retires words
+// with a reserved value (see TakeLiveAt) checks old and next against it
+// itself. It is NextFull or NextPartial, as IsFull says; a caller on a hot
+// path branches on IsFull itself, so that the two inline.
+func (ps Pass) Next(old uint64) (next uint64, r Result, ok bool) {
+	if ps.IsFull(old) {
+		return ps.NextFull()
+	}
+	return ps.NextPartial(old)
 }

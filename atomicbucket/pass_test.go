@@ -8,7 +8,7 @@ import (
 
 // TestNextFullAgreesWithNext holds the pass path's take from a full bucket
 // (Pass.NextFull, with its precomputed take of one token) to Next and to
-// Decide for every kind of n, bursts of one token, of whole tokens and with
+// Decide, the decision written without a Pass, for every kind of n, bursts of one token, of whole tokens and with
 // a fraction included, on a bucket that is full and one that has stood idle
 // far longer than a fill.
 func TestNextFullAgreesWithNext(t *testing.T) {

@@ -120,7 +120,7 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 // leaf: a keyed take's cost is mostly calls and cache misses.
 func (ps Pass) TakeLiveAt(w *atomic.Uint64, now int64, dead uint64) (Result, bool) {
 	p := ps.p
-	if ps.n > p.maxTake { // PassAt's mark of an invalid n
+	if ps.n-1 >= p.maxTake { // an invalid n: 0 (which wraps) or above the burst
 		return InvalidTake(), true // decided without reading w
 	}
 	v := ps.v

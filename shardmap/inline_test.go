@@ -13,8 +13,8 @@ import (
 
 // TestPassPathInlines guards the pass path of TakeAt: it must call nothing,
 // so the compiler has to inline into TakeAt itself atomicbucket's Snapshot,
-// PassAt, IsFull, NextFull and Next and this package's hash and find
-// (PassAt and Next sit
+// PassAt, IsFull, NextFull and NextPartial and this package's hash and find
+// (PassAt and NextFull sit
 // just under Go's inlining budget; a line more in one of them
 // turns the take into a call with spills around it, and no test of
 // behaviour would notice).
@@ -31,7 +31,7 @@ func TestPassPathInlines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, call := range []string{"atomicbucket.(*Limit).Snapshot", "atomicbucket.Snapshot.PassAt", "atomicbucket.Pass.IsFull", "atomicbucket.Pass.NextFull", "atomicbucket.Pass.Next", "(*Map).hash", "(*table).find"} {
+	for _, call := range []string{"atomicbucket.(*Limit).Snapshot", "atomicbucket.Snapshot.PassAt", "atomicbucket.Pass.IsFull", "atomicbucket.Pass.NextFull", "atomicbucket.Pass.NextPartial", "(*Map).hash", "(*table).find"} {
 		want := "inlining call to " + call
 		found := false
 		for _, line := range strings.Split(string(out), "\n") {

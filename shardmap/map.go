@@ -471,7 +471,7 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 		if pass.IsFull(old) { // a branch, not a conditional move: see NextFull
 			next, r, ok = pass.NextFull()
 		} else {
-			next, r, ok = pass.Next(old)
+			next, r, ok = pass.NextPartial(old)
 		}
 		// The dead checks are TakeLiveAt's: never write into a removed
 		// or moved slot, never store the dead value.
