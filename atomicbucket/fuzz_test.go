@@ -158,32 +158,31 @@ func TestAgainstModelRandom(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		iters = 50
 	}
-	var full, fullInvalid int
+	var full fullTakes
 	for i := 0; i < iters; i++ {
 		ops := make([]byte, 4*(1+rng.IntN(200)))
 		for j := range ops {
 			ops[j] = byte(rng.Uint32())
 		}
-		f, fi := checkAgainstModel(t, rng.Uint64(), rng.Uint64(), int64(rng.Uint64()), ops)
+		f := checkAgainstModel(t, rng.Uint64(), rng.Uint64(), int64(rng.Uint64()), ops)
 		if t.Failed() {
 			return
 		}
-		full, fullInvalid = full+f, fullInvalid+fi
+		full.one, full.more, full.invalid = full.one+f.one, full.more+f.more, full.invalid+f.invalid
 	}
-	// Pass.NextFull was held to Next on both of its outcomes.
-	if full == fullInvalid || fullInvalid == 0 {
-		t.Fatalf("%d takes found the bucket full, %d of them with an invalid n: both outcomes of NextFull must be checked", full, fullInvalid)
+	// Every branch of Pass.NextFull was held to Decide.
+	if full.one == 0 || full.more == 0 || full.invalid == 0 {
+		t.Fatalf("takes on a full bucket: %+v; every kind must be checked", full)
 	}
-	t.Logf("%d takes on a full bucket, %d with an invalid n", full, fullInvalid)
+	t.Logf("takes on a full bucket: %+v", full)
 }
 
 // checkAgainstModel drives one configuration and one sequence of takes
 // through the bucket, the mutex reference and the exact model, and requires
 // identical decisions, words and levels at every step, plus the exact
 // boundary of every RetryAfter. It returns how many takes found the bucket
-// full (where the inline pass path decides with Pass.NextFull) and how many
-// of those had an n above the burst.
-func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops []byte) (full, fullInvalid int) {
+// full (where the inline pass path decides with Pass.NextFull), by kind.
+func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops []byte) (full fullTakes) {
 	t.Helper()
 	rate := fuzzRate(rateSel)
 	burst := fuzzBurst(rate, burstSel)
@@ -280,14 +279,19 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 			t.Fatalf("rate %v burst %v step %d: Pass.IsFull(%#x) at %d = %v, Limit.IsFull %v",
 				rate, burst, i/4, decided, now, isFull, !isFull)
 		} else if isFull {
+			// Held to Decide, the decision written without a Pass.
 			fullNext, fullRes, fullOK := pass.NextFull()
-			if fullOK != passOK || fullOK && (fullNext != passNext || fullRes != passRes) {
-				t.Fatalf("rate %v burst %v step %d: Pass.NextFull() at %d, n=%d = %#x, %+v, %v; Next(%#x) %#x, %+v, %v",
-					rate, burst, i/4, now, n, fullNext, fullRes, fullOK, decided, passNext, passRes, passOK)
+			if fullOK != (dec.Status() == Allowed) || fullOK && (fullNext != next || fullRes != dec) {
+				t.Fatalf("rate %v burst %v step %d: Pass.NextFull() at %d, n=%d = %#x, %+v, %v; Decide(%#x) %#x, %+v",
+					rate, burst, i/4, now, n, fullNext, fullRes, fullOK, decided, next, dec)
 			}
-			full++
-			if !fullOK {
-				fullInvalid++
+			switch {
+			case !fullOK:
+				full.invalid++
+			case n == 1:
+				full.one++ // the precomputed take of one token
+			default:
+				full.more++
 			}
 		}
 		decided = next
@@ -337,5 +341,9 @@ func checkAgainstModel(t *testing.T, rateSel, burstSel uint64, start int64, ops 
 				rate, burst, step, n, got.RetryAfter(), onTime)
 		}
 	}
-	return full, fullInvalid
+	return full
 }
+
+// fullTakes counts the takes that found the bucket full: of one token (the
+// precomputed case of Pass.NextFull), of more, and of an invalid n.
+type fullTakes struct{ one, more, invalid int }

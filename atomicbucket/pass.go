@@ -33,7 +33,7 @@ type Pass struct {
 func (s Snapshot) PassAt(now int64, n uint64) Pass {
 	p := s.p
 	// params.virtual written out: calling it (it also returns the
-	// fraction) puts PassAt over Go's inlining budget, at 91 against 80.
+	// fraction) puts PassAt over Go's inlining budget, at 84 against 80.
 	hi, lo := p.clock(now)
 	return Pass{p, p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), n}
 }

@@ -3,14 +3,16 @@ package atomicbucket
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestNextFullAgreesWithNext holds the pass path's take from a full bucket
 // (Pass.NextFull, with its precomputed take of one token) to Next and to
-// Decide, the decision written without a Pass, for every kind of n, bursts of one token, of whole tokens and with
-// a fraction included, on a bucket that is full and one that has stood idle
-// far longer than a fill.
+// Decide, the decision written without a Pass, for every kind of n, at
+// bursts of one token, of whole tokens and with a fraction, on a bucket
+// that is full and one that has stood idle far longer than a fill.
 func TestNextFullAgreesWithNext(t *testing.T) {
 	for _, burst := range []float64{1, 1.25, 1.5, 2, 3, 999.5, 1000} {
 		b, err := NewAt(10, burst, 0)
@@ -43,6 +45,45 @@ func TestNextFullAgreesWithNext(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestPassAfterReconfiguration holds the Pass decisions (Next, that is
+// NextFull or NextPartial as IsFull says) to Decide on the same word while
+// SetBurst and SetRateAt replace the Limit's parameters between takes, so
+// that the one-token precomputation follows every new burst.
+func TestPassAfterReconfiguration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	b, err := NewAt(100, 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word, now := b.Word(), int64(0)
+	for step := range 20000 {
+		switch rng.IntN(10) {
+		case 0:
+			burst := float64(1+rng.IntN(200)) + []float64{0, 0.25, 0.5}[rng.IntN(3)]
+			if err := b.SetBurst(burst); err != nil {
+				t.Fatalf("step %d: SetBurst(%v): %v", step, burst, err)
+			}
+		case 1:
+			rate := []float64{1, 10, 100, 1e3, 1e6}[rng.IntN(5)]
+			if err := b.SetRateAt(rate, now); err != nil {
+				continue // a fill time above the maximum at this burst
+			}
+		default:
+			now += rng.Int64N(int64(50 * time.Millisecond))
+			maxN := uint64(math.Floor(b.Burst()))
+			n := []uint64{1, 1, 1, 2, maxN, maxN + 1, 0}[rng.IntN(7)]
+			pass := b.Snapshot().PassAt(now, n)
+			next, r, ok := pass.Next(word)
+			want, dec := b.Decide(word, now, n)
+			if ok != (dec.Status() == Allowed) || ok && (next != want || r != dec) {
+				t.Fatalf("step %d: burst %v rate %v, n=%d at %d on %#x (full %v): Pass %#x %+v %v, Decide %#x %+v",
+					step, b.Burst(), b.Rate(), n, now, word, pass.IsFull(word), next, r, ok, want, dec)
+			}
+			word = want
 		}
 	}
 }

@@ -276,7 +276,9 @@ type Tables struct {
 	Sessions *uint32 `yaml:"sessions,omitempty" json:"sessions,omitempty"`
 	// Accounts, Addresses and Matches bound the keyed tables (at most
 	// 2^26 each); defaults 100,000, 100,000 and 10,000. A table on
-	// core.Limiter allocates its bound up front (37 bytes a key).
+	// core.Limiter allocates its bound up front: 37 bytes a key at 1M
+	// keys, more for smaller bounds, whose shards keep a larger share
+	// spare for the spread of the hash (39 at 100,000, 46 at 10,000).
 	Accounts  *uint32 `yaml:"accounts,omitempty" json:"accounts,omitempty"`
 	Addresses *uint32 `yaml:"addresses,omitempty" json:"addresses,omitempty"`
 	Matches   *uint32 `yaml:"matches,omitempty" json:"matches,omitempty"`

@@ -1,31 +1,42 @@
 package shardmap
 
 import (
+	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
 
 // TestIndexesInRange checks the invariants the pass path's unchecked
 // accesses (shardOf, table.cell) rely on: the shard index of every hash is
-// below the shard count, and every home slot is below the table's length,
-// for every shard count and for table lengths from the smallest to large
-// ones, at the extreme hashes and at random ones.
+// below the shard count, for every shard count New accepts; every home
+// slot is below the table's length, for table lengths from the smallest to
+// the largest a Map makes; and a table's length is its cells' length, in
+// new tables and in those compactions build.
 func TestIndexesInRange(t *testing.T) {
 	hashes := []uint64{0, 1, math.MaxUint32, math.MaxUint32 + 1, 1 << 63, math.MaxUint64 - 1, math.MaxUint64}
 	r := rand.New(rand.NewPCG(7, 8))
 	for range 2000 {
 		hashes = append(hashes, r.Uint64())
 	}
-	for shards := 1; shards <= 1<<12; shards *= 2 {
+	// The index formula of shardOf, with the shift New computes, for every
+	// shard count up to MaxShards.
+	for shards := 1; shards <= MaxShards; shards *= 2 {
+		shift := uint(63 - bits.TrailingZeros(uint(shards)))
+		for _, h := range hashes {
+			if i := h >> 1 >> (shift & 63); i >= uint64(shards) {
+				t.Fatalf("%d shards: hash %#x has shard %d", shards, h, i)
+			}
+		}
+	}
+	// shardOf itself on maps of a few sizes.
+	for _, shards := range []int{1, 2, 16, 1 << 10} {
 		m := newMap(t, 1, 1, Config{MaxKeys: shards * 8, Shards: shards})
 		for _, h := range hashes {
 			i := h >> 1 >> (m.shift & 63)
-			if i >= uint64(len(m.shards)) {
-				t.Fatalf("%d shards: hash %#x has shard %d", shards, h, i)
-			}
-			if m.shardOf(h) != &m.shards[i] {
-				t.Fatalf("%d shards: shardOf(%#x) is not shard %d", shards, h, i)
+			if i >= uint64(len(m.shards)) || m.shardOf(h) != &m.shards[i] {
+				t.Fatalf("%d shards: shardOf(%#x) is not shard %d of %d", shards, h, i, len(m.shards))
 			}
 		}
 	}
@@ -36,5 +47,29 @@ func TestIndexesInRange(t *testing.T) {
 				t.Fatalf("table of %d slots: hash %#x has home %d", n, h, i)
 			}
 		}
+	}
+	// Every table a Map makes, first and after compactions, has m ==
+	// len(cells) == len(marks).
+	m := newMap(t, 1e6, 10, Config{MaxKeys: 256, Shards: 2, EvictBackoff: -1})
+	checkLen := func(when string) {
+		for i := range m.shards {
+			for tab := m.shards[i].tab.Load(); tab != nil; tab = tab.next.Load() {
+				if tab.m != uint64(len(tab.cells)) || tab.m != uint64(len(tab.marks)) {
+					t.Fatalf("%s: shard %d: m %d, %d cells, %d marks", when, i, tab.m, len(tab.cells), len(tab.marks))
+				}
+			}
+		}
+	}
+	checkLen("new")
+	before := m.Counters().Compactions
+	for round := range 20 {
+		keys := fillTable(t, m, 0, 1, r)
+		for _, k := range keys {
+			m.Delete(k)
+		}
+		checkLen(fmt.Sprintf("round %d", round))
+	}
+	if m.Counters().Compactions == before {
+		t.Fatal("no compaction ran: the tables after one are not checked")
 	}
 }

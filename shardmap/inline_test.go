@@ -31,7 +31,11 @@ func TestPassPathInlines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, call := range []string{"atomicbucket.(*Limit).Snapshot", "atomicbucket.Snapshot.PassAt", "atomicbucket.Pass.IsFull", "atomicbucket.Pass.NextFull", "atomicbucket.Pass.NextPartial", "(*Map).hash", "(*table).find"} {
+	for _, call := range []string{
+		"atomicbucket.(*Limit).Snapshot", "atomicbucket.Snapshot.PassAt",
+		"atomicbucket.Pass.IsFull", "atomicbucket.Pass.NextFull", "atomicbucket.Pass.NextPartial",
+		"(*Map).hash", "(*table).find",
+	} {
 		want := "inlining call to " + call
 		found := false
 		for _, line := range strings.Split(string(out), "\n") {

@@ -307,9 +307,11 @@ type shard struct {
 // take on a tracked key never locks or allocates; inserts and removals lock
 // one shard. See the package doc for layout, concurrency and eviction.
 type Map struct {
-	lim      *atomicbucket.Limit
-	shards   []shard
-	shift    uint // 63 − log2(len(shards)): the shard of hash h is h>>1>>shift, in two shifts so that no shift is 64 (one shard) and none needs a guard
+	lim    *atomicbucket.Limit
+	shards []shard
+	// shift is 63 − log2(len(shards)): the shard of hash h is h>>1>>shift,
+	// two shifts so that none is by 64 (one shard) and none needs a guard.
+	shift    uint
 	seed     [4]uint64
 	perShard int64  // most keys per shard
 	slots    uint64 // slots per shard table
