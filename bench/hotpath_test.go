@@ -237,8 +237,12 @@ func keyed(b *testing.B, n int) *keyedFixture {
 	if f := keyedFixtures[n]; f != nil {
 		return f
 	}
-	// An eighth of slack over n: the bound is kept per shard.
-	l, err := core.NewLimiter(core.LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: n + n/8, Clock: func() int64 { return 0 }})
+	// An eighth of slack over n: the bound is kept per shard. Escalation
+	// is off: the pass path is the same with it on, but the few denials a
+	// preempted goroutine's stale clock reading causes would count as
+	// violations, and enough of them lock keys out for 30 s of the
+	// fixture's clock, so that later runs would time refusals.
+	l, err := core.NewLimiter(core.LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: n + n/8, DisableEscalation: true, Clock: func() int64 { return 0 }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -313,11 +317,16 @@ func BenchmarkKeyed(b *testing.B) {
 				passed.Add(int64(ok))
 			})
 			f.now = atomicbucket.Nanotime() + offset // past every goroutine's last reading
-			// Nearly all must pass. Not every one: a goroutine the OS
+			// Nearly all must pass, by the rule of the peers' keyed
+			// benchmarks: a denial takes another path, and a share of
+			// them would move ns/op. Not every one: a goroutine the OS
 			// stops for a millisecond between clock readings takes with
 			// a stale one, and keys the others took meanwhile refuse it.
-			if p := passed.Load(); p < int64(b.N)*9/10 {
-				b.Fatalf("%d of %d takes passed, want nearly all", p, b.N)
+			switch failed := int64(b.N) - passed.Load(); {
+			case failed > int64(b.N)/100+2:
+				b.Fatalf("%d of %d takes failed, want nearly all to pass", failed, b.N)
+			case failed > 0:
+				b.Logf("%d of %d takes failed (stale clock readings under preemption)", failed, b.N)
 			}
 		})
 	}
