@@ -23,52 +23,48 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// Ratio is Num's median ns/op over the lowest median among the Den
-// benchmarks present in the input: one name for a fixed denominator, or
-// several, or a name with "*" for its impl (as "Keyed/*/1m/serial"), which
-// stands for every impl of the input whose name does not start with
-// "sluice": the peers. With more than one, the fastest is chosen and
-// printed. Names are without "Benchmark" and -GOMAXPROCS.
+// Ratio is Num's median ns/op over Den's: one name for a fixed
+// denominator, or a name with "*" for its impl (as "Keyed/*/1m/serial"),
+// which stands for every impl of the input whose name does not start with
+// "sluice": the peers, of which the fastest is chosen and printed. Names
+// are without "Benchmark" and -GOMAXPROCS.
 type Ratio struct {
 	Label string
 	Num   string
-	Den   []string
+	Den   string
 }
 
 // Tracked is the list of ratios the project watches. Lower is better for
 // every one of them.
 var Tracked = []Ratio{
-	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
-	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", []string{"Floor/cas"}},
-	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", []string{"Floor/cas-call"}},
-	{"Floor/cas-call / Floor/cas", "Floor/cas-call", []string{"Floor/cas"}},
-	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", []string{"OneBucket/xrate/deny/serial"}},
-	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
-	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", []string{"OneBucket/xrate/pass/serial"}},
-	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", []string{"OneBucket/xrate/deny/parallel"}},
-	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", []string{"OneBucket/juju/pass/parallel"}},
-	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", []string{"Floor/map1m"}},
-	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", []string{"Keyed/*/1m/serial"}},
-	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", []string{"Floor/map1k"}},
-	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", []string{"Keyed/sluice-at/1m/serial"}},
+	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", "Floor/cas"},
+	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", "Floor/cas-call"},
+	{"Floor/cas-call / Floor/cas", "Floor/cas-call", "Floor/cas"},
+	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate/deny/serial"},
+	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
+	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate/deny/parallel"},
+	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", "OneBucket/juju/pass/parallel"},
+	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", "Keyed/*/1m/serial"},
+	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", "Floor/map1k"},
+	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", "Keyed/sluice-at/1m/serial"},
 }
 
-// denominators returns r's Den with every name that has "*" for its impl
-// replaced by the names of s that match it with a peer's impl.
+// denominators returns r's Den, or for a Den with "*" for its impl the
+// names of s that match it with a peer's impl.
 func (s *Summary) denominators(r Ratio) []string {
+	pre, post, wild := strings.Cut(r.Den, "/*/")
+	if !wild {
+		return []string{r.Den}
+	}
 	var names []string
-	for _, den := range r.Den {
-		pre, post, wild := strings.Cut(den, "/*/")
-		if !wild {
-			names = append(names, den)
-			continue
-		}
-		for _, name := range s.Names {
-			impl, okPre := strings.CutPrefix(name, pre+"/")
-			impl, okPost := strings.CutSuffix(impl, "/"+post)
-			if okPre && okPost && impl != "" && !strings.Contains(impl, "/") && !strings.HasPrefix(impl, "sluice") {
-				names = append(names, name)
-			}
+	for _, name := range s.Names {
+		impl, okPre := strings.CutPrefix(name, pre+"/")
+		impl, okPost := strings.CutSuffix(impl, "/"+post)
+		if okPre && okPost && impl != "" && !strings.Contains(impl, "/") && !strings.HasPrefix(impl, "sluice") {
+			names = append(names, name)
 		}
 	}
 	return names
@@ -163,7 +159,7 @@ func (s *Summary) RatioOf(r Ratio) (ratio float64, den string, ok bool) {
 			least, den = m, name
 		}
 	}
-	if den == "" || least == 0 {
+	if least == 0 { // no denominator in the input, or one of 0 ns
 		return 0, "", false
 	}
 	return num / least, den, true
@@ -209,7 +205,7 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintln(w, "| ratio (of medians, ns/op) | value |")
 	fmt.Fprintln(w, "| --- | ---: |")
 	for _, r := range Tracked {
-		if v, den, ok := s.RatioOf(r); ok && (len(r.Den) > 1 || strings.Contains(r.Den[0], "*")) {
+		if v, den, ok := s.RatioOf(r); ok && den != r.Den { // a peer chosen for "*"
 			fmt.Fprintf(w, "| %s | %.3f (%s) |\n", r.Label, v, den)
 		} else if ok {
 			fmt.Fprintf(w, "| %s | %.3f |\n", r.Label, v)

@@ -41,16 +41,10 @@ func TestMediansAndRatios(t *testing.T) {
 	}
 	check := func(label string, want float64, wantOK bool) {
 		t.Helper()
-		for _, r := range Tracked {
-			if r.Label == label {
-				got, _, ok := s.RatioOf(r)
-				if ok != wantOK || (ok && math.Abs(got-want) > 1e-12) {
-					t.Errorf("%s = %v, %v; want %v, %v", label, got, ok, want, wantOK)
-				}
-				return
-			}
+		got, _, ok := s.RatioOf(tracked(t, label))
+		if ok != wantOK || (ok && math.Abs(got-want) > 1e-12) {
+			t.Errorf("%s = %v, %v; want %v, %v", label, got, ok, want, wantOK)
 		}
-		t.Fatalf("no tracked ratio %q", label)
 	}
 	check("sluice-at pass / xrate pass", 0.1, true)
 	check("sluice-at pass / Floor/cas", 2.5, true)
@@ -85,15 +79,24 @@ BenchmarkKeyed/newpeer/1m/serial-2    100  400.0 ns/op
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range Tracked {
-		if r.Label != "keyed 1m sluice-at / fastest peer" {
-			continue
-		}
-		got, den, ok := s.RatioOf(r)
-		if !ok || den != "Keyed/newpeer/1m/serial" || math.Abs(got-0.3) > 1e-12 {
-			t.Errorf("= %v over %q (%v), want 0.3 over Keyed/newpeer/1m/serial", got, den, ok)
-		}
-		return
+	got, den, ok := s.RatioOf(tracked(t, "keyed 1m sluice-at / fastest peer"))
+	if !ok || den != "Keyed/newpeer/1m/serial" || math.Abs(got-0.3) > 1e-12 {
+		t.Errorf("= %v over %q (%v), want 0.3 over Keyed/newpeer/1m/serial", got, den, ok)
 	}
-	t.Fatal("no fastest-peer ratio")
+	// Its numerator is here, its one fixed denominator is not: n/a.
+	if got, den, ok := s.RatioOf(tracked(t, "keyed 1m sluice-at / Floor/map1m")); ok {
+		t.Errorf("without Floor/map1m: %v over %q, want n/a", got, den)
+	}
+}
+
+// tracked returns the tracked ratio labelled label.
+func tracked(t *testing.T, label string) Ratio {
+	t.Helper()
+	for _, r := range Tracked {
+		if r.Label == label {
+			return r
+		}
+	}
+	t.Fatalf("no tracked ratio %q", label)
+	return Ratio{}
 }
