@@ -148,6 +148,10 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 		// item's line, which is the set's.
 		{"a field the set's new item lacks", "channels:\n  - {name: move, class: input, rate: 30}\n",
 			"channels: [{name: chat, rate: 5}]", []string{"s.yaml:7: variants[0].set.channels[0].class: is required"}},
+		// A null in a set changes nothing: the field stays the base's,
+		// even on a line both files have.
+		{"a field the set nulls", "# 1\n# 2\n# 3\nchannels:\n  - {name: move, class: input, rate: 30}\n# 6\naccount: {rate: -60, burst: 120}\n",
+			"account: {rate: ~}", []string{"p.yaml:7: account.rate: -60", `(with the set of policy variant "v")`}},
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/p.yaml", []byte(c.policy), 0o644), c.name)

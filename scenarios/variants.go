@@ -223,7 +223,8 @@ func setPath(merged, base, set *yaml.Node, path string, line int) (string, bool)
 			// file's.
 			return sp, n > 0 && (b == nil || b.Kind != m.Kind) && writesOn(s, line)
 		}
-		if s = rawValue(s, key); s == nil {
+		// A null writes nothing (mergeNode keeps the base's node).
+		if s = rawValue(s, key); s == nil || isNull(unalias(s)) {
 			return "", false
 		}
 		m, b = mv, mappingValue(b, key)
