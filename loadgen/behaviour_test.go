@@ -194,10 +194,15 @@ func TestNegativeMeansNone(t *testing.T) {
 			require.Equal(t, 50*ms, move[j].At-move[j-1].At, "client %d tick %d", i, j)
 		}
 	}
-	hot := planOf(1, 5*time.Second, &HotKey{Persist: Persist{ConnectSpread: -1}}, 2)
-	for i, acts := range actionsOf(t, hot) {
-		c := hot.Clients()[i]
-		assert.Equal(t, max(c.Arrive, c.Start), acts[0].At, "hostile client %d connects at its arrival", i)
+	// Every negative spread is none, the most negative too (whose minus
+	// one wraps round).
+	for _, spread := range []time.Duration{-1, math.MinInt64} {
+		hot := planOf(1, 5*time.Second, &HotKey{Persist: Persist{ConnectSpread: spread}}, 2)
+		for i, acts := range actionsOf(t, hot) {
+			c := hot.Clients()[i]
+			require.NotEmpty(t, acts, "spread %v, hostile client %d", spread, i)
+			assert.Equal(t, max(c.Arrive, c.Start), acts[0].At, "spread %v: hostile client %d connects at its arrival", spread, i)
+		}
 	}
 
 	// DoubleClick: never. The probability is drawn per use whatever it

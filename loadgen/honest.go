@@ -29,8 +29,8 @@ func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 // A itself), A the client's arrival (its window's Start when Arrive is
 // earlier).
 func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
-	d := orDur(spread, time.Second)
-	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, max(d-1, 0))
+	d := max(orDur(spread, time.Second), 0) // negative: none, clamped before d-1 can wrap
+	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, d-1)
 	return &list{acts: []Action{{At: t0, Op: op}}, end: c.End}, t0
 }
 
