@@ -205,8 +205,11 @@ func (p *params) clock(now int64) (hi, lo uint64) {
 // (mod 2^64 in v), for every int64 now.
 func (p *params) virtual(now int64) (v uint64, frac uint64) {
 	hi, lo := p.clock(now)
-	return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), lo & (1<<rhoFracBits - 1)
+	return p.whole(hi, lo), lo & (1<<rhoFracBits - 1)
 }
+
+// whole returns v(now) from clock(now)'s hi and lo: the fraction dropped.
+func (p *params) whole(hi, lo uint64) uint64 { return p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits) }
 
 // mulRho returns floor(d·ρ) in units.
 func mulRho(d, rho uint64) uint64 {

@@ -31,11 +31,9 @@ type Pass struct {
 // PassAt returns the Pass of takes of n tokens at now (the caller's clock,
 // the Limit's). Like TakeLiveAt it converts the clock once.
 func (s Snapshot) PassAt(now int64, n uint64) Pass {
-	p := s.p
-	// params.virtual written out: calling it (it also returns the
-	// fraction) puts PassAt over Go's inlining budget, at 84 against 80.
-	hi, lo := p.clock(now)
-	return Pass{p, p.v0 + (hi<<(64-rhoFracBits) | lo>>rhoFracBits), n}
+	// Not params.virtual: the fraction it also returns puts PassAt over
+	// Go's inlining budget (84 against 80).
+	return Pass{s.p, s.p.whole(s.p.clock(now)), n}
 }
 
 // units returns the Pass's n in units (shift is the Limit's), an invalid n

@@ -112,41 +112,38 @@ func (l *Limit) TakeLiveAt(w *atomic.Uint64, now int64, n uint64, dead uint64) (
 
 // TakeLiveAt is Limit.TakeLiveAt for the Pass's n at now, which must be
 // the reading the Pass was made at: the loop that decides every take, on
-// the clock the Pass already converted. A caller whose inline Next found
-// no pass calls it to decide the take exactly (a denial, with its wait)
-// without converting the clock a second time.
+// the clock the Pass already converted. A caller whose inline NextFull or
+// NextPartial found no pass calls it to decide the take exactly (a denial,
+// with its wait) without converting the clock a second time.
 //
-// It is TakeAt's loop again rather than a wrapper, so that it stays a
-// leaf: a keyed take's cost is mostly calls and cache misses.
+// It decides a pass with NextFull and NextPartial, which inline, and
+// writes out only the denial: it stays a leaf, since a keyed take's cost
+// is mostly calls and cache misses.
 func (ps Pass) TakeLiveAt(w *atomic.Uint64, now int64, dead uint64) (Result, bool) {
 	p := ps.p
 	if ps.n-1 >= p.maxTake { // an invalid n: 0 (which wraps) or above the burst
 		return InvalidTake(), true // decided without reading w
 	}
-	v := ps.v
-	shift := p.shift & 63
-	k := ps.n << shift
-	capUnits := int64(p.capUnits)
 	for {
 		old := w.Load()
 		if old == dead {
 			return Result{}, false
 		}
-		level := int64(v - old)
-		if level >= capUnits {
-			next := v - uint64(capUnits) + k // full: as in TakeAt
-			if next == dead {
-				next++
-			}
-			if w.CompareAndSwap(old, next) {
-				return allowed(uint64(capUnits-int64(k)) >> shift), true
-			}
-			continue
+		var next uint64
+		var r Result
+		var ok bool
+		if ps.IsFull(old) {
+			next, r, ok = ps.NextFull()
+		} else {
+			next, r, ok = ps.NextPartial(old)
 		}
-		if level < int64(k) {
+		if !ok { // a denial: n is valid, so the bucket lacks tokens
+			shift := p.shift & 63
+			k, level := int64(ps.n<<shift), int64(ps.v-old)
 			if level < -int64(p.stepUnits) {
-				next := v
-				if next == dead {
+				// The clock jumped backwards: rebase, as in TakeAt; if the
+				// CompareAndSwap loses, the word moved and is read again.
+				if next = ps.v; next == dead {
 					next++
 				}
 				if !w.CompareAndSwap(old, next) {
@@ -154,14 +151,13 @@ func (ps Pass) TakeLiveAt(w *atomic.Uint64, now int64, dead uint64) (Result, boo
 				}
 				level = 0
 			}
-			return denied(p, now, uint64(int64(k)-level), uint64(max(level, 0))>>shift), true
+			return denied(p, now, uint64(k-level), uint64(max(level, 0))>>shift), true
 		}
-		next := old + k
 		if next == dead {
 			next++
 		}
 		if w.CompareAndSwap(old, next) {
-			return allowed(uint64(level-int64(k)) >> shift), true
+			return r, true
 		}
 	}
 }
