@@ -3,7 +3,6 @@ package shardmap
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -20,23 +19,14 @@ func TestIndexesInRange(t *testing.T) {
 	for range 2000 {
 		hashes = append(hashes, r.Uint64())
 	}
-	// The index formula of shardOf, with the shift New computes, for every
-	// shard count up to MaxShards.
+	// shardIndex and shardOf, on maps of every shard count up to
+	// MaxShards (a Map of one key a shard; the shards are 256 bytes each).
 	for shards := 1; shards <= MaxShards; shards *= 2 {
-		shift := uint(63 - bits.TrailingZeros(uint(shards)))
+		m := newMap(t, 1, 1, Config{MaxKeys: shards, Shards: shards})
 		for _, h := range hashes {
-			if i := h >> 1 >> (shift & 63); i >= uint64(shards) {
-				t.Fatalf("%d shards: hash %#x has shard %d", shards, h, i)
-			}
-		}
-	}
-	// shardOf itself on maps of a few sizes.
-	for _, shards := range []int{1, 2, 16, 1 << 10} {
-		m := newMap(t, 1, 1, Config{MaxKeys: shards * 8, Shards: shards})
-		for _, h := range hashes {
-			i := h >> 1 >> (m.shift & 63)
+			i := m.shardIndex(h)
 			if i >= uint64(len(m.shards)) || m.shardOf(h) != &m.shards[i] {
-				t.Fatalf("%d shards: shardOf(%#x) is not shard %d of %d", shards, h, i, len(m.shards))
+				t.Fatalf("%d shards: hash %#x has shard %d of %d", shards, h, i, len(m.shards))
 			}
 		}
 	}

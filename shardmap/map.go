@@ -419,16 +419,20 @@ func (m *Map) SlotsPerShard() int { return int(m.slots) }
 // deadlines).
 func (m *Map) Anchor() int64 { return m.anchor }
 
-// shardOf returns the shard of hash h. Its index, h>>1>>shift, is below
-// the shard count for every h, so the access skips the bounds check, whose
-// load of the length is one more instruction in the window of a take that
-// waits for memory (see BenchmarkTakeAnatomy; TestIndexesInRange).
+// shardIndex returns the index of hash h's shard: below the shard count
+// for every h (TestIndexesInRange).
+func (m *Map) shardIndex(h uint64) uint64 { return h >> 1 >> (m.shift & 63) }
+
+// shardOf returns the shard of hash h. Its index is in range for every h,
+// so the access skips the bounds check, whose load of the length is one
+// more instruction in the window of a take that waits for memory (see
+// BenchmarkTakeAnatomy).
 func (m *Map) shardOf(h uint64) *shard {
-	return (*shard)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.shards)), (h>>1>>(m.shift&63))*uint64(unsafe.Sizeof(shard{}))))
+	return (*shard)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.shards)), m.shardIndex(h)*uint64(unsafe.Sizeof(shard{}))))
 }
 
 // ShardOf returns the shard index of key, in [0, Shards()).
-func (m *Map) ShardOf(key uint64) int { return int(m.hash(key) >> 1 >> (m.shift & 63)) }
+func (m *Map) ShardOf(key uint64) int { return int(m.shardIndex(m.hash(key))) }
 
 // TakeAt takes n tokens from key's bucket at now (the caller's clock, the
 // Limit's), inserting a full bucket if key is not tracked. A key whose mark
@@ -849,13 +853,12 @@ func (m *Map) compact(sh *shard) {
 // does not escape).
 func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool) {
 	h := m.hash(key)
-	t := m.shardOf(h).tab.Load()
-	for t != nil {
+	sh := m.shardOf(h)
+	for t := sh.tab.Load(); t != nil; t = t.next.Load() { // next: moved, and the mark is final there; nil: removed
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			return 0, false
 		}
-		sh := m.shardOf(h)
 		for mk != markDead {
 			nw, ok := f(mk)
 			if !ok {
@@ -882,7 +885,6 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 			}
 			mk = Mark(s.mark.Load())
 		}
-		t = t.next.Load() // moved: the mark is final in next; removed: nil
 	}
 	return 0, false
 }
@@ -974,7 +976,7 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 		}
 		// A hold that has ended is cleared, so that the shard's count
 		// of held marks goes back to 0 and its takes stop reading marks.
-		if mk := Mark(s.mark.Load()); mk.Held() && now >= m.Deadline(mk) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
+		if mk := Mark(s.mark.Load()); m.holdEnded(mk, now) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
 			sh.held.Add(-1)
 		}
 	}
