@@ -51,8 +51,8 @@
 // the word is that of a denial.
 //
 // Held keys are refused without reading their marks on every take: each
-// shard counts its marks that have the held bit (expired holds included,
-// until a sweep clears them or the key goes). The count is raised before
+// shard counts its marks that have the held bit (ended holds included,
+// until the key's next take or a sweep clears them, or the key goes). The count is raised before
 // such a mark is stored and lowered only after it is gone, so a take that
 // reads 0 there may skip the mark: no hold was in place when it read the
 // count, which is where it is ordered against the hold, as a take that
@@ -126,7 +126,9 @@
 // SweepAt removes every idle key the same rule allows, shard by shard, and
 // clears every hold whose deadline is at or before its now (a hold that
 // has ended carries no state; clearing it lets the shard's takes skip
-// marks again), so it must run on the clock the takes use. Delete removes a key whatever its state (a session that ends).
+// marks again, as the key's next take also does), so it must run on the
+// clock the takes use. Delete removes a key whatever its state (a session
+// that ends).
 //
 // All methods of Map are safe for concurrent use.
 package shardmap

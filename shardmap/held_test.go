@@ -38,11 +38,24 @@ func TestHeldCountFollowsTheMarks(t *testing.T) {
 	if n := sh.held.Load(); n != 1 {
 		t.Fatalf("after key 2's hold was lifted: count %d", n)
 	}
-	// A hold that has ended lets takes through, and a sweep clears it.
+	// A hold that has ended lets takes through, and the first of them
+	// clears it: no sweep is needed for the shard's takes to skip marks.
 	if o := take(m, 1, 6e9, 1); o.Status != Taken || !o.Result.OK() {
 		t.Fatalf("key 1 after its deadline: %+v", o)
 	}
-	m.SweepAt(6e9)
+	if n := sh.held.Load(); n != 0 {
+		t.Fatalf("after a take past key 1's hold: count %d", n)
+	}
+	if mk, ok := m.MarkOf(1); !ok || mk != MarkNone {
+		t.Fatalf("key 1 after that take: %v %v", mk, ok)
+	}
+	// A sweep clears an ended hold that no take has met (key 1's bucket,
+	// emptied at 6 s, is not full again at 6.05 s: the sweep keeps it).
+	if o := take(m, 1, 6e9, 1); o.Status != Taken || !o.Result.OK() {
+		t.Fatalf("key 1's second token: %+v", o)
+	}
+	hold(1, 6.05e9)
+	m.SweepAt(6.05e9)
 	if n := sh.held.Load(); n != 0 {
 		t.Fatalf("after a sweep past every hold: count %d", n)
 	}

@@ -257,11 +257,12 @@ func (t *table) empty(h uint64) slot {
 // shardHot is what every take reads: alone in its cache lines.
 type shardHot struct {
 	tab atomic.Pointer[table]
-	// held counts the shard's keys whose mark has the held bit (expired
-	// holds included, until a sweep clears them or the key goes). While it
-	// is 0 a take need not read marks at all; it is raised before such a
-	// mark is stored and lowered after it is gone, so it never reads 0
-	// while a hold is in place. Written only when a hold starts or ends.
+	// held counts the shard's keys whose mark has the held bit (ended
+	// holds included, until a take on the key or a sweep clears them, or
+	// the key goes). While it is 0 a take need not read marks at all; it is
+	// raised before such a mark is stored and lowered after it is gone, so
+	// it never reads 0 while a hold is in place. Written only when a hold
+	// starts or ends, so takes read this line as their own.
 	held atomic.Int64
 }
 
@@ -533,6 +534,14 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 				// costs the wait's reciprocal multiply, and under a
 				// flood most takes are held.
 				return atomicbucket.DeniedFor(d), Held
+			}
+			// A hold that has ended carries no state: the first take
+			// after it clears it (as UpdateMark ends a hold: the count
+			// falls after the mark changed), so that the shard's takes
+			// skip marks again without waiting for a sweep, which a
+			// caller may never run.
+			if m.holdEnded(mk, now) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
+				sh.held.Add(-1)
 			}
 		}
 		// Limit.TakeLiveAt never writes into a dead word and never
