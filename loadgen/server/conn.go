@@ -225,14 +225,20 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			break
 		}
 	}
-	// Counted under the population at the end of the read (t.pop, which a
-	// Hello moves), so the bytes of the read that carried the Hello count
-	// under its label.
-	t.pop.bytes.Add(uint64(n))
-	t.flush()
-	c.publish() // only now may the client see what the read sent
+	c.endRead(n)
 	s.readNanos.Add(atomicbucket.Nanotime() - now)
 	return completed, stop
+}
+
+// endRead counts the read's n bytes and the tally of its frames, and only
+// then publishes what the read staged: a client that sees a reply or a
+// Disconnect finds the read that sent it counted. The bytes count under
+// the population at the end of the read (t.pop, which a Hello moves), so
+// those of the read that carried the Hello count under its label.
+func (c *conn) endRead(n int) {
+	c.t.pop.bytes.Add(uint64(n))
+	c.t.flush()
+	c.publish()
 }
 
 // leave ends the connection for cause cs (never core.None) once the
