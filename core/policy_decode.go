@@ -219,21 +219,7 @@ func (y yamlNode) text() (string, error) {
 	return n.Value, nil
 }
 
-func (y yamlNode) decode(v any) error {
-	if n := y.node(); n.ShortTag() == "!!float" && pointsToInteger(v) {
-		// yaml.v3 would drop the fraction: cost 1.9 is not cost 1.
-		return notValid(n.Value, v)
-	}
-	if err := y.node().Decode(v); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			// yaml.v3 says "cannot unmarshal !!str `maybe` into bool".
-			return notValid(valuekind.Shown(y.node()), v)
-		}
-		return err
-	}
-	return nil
-}
+func (y yamlNode) decode(v any) error { return valuekind.Decode(y.node(), v) }
 
 // jsonNode is a JSON value with the line it starts on.
 type jsonNode struct {
@@ -525,10 +511,4 @@ func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
 // scenario files.
 func notValid(shown string, v any) error {
 	return errors.New(valuekind.NotValid(shown, reflect.TypeOf(v).Elem()))
-}
-
-// pointsToInteger reports whether v is a pointer to an integer.
-func pointsToInteger(v any) bool {
-	p := reflect.ValueOf(v)
-	return p.Kind() == reflect.Pointer && valuekind.Integer(p.Elem().Kind())
 }

@@ -128,15 +128,13 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			if text { // a message kind
 				return errAt(n, path, "want a single value, not a list or a mapping")
 			}
-			return errAt(n, path, fmt.Sprintf("want a single %s value", valuekind.Word(t)))
+			return errAt(n, path, fmt.Sprintf("want a single %s, not a list or a mapping", valuekind.Word(t)))
 		}
 		if text {
 			return checkText(n, t, path)
 		}
-		v := reflect.New(t)
-		fraction := valuekind.Integer(t.Kind()) && n.ShortTag() == "!!float" // the decoder would drop it: 2.5 clients are not 2
-		if err := n.Decode(v.Interface()); err != nil || fraction {
-			return errAt(n, path, valuekind.NotValid(valuekind.Shown(n), t))
+		if err := valuekind.Decode(n, reflect.New(t).Interface()); err != nil {
+			return errAt(n, path, err.Error())
 		}
 		return nil
 	}

@@ -6,8 +6,9 @@
 package valuekind
 
 import (
+	"errors"
 	"fmt"
-	"math/big"
+	"math"
 	"reflect"
 	"strconv"
 
@@ -21,9 +22,9 @@ func Word(t reflect.Type) string {
 	switch k := t.Kind(); {
 	case k == reflect.Bool:
 		return "boolean (true or false)"
-	case reflect.Int <= k && k <= reflect.Int64:
+	case signed(k):
 		return "integer"
-	case reflect.Uint <= k && k <= reflect.Uintptr:
+	case unsigned(k):
 		return "integer of 0 or more"
 	case k == reflect.Float32 || k == reflect.Float64:
 		return "number"
@@ -34,9 +35,10 @@ func Word(t reflect.Type) string {
 }
 
 // Integer reports whether k is a signed or unsigned integer kind.
-func Integer(k reflect.Kind) bool {
-	return reflect.Int <= k && k <= reflect.Int64 || reflect.Uint <= k && k <= reflect.Uintptr
-}
+func Integer(k reflect.Kind) bool { return signed(k) || unsigned(k) }
+
+func signed(k reflect.Kind) bool   { return reflect.Int <= k && k <= reflect.Int64 }
+func unsigned(k reflect.Kind) bool { return reflect.Uint <= k && k <= reflect.Uintptr }
 
 // Shown is a YAML scalar as written, for an error: a string quoted as
 // JSON shows it, anything else bare ("maybe" but -1).
@@ -53,24 +55,36 @@ func Shown(n *yaml.Node) string {
 // 4294967295)"), except a negative one for an unsigned t, which reads like
 // any other misfit ("-1 is not a valid integer of 0 or more").
 func NotValid(shown string, t reflect.Type) string {
-	if Integer(t.Kind()) {
-		lo, hi := intRange(t)
-		if v, ok := new(big.Int).SetString(shown, 0); ok && (v.Cmp(hi) > 0 || lo.Sign() < 0 && v.Cmp(lo) < 0) {
-			return fmt.Sprintf("%s is out of range (an integer from %s to %s)", shown, lo, hi)
+	bits := t.Bits
+	switch k := t.Kind(); {
+	case signed(k):
+		if _, err := strconv.ParseInt(shown, 0, bits()); errors.Is(err, strconv.ErrRange) {
+			hi := int64(math.MaxInt64 >> (64 - bits()))
+			return fmt.Sprintf("%s is out of range (an integer from %d to %d)", shown, -hi-1, hi)
+		}
+	case unsigned(k):
+		if _, err := strconv.ParseUint(shown, 0, bits()); errors.Is(err, strconv.ErrRange) {
+			return fmt.Sprintf("%s is out of range (an integer from 0 to %d)", shown, uint64(math.MaxUint64)>>(64-bits()))
 		}
 	}
 	return fmt.Sprintf("%s is not a valid %s", shown, Word(t))
 }
 
-// intRange returns the least and the greatest value of the integer type t.
-func intRange(t reflect.Type) (lo, hi *big.Int) {
-	bits := uint(t.Bits())
-	one := big.NewInt(1)
-	if k := t.Kind(); reflect.Int <= k && k <= reflect.Int64 {
-		hi = new(big.Int).Lsh(one, bits-1)
-		lo = new(big.Int).Neg(hi)
-		return lo, hi.Sub(hi, one)
+// Decode decodes the scalar n into v, a pointer, and refuses what does not
+// fit v's type with the message of NotValid: a value yaml.v3 cannot decode
+// into it, and a fraction for an integer, which yaml.v3 would drop (2.5
+// clients are not 2). Any other error of the decoder is returned as it is.
+func Decode(n *yaml.Node, v any) error {
+	t := reflect.TypeOf(v).Elem()
+	if n.ShortTag() == "!!float" && Integer(t.Kind()) {
+		return errors.New(NotValid(Shown(n), t))
 	}
-	hi = new(big.Int).Lsh(one, bits)
-	return new(big.Int), hi.Sub(hi, one)
+	if err := n.Decode(v); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return errors.New(NotValid(Shown(n), t))
+		}
+		return err
+	}
+	return nil
 }

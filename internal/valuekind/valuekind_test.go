@@ -49,3 +49,31 @@ func TestWordsAndShown(t *testing.T) {
 		}
 	}
 }
+
+// Decode refuses a fraction for an integer and a value of the wrong kind
+// with NotValid's words, and decodes what fits.
+func TestDecode(t *testing.T) {
+	node := func(src string) *yaml.Node {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte("a: "+src), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Content[0].Content[1]
+	}
+	var n uint32
+	if err := Decode(node("2.5"), &n); err == nil || err.Error() != "2.5 is not a valid integer of 0 or more" {
+		t.Errorf("2.5 into a uint32: %v", err)
+	}
+	if err := Decode(node("maybe"), new(bool)); err == nil || err.Error() != `"maybe" is not a valid boolean (true or false)` {
+		t.Errorf("maybe into a bool: %v", err)
+	}
+	if err := Decode(node("-0x10"), new(int8)); err != nil {
+		t.Errorf("-0x10 into an int8: %v", err)
+	}
+	if err := Decode(node("0x100"), new(int8)); err == nil || err.Error() != "0x100 is out of range (an integer from -128 to 127)" {
+		t.Errorf("0x100 into an int8: %v", err)
+	}
+	if err := Decode(node("42"), &n); err != nil || n != 42 {
+		t.Errorf("42 into a uint32: %d, %v", n, err)
+	}
+}
