@@ -39,7 +39,7 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 			pops = append(pops, p)
 		}
 	}
-	if len(pops) == 0 || kind != "" && populationMetrics[metric] {
+	if len(pops) == 0 || kind != "" && populationMetrics[metric] || kind == reports.SessionKind && !sessionMetric(metric) {
 		return math.NaN()
 	}
 	var kinds []*reports.KindStats

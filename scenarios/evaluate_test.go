@@ -115,4 +115,9 @@ func TestNoSessionRowIsZeroSessionsEnded(t *testing.T) {
 		assert.Equal(t, 0.0, MetricValue(r, v, "honest", reports.SessionKind, m), m)
 	}
 	assert.True(t, math.IsNaN(MetricValue(r, v, "honest", "chta", "sent")), "a misspelt kind still has no value")
+	// Nothing on the row is accepted or timed: those metrics have no
+	// value there (parsing refuses them too), rather than a 0.
+	for _, m := range []string{"accepted", "drop_rate", "p99", "admitted_per_s"} {
+		assert.True(t, math.IsNaN(MetricValue(r, v, "honest", reports.SessionKind, m)), m)
+	}
 }

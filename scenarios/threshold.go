@@ -59,6 +59,17 @@ var Metrics = map[string]string{
 // MetricValue has none for one.
 var populationMetrics = map[string]bool{"false_disconnects": true, "lockouts": true, "cutoff_p50": true, "cutoff_max": true}
 
+// sessionMetrics are the metrics the session row (sessions the server
+// ended, reports.SessionKind) has, with every drops.<reason>: nothing on
+// it is accepted or timed, so any other metric would read 0 (a threshold
+// that cannot fail) or nothing. MetricValue has none of the others there.
+var sessionMetrics = map[string]bool{"sent": true, "dropped": true}
+
+// sessionMetric reports whether metric has a value on the session row.
+func sessionMetric(metric string) bool {
+	return sessionMetrics[metric] || strings.HasPrefix(metric, "drops.")
+}
+
 // fractionMetrics are the metrics that are shares of what was sent,
 // written as fractions and shown as percentages too.
 var fractionMetrics = map[string]bool{"drop_rate": true, "limited_rate": true}
@@ -116,11 +127,9 @@ func ParseThreshold(text string) (Threshold, error) {
 		if populationMetrics[t.Metric] {
 			return t, fmt.Errorf("%s counts clients, not messages of a kind: write %s.%s", t.Metric, t.Population, t.Metric)
 		}
-		// The session row counts sessions the server ended: nothing on it
-		// is accepted or timed, so any other metric would always read 0
-		// (a threshold that cannot fail) or nothing.
 		if k == loadgen.KindSession && !sessionMetric(t.Metric) {
-			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use sent, dropped or drops.<reason>", t.Metric)
+			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use %s or drops.<reason>",
+				t.Metric, strings.Join(slices.Sorted(maps.Keys(sessionMetrics)), ", "))
 		}
 	}
 	switch {
@@ -135,11 +144,6 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	t.Value = v
 	return t, nil
-}
-
-// sessionMetric reports whether metric has a value on the session row.
-func sessionMetric(metric string) bool {
-	return metric == "sent" || metric == "dropped" || strings.HasPrefix(metric, "drops.")
 }
 
 // parseValue reads a threshold's value in unit: a duration for UnitNs, a
