@@ -278,7 +278,9 @@ type Tables struct {
 	// 2^26 each); defaults 100,000, 100,000 and 10,000. A table on
 	// core.Limiter allocates its bound up front: 37 bytes a key at 1M
 	// keys, more for smaller bounds, whose shards keep a larger share
-	// spare for the spread of the hash (39 at 100,000, 46 at 10,000).
+	// spare for the spread of the hash: the tables take 39 bytes a key at
+	// 100,000 and 46 at 10,000 with the 16 shards of GOMAXPROCS 2, and 42
+	// and 58 with the 64 shards of GOMAXPROCS 16.
 	Accounts  *uint32 `yaml:"accounts,omitempty" json:"accounts,omitempty"`
 	Addresses *uint32 `yaml:"addresses,omitempty" json:"addresses,omitempty"`
 	Matches   *uint32 `yaml:"matches,omitempty" json:"matches,omitempty"`
