@@ -213,6 +213,7 @@ func TestNegativeMeansNone(t *testing.T) {
 	dflt := actionsOf(t, planOf(2, 60*time.Second, &Honest{}, 2))
 	assert.Equal(t, least, never)
 	assert.NotEqual(t, dflt, never)
+	assert.Equal(t, never, actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: math.Inf(-1)}, 2)), "-Inf is none too")
 
 	// Ladder.Jitter: the delays are exactly Base × Factor^i, capped.
 	l := &Laggy{FreezeEvery: -1, DropEvery: 5 * time.Second,

@@ -195,7 +195,7 @@ type RealTime struct {
 	timer  *time.Timer
 	wake   *wakeTimer // made by the first Poll that sleeps
 	noWake bool       // no wakeTimer to be had: Go's timer alone
-	woken  int        // waits the wakeTimer ended (read by tests)
+	woken  int        // waits the wakeTimer ended: only TestLoopbackPollWakesOnTheWakeTimer reads it
 }
 
 // NewRealTime returns a clock whose time 0 is now.

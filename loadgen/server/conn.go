@@ -41,7 +41,7 @@ type conn struct {
 	wake       chan struct{}
 	writerDone chan struct{}
 
-	mu    sync.Mutex // out, spare, closing's transitions
+	mu    sync.Mutex // out, spare, closing's transitions, and pop's moves (a Hello), which a disconnect is counted against
 	out   []byte     // frames waiting for the writer: len ≤ WriteBuffer (+ a final Disconnect)
 	spare []byte     // the buffer the writer last wrote, reused
 }
@@ -578,13 +578,13 @@ func grow(b []byte, n, limit int) []byte {
 	if need <= cap(b) {
 		return b
 	}
-	nb := make([]byte, len(b), min(max(2*cap(b), need, minOutBuffer), limit))
+	nb := make([]byte, len(b), min(max(2*cap(b), need, minBuffer), limit))
 	copy(nb, b)
 	return nb
 }
 
-// minOutBuffer is the first size of an outbound buffer.
-const minOutBuffer = 512
+// minBuffer is the first size of an outbound or a staging buffer.
+const minBuffer = 512
 
 // stopReader makes a blocked Read return at once; the reader sees closing
 // and ends.
