@@ -239,7 +239,7 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 func BenchmarkTakeAnatomy(b *testing.B) {
 	f := benchFixture(b, 1<<20)
 	m, keys := f.m, f.keys
-	slotOf := func(k uint64, probe bool) *cell {
+	cellOf := func(k uint64, probe bool) *cell {
 		h := m.hash(k)
 		t := m.shardOf(h).tab.Load()
 		if !probe {
@@ -277,7 +277,7 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 					m.TakeAt(k, now, 1)
 					continue
 				}
-				w := &slotOf(k, p.probe).word
+				w := &cellOf(k, p.probe).word
 				old := w.Load()
 				switch {
 				case p.decide:

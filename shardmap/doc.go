@@ -73,9 +73,8 @@
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
 // at the take's time; a full bucket, the common case, on a branch of its
 // own whose new word does not wait for the old one), so that it calls
-// nothing: on random keys each
-// instruction between one take's cache miss and the next one's costs time
-// (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
+// nothing: on random keys each instruction between one take's cache miss
+// and the next one's costs time (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
 // changes the word. A take on that cell that does not pass is decided
 // there by Pass.TakeLiveAt, on the clock already converted (a denial and
 // its wait). Every other take (a held key, a hold that has expired, a dead

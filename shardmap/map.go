@@ -510,10 +510,10 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 // not tracked, a held key or one whose hold has expired, a key the probe
 // of cells alone cannot find (the key 0, or a probe that crosses its
 // cell), and a slot that died under the take (removed, or moved by a
-// compaction). It probes again (the
-// lines are in cache now), follows moved slots to the next table, and
-// decides with pass.TakeLiveAt, which agrees with the pass path on every
-// pass; a key it does not find live is inserted by slowTake.
+// compaction). It probes again (the lines are in cache now), follows moved
+// slots to the next table, clears a hold that has ended, and decides with
+// pass.TakeLiveAt, which agrees with the pass path on every pass; a key it
+// does not find live is inserted by slowTake.
 func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
 	sh := m.shardOf(h)
 	t := sh.tab.Load()
