@@ -103,11 +103,8 @@ func decodePolicy(n cfgNode) (Policy, error) {
 // bindPolicy binds n to a Policy, with the line of every field it sets,
 // without validating the limits.
 func bindPolicy(n cfgNode) (Policy, error) {
-	var p Policy
-	p.lines = map[string]int{}
-	// bind fills p: the call comes first, so that p is read after it (in
-	// one return statement the order of the two is not specified).
-	err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines)
+	p := Policy{lines: map[string]int{}}
+	err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines) // before p is returned: it fills p
 	return p, err
 }
 

@@ -143,10 +143,10 @@ func TestHlogNamesCannotSetTheTimeBase(t *testing.T) {
 
 // A hostile population's drop rate is not coloured: dropped/sent leaves
 // out messages neither accepted nor dropped, so a higher one can go with
-// more admitted. The numbers are from an earlier run of policy-compare at
-// --duration 2s (flood, balanced against loose): loose admits 1.9 times as
-// much with the higher drop rate (121 messages in balanced had no
-// outcome).
+// more admitted. The fixture's numbers are those of one run of
+// policy-compare at --duration 2s (flood, balanced against loose): loose
+// admits 1.9 times as much with the higher drop rate (121 messages in
+// balanced had no outcome).
 func TestHostileDropRateIsNotColoured(t *testing.T) {
 	r := twoVariants(t)
 	set := func(v *Variant, sent, acc, drop int64) {

@@ -28,8 +28,9 @@ type Threshold struct {
 	Metric     string
 	Op         string
 	Value      float64 // durations in nanoseconds, percentages as fractions
-	// Unit is the metric's unit as reports.Threshold takes it: "ns" for a
-	// duration, reports.UnitFraction for a share, else "".
+	// Unit is the metric's unit as reports.Threshold takes it:
+	// reports.UnitNs for a duration, reports.UnitFraction for a share,
+	// else "".
 	Unit string
 }
 

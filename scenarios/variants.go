@@ -174,15 +174,15 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 // number their lines apart.
 func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 	// Core joins every problem it finds; each is placed on its own (a
-	// *PolicyError unwraps to its causes, so it is tested for first).
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		if _, one := err.(*core.PolicyError); !one {
-			var placed []error
-			for _, e := range j.Unwrap() {
-				placed = append(placed, s.policyError(i, v, e))
-			}
-			return errors.Join(placed...)
+	// *PolicyError unwraps to its causes, so it is matched first).
+	switch e := err.(type) {
+	case *core.PolicyError:
+	case interface{ Unwrap() []error }:
+		var placed []error
+		for _, one := range e.Unwrap() {
+			placed = append(placed, s.policyError(i, v, one))
 		}
+		return errors.Join(placed...)
 	}
 	var pe *core.PolicyError
 	if !errors.As(err, &pe) {
