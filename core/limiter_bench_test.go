@@ -6,44 +6,66 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sluicedev/sluice/atomicbucket"
 )
 
 // Benchmarks of a Limiter take on an existing key at 1k and 1M keys, serial
 // and parallel; the floor (a plain map[uint64]uint64 lookup of the same
 // keys) is BenchmarkFloorGoMap in package shardmap.
 
+// limFixture is a limiter holding keys, strings and addresses, and the
+// latest time a benchmark took at. The fixture outlives one run, so each
+// run starts at now and leaves it past its own last take: a run that
+// started over from an earlier time would find the buckets ahead of its
+// clock and time step-back denials (then escalation and lockouts) instead
+// of passes.
 type limFixture struct {
 	l     *Limiter
 	keys  []uint64
 	strs  []string
 	addrs []netip.Addr
+	now   int64
 }
 
 var limFixtures = map[int]*limFixture{}
+
+// namedKeys is how many string keys and how many address keys a fixture
+// holds besides its uint64 keys.
+const namedKeys = 1024
 
 func benchLimiter(b *testing.B, n int) *limFixture {
 	b.Helper()
 	if f := limFixtures[n]; f != nil {
 		return f
 	}
-	// An eighth of slack over n: the bound is per shard.
-	l, err := NewLimiter(LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: n + n/8, Clock: func() int64 { return 0 }})
+	// The fixture holds n keys, then the strings' and the addresses'
+	// (without room for them, each of their takes would evict an idle key
+	// and insert, and their benchmarks would time that instead of a take
+	// on a tracked key), with an eighth of slack: the bound is per shard.
+	// Escalation is off: the pass path is the same with it on, but the few
+	// denials a preempted goroutine's stale clock reading causes in the
+	// parallel runs would count as violations, and enough of them lock
+	// keys out, so that later runs would time refusals.
+	held := n + 2*namedKeys
+	l, err := NewLimiter(LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: held + held/8, DisableEscalation: true, Clock: func() int64 { return 0 }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	f := &limFixture{l: l}
+	f := &limFixture{l: l, now: 1e9}
 	for len(f.keys) < n {
 		k := r.Uint64()
 		if l.TakeAt(k, 0, 1).Allowed {
 			f.keys = append(f.keys, k)
 		}
 	}
-	for i := 0; i < 1024; i++ {
+	for i := 0; i < namedKeys; i++ {
 		s := "player-" + strconv.Itoa(i)
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		l.TakeStringAt(s, 0, 1)
-		l.TakeAddrAt(a, 0, 1)
+		if !l.TakeStringAt(s, 0, 1).Allowed || !l.TakeAddrAt(a, 0, 1).Allowed {
+			b.Fatalf("the fixture of %d keys has no room for %q or %v", n, s, a)
+		}
 		f.strs = append(f.strs, s)
 		f.addrs = append(f.addrs, a)
 	}
@@ -60,6 +82,14 @@ func xs(x uint64) uint64 {
 
 func pickN(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
 
+// wantPassed fails b unless every one of n serial takes passed: a
+// benchmark of passes that times denials measures the wrong path.
+func wantPassed(b *testing.B, ok, n int) {
+	if ok != n {
+		b.Fatalf("%d of %d takes passed, want all", ok, n)
+	}
+}
+
 func BenchmarkLimiterTake(b *testing.B) {
 	for _, sz := range []struct {
 		name string
@@ -67,48 +97,87 @@ func BenchmarkLimiterTake(b *testing.B) {
 	}{{"1k", 1000}, {"1M", 1 << 20}} {
 		b.Run(sz.name+"/serial", func(b *testing.B) {
 			f := benchLimiter(b, sz.n)
-			x, now := uint64(88172645463325252), int64(1e9)
+			x, now, ok := uint64(88172645463325252), f.now, 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				x = xs(x)
 				now += 1000
-				f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1)
+				if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+					ok++
+				}
 			}
+			b.StopTimer()
+			f.now = now
+			wantPassed(b, ok, b.N)
 		})
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
 			f := benchLimiter(b, sz.n)
 			var seed atomic.Uint64
+			// One clock for every goroutine: the wall clock moved onto the
+			// fixture's, read once per 64 takes as a server reads it per
+			// batch. Counters of their own would drift apart, and a
+			// goroutine behind the others would find their buckets ahead
+			// of its clock.
+			offset := f.now - atomicbucket.Nanotime()
+			var passed atomic.Int64
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				x, now := seed.Add(0x9e3779b97f4a7c15)|1, int64(1e9)
-				for pb.Next() {
+				x, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(0)
+				var now int64
+				for i := 0; pb.Next(); i++ {
+					if i&63 == 0 {
+						now = atomicbucket.Nanotime() + offset
+					}
 					x = xs(x)
-					now += 1000
-					f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1)
+					if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+						ok++
+					}
 				}
+				passed.Add(ok)
 			})
+			b.StopTimer()
+			f.now = atomicbucket.Nanotime() + offset // past every goroutine's last reading
+			// Nearly all must pass. Not every one: a goroutine the OS
+			// stops between clock readings takes with a stale one, and
+			// keys the others took meanwhile refuse it.
+			switch failed := int64(b.N) - passed.Load(); {
+			case failed > int64(b.N)/100+2:
+				b.Fatalf("%d of %d takes failed, want nearly all to pass", failed, b.N)
+			case failed > 0:
+				b.Logf("%d of %d takes failed (stale clock readings under preemption)", failed, b.N)
+			}
 		})
 	}
 }
 
 func BenchmarkLimiterTakeString(b *testing.B) {
 	f := benchLimiter(b, 1000)
-	x, now := uint64(88172645463325252), int64(1e9)
+	x, now, ok := uint64(88172645463325252), f.now, 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		x = xs(x)
 		now += 1000
-		f.l.TakeStringAt(f.strs[pickN(x, len(f.strs))], now, 1)
+		if f.l.TakeStringAt(f.strs[pickN(x, len(f.strs))], now, 1).Allowed {
+			ok++
+		}
 	}
+	b.StopTimer()
+	f.now = now
+	wantPassed(b, ok, b.N)
 }
 
 func BenchmarkLimiterTakeAddr(b *testing.B) {
 	f := benchLimiter(b, 1000)
-	x, now := uint64(88172645463325252), int64(1e9)
+	x, now, ok := uint64(88172645463325252), f.now, 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		x = xs(x)
 		now += 1000
-		f.l.TakeAddrAt(f.addrs[pickN(x, len(f.addrs))], now, 1)
+		if f.l.TakeAddrAt(f.addrs[pickN(x, len(f.addrs))], now, 1).Allowed {
+			ok++
+		}
 	}
+	b.StopTimer()
+	f.now = now
+	wantPassed(b, ok, b.N)
 }
