@@ -215,9 +215,10 @@ func (l *Limiter) StringKey(s string) uint64 { return maphash.String(l.seed, s) 
 
 // AddrKey returns the key an address maps to: the hash of its 16-byte form
 // under the limiter's seed. An IPv4-mapped IPv6 address is the same key as
-// the IPv4 address; the zone is ignored.
+// the IPv4 address (As16 gives both the same form, so no Unmap is needed);
+// the zone is ignored.
 func (l *Limiter) AddrKey(a netip.Addr) uint64 {
-	b := a.Unmap().As16()
+	b := a.As16()
 	return maphash.Bytes(l.seed, b[:])
 }
 

@@ -366,6 +366,12 @@ func TestKeyKinds(t *testing.T) {
 	if l.AddrKey(a4) != l.AddrKey(netip.MustParseAddr("::ffff:192.0.2.1")) {
 		t.Error("mapped address is a different key")
 	}
+	if l.AddrKey(netip.MustParseAddr("fe80::1%eth0")) != l.AddrKey(netip.MustParseAddr("fe80::1")) {
+		t.Error("the zone changes the key")
+	}
+	if l.AddrKey(a4) == l.AddrKey(netip.MustParseAddr("::192.0.2.1")) || l.AddrKey(a4) == l.AddrKey(netip.MustParseAddr("192.0.2.2")) {
+		t.Error("distinct addresses share a key")
+	}
 	if l.StringKey("alice") == l.StringKey("bob") {
 		t.Error("string keys collide")
 	}
