@@ -1,0 +1,74 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A policy error is the variant's set's where the set wrote the field, or
+// the field above one the policy leaves out, and the base policy's
+// otherwise, as the error's file and path say.
+func TestPolicyErrorsAreTheSetsWhereTheSetWroteThem(t *testing.T) {
+	const move = "channels:\n  - {name: move, class: input, rate: 30}\n"
+	for _, c := range []struct{ name, policy, set, want string }{
+		// A list whose items are not all named is replaced whole: its
+		// items are the set's, at the set's indices.
+		{"a list the set replaces whole", move,
+			"channels: [{name: chat, class: input, rate: 5}, {class: input, rate: -5}]",
+			"s.yaml:7: variants[0].set.channels[1].name: is required\n" +
+				"s.yaml:7: variants[0].set.channels[1].rate: -5 must be greater than 0"},
+		{"a list the base does not name throughout", "channels:\n  - {class: input, rate: 30}\n",
+			"channels: [{name: move, rate: -5}]",
+			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
+				"s.yaml:7: variants[0].set.channels[0].rate: -5 must be greater than 0"},
+		// A named item merges into the base's item of that name, at the
+		// base's index (0 here); the error gives its index in the set.
+		{"a named item at the set's second index", move,
+			"channels: [{name: chat, class: input, rate: 5}, {name: move, rate: -5}]",
+			"s.yaml:7: variants[0].set.channels[1].rate: -5 must be greater than 0"},
+		// Core reports a defaulted field at its parent's line: the set's
+		// where the set alone writes the parent, the base's where both
+		// do (the merged mapping is the base's, on its line: line 7 of
+		// the policy file, as the set's is of s.yaml).
+		{"a defaulted field under a mapping the set alone writes", move,
+			"strikes: {ladder: {shed: 100}}",
+			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
+		{"a defaulted field under a mapping both write", move + "# 3\n# 4\n# 5\n# 6\nstrikes: {ladder: {warn: 1}}\n",
+			"strikes: {ladder: {shed: 100}}",
+			`p.yaml:7: strikes.ladder.drop: must be greater than shed (100) (with the set of policy variant "v")`},
+		// A whole value the set writes as an alias is the set's, whether
+		// the base has none (the alias is copied) or the merge resolved
+		// it over the base's.
+		{"an alias for a value the base lacks", move,
+			"{account: &a {rate: -5}, address: *a}",
+			"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0\n" +
+				"s.yaml:7: variants[0].set.address.rate: -5 must be greater than 0"},
+		{"an alias merged over the base's value", move + "address: {rate: 60, burst: 120}\n",
+			"{account: &a {rate: -5}, address: *a}",
+			"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0\n" +
+				"s.yaml:7: variants[0].set.address.rate: -5 must be greater than 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, policyErrorOf(t, c.policy, c.set)) })
+	}
+}
+
+// policyErrorOf loads a scenario whose base policy is policy, in the file
+// p.yaml, and whose one variant, v, has set on line 7 of s.yaml; it
+// returns the error of its policies, the folder left out of file names.
+func policyErrorOf(t *testing.T, policy, set string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(policy), 0o644))
+	scen := "name: n\nduration: 3s\npolicy_file: p.yaml\nvariants:\n  - name: v\n    set:\n      " + set + "\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scen), 0o644))
+	s, err := Load(filepath.Join(dir, "s.yaml"))
+	require.NoError(t, err)
+	_, err = s.Policies()
+	require.Error(t, err)
+	return strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+}
