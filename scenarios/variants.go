@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/sluicedev/sluice/core"
@@ -17,13 +16,32 @@ import (
 // changes nothing, at any depth, and anything else replaces. Neither input
 // is modified. Aliases are followed: a value the base writes as *anchor
 // merges like the value it names.
-func mergeNode(base, over *yaml.Node) *yaml.Node {
+//
+// It also returns what over wrote, for policyError to tell which file a
+// field of merged is written in: fromOver maps the path in merged of each
+// node taken from over (as core names paths: keys joined by dots, list
+// indices in brackets) to its path in over, where a named item may have
+// another index. Everything under such a node is over's too; any other
+// node is base's, a mapping or list both write included, as merged holds
+// base's node with over's entries in it.
+func mergeNode(base, over *yaml.Node) (merged *yaml.Node, fromOver map[string]string) {
+	m := merger{fromOver: map[string]string{}}
+	return m.merge(base, over, "", ""), m.fromOver
+}
+
+// merger is one mergeNode call: what it took from over so far.
+type merger struct{ fromOver map[string]string }
+
+// merge returns base with over laid on top, as mergeNode does, and
+// records what it takes from over; at is their path in the whole result,
+// from is over's in the whole of over.
+func (m merger) merge(base, over *yaml.Node, at, from string) *yaml.Node {
 	base, over = unalias(base), unalias(over)
 	if over == nil || over.Kind == 0 || isNull(over) {
 		return cloneNode(base)
 	}
 	if base == nil || base.Kind == 0 || base.Kind != over.Kind {
-		return cloneNode(over)
+		return m.take(over, at, from)
 	}
 	switch base.Kind {
 	case yaml.MappingNode:
@@ -33,37 +51,44 @@ func mergeNode(base, over *yaml.Node) *yaml.Node {
 			found := false
 			for j := 0; j+1 < len(out.Content); j += 2 {
 				if out.Content[j].Value == k.Value {
-					out.Content[j+1] = mergeNode(out.Content[j+1], v)
+					out.Content[j+1] = m.merge(out.Content[j+1], v, join(at, k.Value), join(from, k.Value))
 					found = true
 					break
 				}
 			}
 			if !found {
-				out.Content = append(out.Content, cloneNode(k), cloneNode(v))
+				out.Content = append(out.Content, cloneNode(k), m.take(v, join(at, k.Value), join(from, k.Value)))
 			}
 		}
 		return out
 	case yaml.SequenceNode:
 		if !namedItems(base) || !namedItems(over) {
-			return cloneNode(over)
+			return m.take(over, at, from)
 		}
 		out := cloneNode(base)
-		for _, item := range over.Content {
-			name := itemName(item)
+		for i, item := range over.Content {
+			name, itemFrom := itemName(item), fmt.Sprintf("%s[%d]", from, i)
 			found := false
 			for j, cur := range out.Content {
 				if itemName(cur) == name {
-					out.Content[j] = mergeNode(cur, item)
+					out.Content[j] = m.merge(cur, item, fmt.Sprintf("%s[%d]", at, j), itemFrom)
 					found = true
 					break
 				}
 			}
 			if !found {
-				out.Content = append(out.Content, cloneNode(item))
+				out.Content = append(out.Content, m.take(item, fmt.Sprintf("%s[%d]", at, len(out.Content)), itemFrom))
 			}
 		}
 		return out
 	}
+	return m.take(over, at, from)
+}
+
+// take returns a copy of over and records it as over's node at path from,
+// at path at in the result.
+func (m merger) take(over *yaml.Node, at, from string) *yaml.Node {
+	m.fromOver[at] = from
 	return cloneNode(over)
 }
 
@@ -113,6 +138,9 @@ type VariantNode struct {
 	Description string
 	ExpectFail  bool
 	Node        *yaml.Node
+	// fromSet maps the path in Node of each node the variant's set wrote
+	// to its path in the set (see mergeNode).
+	fromSet map[string]string
 }
 
 // variantNodes returns the variants to run: "base" alone when the scenario
@@ -123,7 +151,8 @@ func (s *Scenario) variantNodes() []VariantNode {
 	}
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
-		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: mergeNode(&s.Policy, &v.Set)})
+		n, fromSet := mergeNode(&s.Policy, &v.Set)
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: n, fromSet: fromSet})
 	}
 	return out
 }
@@ -170,8 +199,9 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 // writes is the scenario file's, under variants[i].set (its own index
 // for a list item it names); any other is the base policy's, in
 // policy_file or under the scenario's policy, and says which variant's
-// set it was checked with. Lines alone cannot tell the files apart: they
-// number their lines apart.
+// set it was checked with. The merge recorded which fields the set wrote:
+// lines alone cannot tell the files apart, as they number their lines
+// apart.
 func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 	// Core joins every problem it finds; each is placed on its own (a
 	// *PolicyError unwraps to its causes, so it is matched first).
@@ -188,10 +218,8 @@ func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 	if !errors.As(err, &pe) {
 		return fmt.Errorf("%s: policy variant %q: %w", s.File, v.Name, err)
 	}
-	if len(s.Variants) > 0 && pe.Line > 0 {
-		if sp, ok := setPath(v.Node, &s.Policy, &s.Variants[i].Set, pe.Path, pe.Line); ok {
-			return fieldErrorOf(pe, s.File, join(fmt.Sprintf("variants[%d].set", i), sp))
-		}
+	if sp, ok := setPath(v.fromSet, pe.Path); ok {
+		return fieldErrorOf(pe, s.File, join(fmt.Sprintf("variants[%d].set", i), sp))
 	}
 	file, prefix := s.File, "policy"
 	if s.PolicyFile != "" {
@@ -204,108 +232,36 @@ func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 	return fe
 }
 
-// setPath reports whether set, merged over base into the policy merged,
-// writes the node that merged holds at path (a core.PolicyError path: keys
-// joined by dots, list indices in brackets), on line, and returns that
-// node's path in the set: a list item the set names is merged by name, so
-// its index there may differ.
-func setPath(merged, base, set *yaml.Node, path string, line int) (string, bool) {
-	m, b, s := unalias(merged), unalias(base), set
-	var sp string
-	for n, step := range strings.Split(path, ".") {
-		key, rest, _ := strings.Cut(step, "[")
-		sp = join(sp, key)
-		mv := mappingValue(m, key)
-		if mv == nil {
-			// A defaulted field: core gives it its parent's line, and the
-			// parent is the set's only where the base has none (merged
-			// holds the base's otherwise): a line alone could be either
-			// file's.
-			return sp, n > 0 && (b == nil || b.Kind != m.Kind) && writesOn(s, line)
+// setPath returns the path in a variant's set of the field core reports
+// at path in the variant's policy, and whether the set wrote it: whether
+// the field, or a field above it, is one the merge took from the set
+// (fromSet, from mergeNode). A field above counts for a field the policy
+// leaves out: core reports a defaulted field at its parent's line, which
+// is the set's where the set wrote the parent.
+func setPath(fromSet map[string]string, path string) (string, bool) {
+	at := path
+	for {
+		if sp, ok := fromSet[at]; ok {
+			return sp + path[len(at):], true
 		}
-		// A null writes nothing (mergeNode keeps the base's node).
-		if s = rawValue(s, key); s == nil || isNull(unalias(s)) {
+		if at == "" {
 			return "", false
 		}
-		m, b = mv, mappingValue(b, key)
-		for rest != "" {
-			var at string
-			at, rest, _ = strings.Cut(rest, "]")
-			rest = strings.TrimPrefix(rest, "[")
-			i, err := strconv.Atoi(at)
-			if err != nil || m.Kind != yaml.SequenceNode || unalias(s).Kind != yaml.SequenceNode || i < 0 || i >= len(m.Content) {
-				return "", false
-			}
-			if m = unalias(m.Content[i]); m == nil {
-				return "", false
-			}
-			b = baseItem(b, unalias(s), m)
-			var j int
-			if s, j = setItem(unalias(s), m, i); s == nil {
-				return "", false
-			}
-			sp += fmt.Sprintf("[%d]", j)
-		}
+		// One step up: the key or index at the end goes.
+		at = at[:max(strings.LastIndexAny(at, ".["), 0)]
 	}
-	return sp, writesOn(s, line)
 }
 
-// writesOn reports whether the set's node s is on line. A value the set
-// writes as an alias is reported at the alias's line when the alias itself
-// is the merged node (a key or item the base lacks), and at its anchor's
-// when the merge resolved it over the base's value: either is the set's.
-func writesOn(s *yaml.Node, line int) bool { return s.Line == line || unalias(s).Line == line }
-
-// rawValue is mappingValue without following the value's alias.
-func rawValue(n *yaml.Node, key string) *yaml.Node {
+// mappingValue returns the value of key in the mapping n, aliases
+// followed; nil if n is not a mapping or has no such key.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	if n = unalias(n); n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
-			return n.Content[i+1]
+			return unalias(n.Content[i+1])
 		}
 	}
 	return nil
 }
-
-// setItem is the item of the set's list s that the merged list holds as
-// m, at index i, and its index in s: the one with m's name when the set
-// names its items (mergeNode merges those by name), else the set's item i
-// (the set's list replaced the base's whole). nil if the set wrote no
-// such item.
-func setItem(s, m *yaml.Node, i int) (*yaml.Node, int) {
-	if name := itemName(m); name != "" && namedItems(s) {
-		for j, c := range s.Content {
-			if itemName(c) == name {
-				return c, j
-			}
-		}
-		return nil, 0
-	}
-	if i < len(s.Content) {
-		return s.Content[i], i
-	}
-	return nil, 0
-}
-
-// baseItem is the item of the base's list b that the merged list holds as
-// m: the one with m's name when both lists name their items (mergeNode
-// merged them by name); nil when the set's list replaced the base's whole,
-// or b has no such item.
-func baseItem(b, setList, m *yaml.Node) *yaml.Node {
-	name := itemName(m)
-	if b == nil || b.Kind != yaml.SequenceNode || name == "" || !namedItems(b) || !namedItems(setList) {
-		return nil
-	}
-	for _, c := range b.Content {
-		if itemName(c) == name {
-			return unalias(c)
-		}
-	}
-	return nil
-}
-
-// mappingValue returns the value of key in the mapping n, aliases
-// followed; nil if n is not a mapping or has no such key.
-func mappingValue(n *yaml.Node, key string) *yaml.Node { return unalias(rawValue(n, key)) }

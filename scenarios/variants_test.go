@@ -72,3 +72,29 @@ func policyErrorOf(t *testing.T, policy, set string) string {
 	require.Error(t, err)
 	return strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
 }
+
+// A null the set writes where the base has nothing is the set's: the merge
+// keeps it (a null over a base's value changes nothing), and core reports
+// the field it leaves unset at the null's line, in the set. Such an error
+// used to name the base policy, at the set's line.
+func TestPolicyErrorsAtASetsNullAreTheSets(t *testing.T) {
+	const move = "channels:\n  - {name: move, class: input, rate: 30}\n"
+	for _, c := range []struct{ name, policy, set, want string }{
+		{"a null in the set's new item", move,
+			"channels: [{name: chat, class: ~, rate: 5}]",
+			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)"},
+		{"a null for a field the base's item lacks", "channels:\n  - {name: move, rate: 30}\n",
+			"channels: [{name: move, class: ~}]",
+			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)"},
+		{"a null under a mapping the set alone writes", move,
+			"strikes: {ladder: {shed: 100, drop: ~}}",
+			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
+		// The merge takes a null name for a name ("~"), so the item is
+		// appended, at index 1 of the policy.
+		{"a null name", move,
+			"channels: [{name: ~, class: input, rate: 5}]",
+			"s.yaml:7: variants[0].set.channels[0].name: is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, policyErrorOf(t, c.policy, c.set)) })
+	}
+}
