@@ -56,7 +56,7 @@ func (m merger) merge(base, over *yaml.Node, at, from string) *yaml.Node {
 					break
 				}
 			}
-			if !found {
+			if !found && !isNull(unalias(v)) { // a null writes nothing, here as over a base's value
 				out.Content = append(out.Content, cloneNode(k), m.take(v, join(at, k.Value), join(from, k.Value)))
 			}
 		}
@@ -85,11 +85,55 @@ func (m merger) merge(base, over *yaml.Node, at, from string) *yaml.Node {
 	return m.take(over, at, from)
 }
 
-// take returns a copy of over and records it as over's node at path from,
-// at path at in the result.
+// take returns what over writes (see written) and records it as over's
+// node at path from, at path at in the result.
 func (m merger) take(over *yaml.Node, at, from string) *yaml.Node {
 	m.fromOver[at] = from
-	return cloneNode(over)
+	return written(over)
+}
+
+// written returns a copy of n without the mapping entries whose value is
+// null, at any depth: a null writes nothing, so a key the base lacks stays
+// unset, as a key the base has keeps the base's value. Without this, a
+// null under a node the base lacks would reach core, which decodes it as
+// the zero value (a strike weight of 0, not the default). An alias is
+// copied as it is unless what it names holds a null.
+func written(n *yaml.Node) *yaml.Node {
+	if !holdsNull(n) {
+		return cloneNode(n)
+	}
+	n = unalias(n)
+	c := *n
+	c.Content = nil
+	for i := 0; i < len(n.Content); i++ {
+		if n.Kind == yaml.MappingNode && i+1 < len(n.Content) {
+			if k, v := n.Content[i], n.Content[i+1]; !isNull(unalias(v)) {
+				c.Content = append(c.Content, cloneNode(k), written(v))
+			}
+			i++
+			continue
+		}
+		c.Content = append(c.Content, written(n.Content[i]))
+	}
+	return &c
+}
+
+// holdsNull reports whether a mapping in n, at any depth, has an entry
+// whose value is null.
+func holdsNull(n *yaml.Node) bool {
+	n = unalias(n)
+	if n == nil {
+		return false
+	}
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 1 && isNull(unalias(c)) {
+			return true
+		}
+		if holdsNull(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func namedItems(n *yaml.Node) bool {
@@ -116,8 +160,15 @@ func itemName(n *yaml.Node) string {
 	return ""
 }
 
-// itemNameNode returns the value node of a mapping's name key, or nil.
-func itemNameNode(n *yaml.Node) *yaml.Node { return mappingValue(n, "name") }
+// itemNameNode returns the value node of a mapping's name key, or nil; nil
+// too for a null name ("name: ~"), which names nothing: such an item is
+// not merged by the name "~", and its list is not named throughout.
+func itemNameNode(n *yaml.Node) *yaml.Node {
+	if v := mappingValue(n, "name"); v != nil && !isNull(v) {
+		return v
+	}
+	return nil
+}
 
 func cloneNode(n *yaml.Node) *yaml.Node {
 	if n == nil {

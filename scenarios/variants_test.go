@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,10 +74,11 @@ func policyErrorOf(t *testing.T, policy, set string) string {
 	return strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
 }
 
-// A null the set writes where the base has nothing is the set's: the merge
-// keeps it (a null over a base's value changes nothing), and core reports
-// the field it leaves unset at the null's line, in the set. Such an error
-// used to name the base policy, at the set's line.
+// A null in a set writes nothing, where the base has a value and where it
+// has none: a field it leaves unset is reported as core reports any unset
+// field, at its parent, whose file is the set's where the set alone wrote
+// the parent. (The merge once kept a null the base lacked, and core then
+// reported it at the set's line but in the base's file.)
 func TestPolicyErrorsAtASetsNullAreTheSets(t *testing.T) {
 	const move = "channels:\n  - {name: move, class: input, rate: 30}\n"
 	for _, c := range []struct{ name, policy, set, want string }{
@@ -85,16 +87,38 @@ func TestPolicyErrorsAtASetsNullAreTheSets(t *testing.T) {
 			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)"},
 		{"a null for a field the base's item lacks", "channels:\n  - {name: move, rate: 30}\n",
 			"channels: [{name: move, class: ~}]",
-			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)"},
+			`p.yaml:2: channels[0].class: is required (input, request or predicted) (with the set of policy variant "v")`},
 		{"a null under a mapping the set alone writes", move,
 			"strikes: {ladder: {shed: 100, drop: ~}}",
 			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
-		// The merge takes a null name for a name ("~"), so the item is
-		// appended, at index 1 of the policy.
+		// A null name names nothing: the set's list is not named
+		// throughout, so it replaces the base's whole.
 		{"a null name", move,
 			"channels: [{name: ~, class: input, rate: 5}]",
 			"s.yaml:7: variants[0].set.channels[0].name: is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, policyErrorOf(t, c.policy, c.set)) })
 	}
+}
+
+// A null strike weight the set writes over a base without strikes leaves
+// the weight at its default, as it would over a base that sets one: a null
+// the merge kept would reach core as a weight of 0.
+func TestSetNullKeepsTheDefault(t *testing.T) {
+	dir := t.TempDir()
+	scen := "name: n\nduration: 3s\npolicy:\n  channels:\n    - {name: move, class: input, rate: 30}\nvariants:\n" +
+		"  - name: v\n    set:\n      strikes: {weights: {ChannelLimit: ~}}\n" +
+		"  - name: w\n    set:\n      channels: [{name: move, rate: ~}]\n" +
+		"populations:\n  - {name: h, behaviour: honest, count: 1}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scen), 0o644))
+	s, err := Load(filepath.Join(dir, "s.yaml"))
+	require.NoError(t, err)
+	ps, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	_, set := ps[0].Policy.Strikes.Weights[core.ChannelLimit]
+	assert.False(t, set, "a null weight reached the policy: %v", ps[0].Policy.Strikes.Weights)
+	require.Len(t, ps[1].Policy.Channels, 1)
+	require.NotNil(t, ps[1].Policy.Channels[0].Rate)
+	assert.Equal(t, 30.0, *ps[1].Policy.Channels[0].Rate, "a null over the base's rate keeps it")
 }
