@@ -472,13 +472,20 @@ func (c *conn) stageRoom(n int) bool {
 // then the Disconnect of a read that ends the connection, in one critical
 // section: one lock per read, not per frame. Frames that would not fit in
 // WriteBuffer end the connection with reason QueueFull instead (its client
-// is not reading), and none of them is sent.
+// is not reading), and none of them is sent; but a read that ends the
+// connection keeps its own cause, which came first (the overflow is only
+// found here, once the read is over): its Disconnect follows the frames
+// already waiting, without the read's own.
 func (c *conn) publish() {
 	if len(c.staged) == 0 && c.leaving == 0 {
 		return
 	}
+	full := cause(core.QueueFull)
+	if c.leaving != 0 {
+		full = c.leaving
+	}
 	c.mu.Lock()
-	queued, stop := c.queueLocked(c.staged)
+	queued, stop := c.queueLocked(c.staged, full)
 	if queued {
 		if c.pongs != 0 {
 			// The population the read's bytes count under. Its counter is
@@ -507,7 +514,7 @@ func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 	var b [wire.ReplySize]byte
 	frame := wire.AppendReply(b[:0], id, st, 0, 0)
 	c.mu.Lock()
-	queued, ended := c.queueLocked(frame)
+	queued, ended := c.queueLocked(frame, cause(core.QueueFull))
 	if queued {
 		counted.Add(1)
 	}
@@ -522,15 +529,16 @@ func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 
 // queueLocked appends frames to the outbound buffer, without waking the
 // writer. It queues nothing when the connection is closing, or when the
-// frames do not fit in WriteBuffer: that ends the connection with reason
-// QueueFull (its client is not reading), and ended says the caller must
-// stop the reader once it has released mu. Called with mu held.
-func (c *conn) queueLocked(frames []byte) (queued, ended bool) {
+// frames do not fit in WriteBuffer: that ends the connection with cause
+// full (QueueFull, as its client is not reading, unless the caller was
+// ending it already), and ended says the caller must stop the reader once
+// it has released mu. Called with mu held.
+func (c *conn) queueLocked(frames []byte, full cause) (queued, ended bool) {
 	if c.closing.Load() {
 		return false, false
 	}
 	if len(c.out)+len(frames) > c.s.cfg.WriteBuffer {
-		c.closeLocked(cause(core.QueueFull), true)
+		c.closeLocked(full, true)
 		return false, true
 	}
 	c.out = grow(c.out, len(frames), c.s.cfg.WriteBuffer+wire.DisconnectSize)

@@ -81,9 +81,11 @@
 // per-connection outbound buffer of at most WriteBuffer bytes (default
 // 8192) that the connection's writer goroutine flushes (a read's own
 // replies and pongs are added together once the read is counted); frames
-// that would not fit disconnect the connection with reason QueueFull, so a
-// client that does not read cannot make the server buffer without limit,
-// and a write that does not complete within WriteTimeout (default 5s; up
+// that would not fit disconnect the connection with reason QueueFull (or
+// with the cause of the read that made them, when that read was ending the
+// connection already, for an oversize frame say: a connection's cause is
+// the first that ended it), so a client that does not read cannot make
+// the server buffer without limit, and a write that does not complete within WriteTimeout (default 5s; up
 // to half as long again, as the write deadline too is moved lazily)
 // closes it.
 //

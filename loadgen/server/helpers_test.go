@@ -79,6 +79,41 @@ func pipeConn(t testing.TB, cfg Config) (*Server, *conn, net.Conn) {
 	return s, s.newConn(a), b
 }
 
+// loopbackConn returns a server built from cfg (not started) and one of
+// its connections over a real loopback socket, with a test client on the
+// other end: like pipeConn, but with the kernel's sockets, deadlines and
+// buffering. The connection is registered as the accept loop would
+// register it, and neither of its goroutines runs: start them with
+// s.wg.Add and go, as the test's scenario needs. The client closes when
+// the test ends, which ends a reader still waiting on it.
+func loopbackConn(t testing.TB, cfg Config) (*Server, *conn, *tclient) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr, _ := addrPortOf(ln.Addr())
+	cl, err := dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.nc.Close() })
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.newConn(nc)
+	s.conns[c] = struct{}{}
+	s.open.Add(1)
+	return s, c, cl
+}
+
 // srcN hands out distinct loopback source addresses (127.a.b.c, none of
 // a, b, c zero or 255), so each test client is its own "host" to the gate.
 var srcN atomic.Uint32

@@ -94,3 +94,58 @@ func TestHelloAfterTheEndKeepsThePopulation(t *testing.T) {
 			none.Connections, none.Disconnects, honest.Connections, honest.Disconnects)
 	}
 }
+
+// A read that ends the connection (an oversize length, here) after
+// staging a pong that no longer fits beside the frames waiting for its
+// client is counted, and its Disconnect sent, with the read's own cause:
+// it was the first to end the connection, and the overflow found when the
+// read's frames are queued only means that they are not sent. The writer
+// starts once the read is over, so the tick's answers wait for it as they
+// would for a client that reads nothing (which a real client cannot hold
+// exactly: the kernel's buffers fill in steps of their own).
+func TestReadCauseWinsOverItsOverflow(t *testing.T) {
+	s, c, cl := loopbackConn(t, smallBufferConfig())
+	var answered atomic.Uint64
+	for len(c.out)+wire.ReplySize <= s.cfg.WriteBuffer {
+		c.answer(answered.Load()+1, wire.StatusOK, &answered)
+	}
+	if len(c.out)+wire.PongSize <= s.cfg.WriteBuffer || c.closing.Load() {
+		t.Fatalf("%d bytes waiting, closing %v: a pong would still fit", len(c.out), c.closing.Load())
+	}
+	b := wire.AppendPing(nil, 1)
+	cl.mustWrite(t, append(b, 0xFF, 0xFF, 0xFF, 0xFF, byte(wire.TypeInput))) // a length no frame may have
+
+	s.wg.Add(2)
+	go c.readLoop()
+	eventually(t, 10*time.Second, "the read to end the connection", func() bool {
+		return len(s.Stats().Populations[PopulationNone].Disconnects) != 0
+	})
+	p := s.Stats().Populations[PopulationNone]
+	if len(p.Disconnects) != 1 || p.Disconnects["Oversize"] != 1 || p.Dropped["Oversize"] != 1 || p.Pongs != 0 {
+		t.Errorf("disconnects %v, dropped %v, %d pongs; want one Oversize disconnect and drop, no pong",
+			p.Disconnects, p.Dropped, p.Pongs)
+	}
+
+	go c.writeLoop()
+	for id := uint64(1); id <= answered.Load(); id++ {
+		if m, err := cl.next(10 * time.Second); err != nil || m.Type != wire.TypeReply || m.ID != id {
+			t.Fatalf("frame %d: %v id %d, %v; want the answer to %d", id, m.Type, m.ID, err, id)
+		}
+	}
+	if m, err := cl.next(10 * time.Second); err != nil || m.Type != wire.TypeDisconnect || core.Reason(m.Reason) != core.Oversize {
+		t.Errorf("after the answers: %v reason %v, %v; want a Disconnect with reason Oversize", m.Type, core.Reason(m.Reason), err)
+	}
+	if _, ok, err := cl.waitClosed(10 * time.Second); err != nil || ok {
+		t.Errorf("another Disconnect %v, or %v, before the close", ok, err)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection's goroutines did not end")
+	}
+	if st := s.Stats(); st.Conns.Open != 0 {
+		t.Errorf("%d connections open", st.Conns.Open)
+	}
+}

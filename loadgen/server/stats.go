@@ -313,7 +313,7 @@ type PopulationStats struct {
 	// budget drops every frame in it: each counts as ByteLimit.
 	Dropped, Rejected map[string]uint64
 	// Disconnects counts connections ended by the server or the peer, by
-	// cause.
+	// cause: each connection once, under the first cause that ended it.
 	Disconnects map[string]uint64
 	// Lockouts counts connections whose strike stage rose to lockout.
 	Lockouts uint64
