@@ -268,3 +268,31 @@ func TestEnqueueRefusesOnceDraining(t *testing.T) {
 		t.Errorf("%d commands queued, want the 1 from before draining", n)
 	}
 }
+
+// ReadService counts the reads of open connections, which keep their own
+// sum, and of closed ones, whose sum the server takes over as it removes
+// them: each read once, whether Stats comes before the removal or after.
+func TestReadServiceCountsEveryConnectionOnce(t *testing.T) {
+	s, c, _ := pipeConn(t, testConfig())
+	add := func(c *conn, d time.Duration) {
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.open.Add(1)
+		c.readNanos.Store(int64(d))
+	}
+	add(c, 3*time.Millisecond)
+	other := s.newConn(c.nc)
+	add(other, 4*time.Millisecond)
+	if got := s.Stats().ReadService; got != 7*time.Millisecond {
+		t.Errorf("two open connections: ReadService %v, want 7ms", got)
+	}
+	s.removeConn(c)
+	if got := s.Stats().ReadService; got != 7*time.Millisecond {
+		t.Errorf("one removed: ReadService %v, want 7ms", got)
+	}
+	s.removeConn(other)
+	if st := s.Stats(); st.ReadService != 7*time.Millisecond || st.Conns.Open != 0 {
+		t.Errorf("both removed: ReadService %v, %d open; want 7ms, none", st.ReadService, st.Conns.Open)
+	}
+}

@@ -54,12 +54,15 @@ type Server struct {
 	draining  atomic.Bool
 	enqueuers atomic.Int32
 
-	mu       sync.Mutex // conns, state, ln
-	conns    map[*conn]struct{}
-	started  bool
-	stopping bool
-	ln       net.Listener
-	addr     netip.AddrPort
+	mu    sync.Mutex // conns, readNanos, state, ln
+	conns map[*conn]struct{}
+	// readNanos is the read service time of the connections removed from
+	// conns; each open one keeps its own (conn.readNanos).
+	readNanos int64
+	started   bool
+	stopping  bool
+	ln        net.Listener
+	addr      netip.AddrPort
 
 	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
 	acceptWG sync.WaitGroup
@@ -76,7 +79,7 @@ type Server struct {
 
 	accepted, refused, open, peak atomic.Uint64
 	ticks, commands, queueFull    atomic.Uint64
-	readNanos, tickNanos          atomic.Int64
+	tickNanos                     atomic.Int64
 }
 
 // command is one accepted input or request waiting for the tick.
@@ -391,6 +394,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.readNanos += c.readNanos.Load()
 	s.mu.Unlock()
 	s.open.Add(^uint64(0))
 }
@@ -489,7 +493,9 @@ func (s *Server) enqueue(cmd command) core.Reason {
 // deadline converts a time on the monotonic clock to a deadline.
 func (s *Server) deadline(nano int64) time.Time { return s.base.Add(time.Duration(nano - s.baseNano)) }
 
-// Stats returns a snapshot of the server's counters and its gate's.
+// Stats returns a snapshot of the server's counters and its gate's. It
+// visits every open connection (each keeps its own read service time) under
+// the lock that adding and removing connections take.
 func (s *Server) Stats() Stats {
 	st := Stats{
 		Populations: map[string]PopulationStats{},
@@ -502,13 +508,17 @@ func (s *Server) Stats() Stats {
 		Ticks:       s.ticks.Load(),
 		Commands:    s.commands.Load(),
 		QueueFull:   s.queueFull.Load(),
-		ReadService: time.Duration(s.readNanos.Load()),
 		TickService: time.Duration(s.tickNanos.Load()),
 		Gate:        s.gate.Stats(),
 	}
 	s.mu.Lock()
 	started, startNano, startCPU := s.started, s.startNano, s.startCPU
+	readNanos := s.readNanos
+	for c := range s.conns {
+		readNanos += c.readNanos.Load()
+	}
 	s.mu.Unlock()
+	st.ReadService = time.Duration(readNanos)
 	if started {
 		st.Uptime = time.Duration(atomicbucket.Nanotime() - startNano)
 		if cpu := processCPU(); cpu > 0 {

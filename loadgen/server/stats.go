@@ -267,7 +267,9 @@ type Stats struct {
 	// calls), TickService the time spent in ticks (handlers, replies,
 	// Gate.Step). Divide by Frames for the server's service time per
 	// frame; unlike ProcessCPU it excludes whatever else runs in the
-	// process (the harness's clients).
+	// process (the harness's clients). ReadService counts every read that
+	// had ended when Stats was called, on open connections and closed ones
+	// alike (a read in progress counts once it ends).
 	ReadService, TickService time.Duration
 	// ProcessCPU is the user and system CPU time of the whole process
 	// (getrusage) since Start; 0 where unsupported. Standalone, it is the
