@@ -85,9 +85,9 @@
 // with the cause of the read that made them, when that read was ending the
 // connection already, for an oversize frame say: a connection's cause is
 // the first that ended it), so a client that does not read cannot make
-// the server buffer without limit, and a write that does not complete within WriteTimeout (default 5s; up
-// to half as long again, as the write deadline too is moved lazily)
-// closes it.
+// the server buffer without limit, and a write that does not complete
+// within WriteTimeout (default 5s; up to half as long again, as the write
+// deadline too is moved lazily) closes it.
 //
 // # Memory per connection
 //
