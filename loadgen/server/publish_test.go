@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,6 +118,10 @@ func TestReadCauseWinsOverItsOverflow(t *testing.T) {
 
 	s.wg.Add(2)
 	go c.readLoop()
+	// The writer starts once the read is counted, below, or as the test
+	// ends if it fails first: the reader's finish waits for it.
+	startWriter := sync.OnceFunc(func() { go c.writeLoop() })
+	t.Cleanup(startWriter)
 	eventually(t, 10*time.Second, "the read to end the connection", func() bool {
 		return len(s.Stats().Populations[PopulationNone].Disconnects) != 0
 	})
@@ -126,7 +131,7 @@ func TestReadCauseWinsOverItsOverflow(t *testing.T) {
 			p.Disconnects, p.Dropped, p.Pongs)
 	}
 
-	go c.writeLoop()
+	startWriter()
 	for id := uint64(1); id <= answered.Load(); id++ {
 		if m, err := cl.next(10 * time.Second); err != nil || m.Type != wire.TypeReply || m.ID != id {
 			t.Fatalf("frame %d: %v id %d, %v; want the answer to %d", id, m.Type, m.ID, err, id)

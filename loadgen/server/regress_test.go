@@ -296,3 +296,25 @@ func TestReadServiceCountsEveryConnectionOnce(t *testing.T) {
 		t.Errorf("both removed: ReadService %v, %d open; want 7ms, none", st.ReadService, st.Conns.Open)
 	}
 }
+
+// The same through real reads: a connection's reads count in ReadService
+// while it is open, and nothing of them is lost when it closes.
+func TestReadServiceOfARealConnection(t *testing.T) {
+	s := startServer(t, testConfig())
+	c := mustDial(t, s.Addr())
+	c.mustHello(t, "7", "honest")
+	b, _ := wire.AppendRequest(nil, kReq, 1, []byte("buy"))
+	c.mustWrite(t, b)
+	if m, err := c.waitReply(1); err != nil || m.Status != wire.StatusOK {
+		t.Fatalf("reply %+v, %v", m, err)
+	}
+	open := s.Stats().ReadService
+	if open <= 0 {
+		t.Fatalf("ReadService %v with the connection open after two reads or more, want > 0", open)
+	}
+	c.nc.Close()
+	eventually(t, 10*time.Second, "the connection to close", func() bool { return s.Stats().Conns.Open == 0 })
+	if closed := s.Stats().ReadService; closed < open {
+		t.Errorf("ReadService fell from %v to %v as the connection closed", open, closed)
+	}
+}
