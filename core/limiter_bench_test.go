@@ -46,7 +46,11 @@ func benchLimiter(b *testing.B, n int) *limFixture {
 	// Escalation is off: the pass path is the same with it on, but the few
 	// denials a preempted goroutine's stale clock reading causes in the
 	// parallel runs would count as violations, and enough of them lock
-	// keys out, so that later runs would time refusals.
+	// keys out, so that later runs would time refusals. The rate, 1e6 a
+	// key, is low enough that a clock reading a microsecond stale costs a
+	// take one token, not the burst (at 1e9, 0.4% of the 1k parallel
+	// takes failed on two cores), and high enough that the 1k fixture
+	// refills 1e9 tokens a second in all.
 	held := n + 2*namedKeys
 	l, err := NewLimiter(LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: held + held/8, DisableEscalation: true, Clock: func() int64 { return 0 }})
 	if err != nil {
@@ -85,6 +89,7 @@ func pickN(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
 // wantPassed fails b unless every one of n serial takes passed: a
 // benchmark of passes that times denials measures the wrong path.
 func wantPassed(b *testing.B, ok, n int) {
+	b.Helper()
 	if ok != n {
 		b.Fatalf("%d of %d takes passed, want all", ok, n)
 	}
