@@ -76,6 +76,8 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		// A key or a named item written twice in a set: the merge would
 		// keep the last one silently.
 		{"set key twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10, rate: 50}]\nthresholds:", []string{"t.yaml:18:41:", "variants[0].set.channels[0].rate", "repeated field"}},
+		// A null name names nothing: it is missing, not the name "~" used twice.
+		{"null name twice", "thresholds:", "  - name: ~\n    behaviour: honest\n    count: 1\n  - name: ~\n    behaviour: honest\n    count: 1\nthresholds:", []string{"t.yaml:15:5:", "populations[1].name", "is required"}},
 		{"set item twice", "thresholds:", "variants:\n  - name: v\n    set:\n      channels: [{name: move, rate: 10}, {name: move, rate: 50}]\nthresholds:", []string{"t.yaml:18:49:", "variants[0].set.channels[1].name", `"move" is used twice`}},
 		// Checks of the scenario's own fields, with position and path.
 		{"key twice", "seed: 7", "seed: 7\nseed: 8", []string{"t.yaml:3:1:", "seed", "repeated key"}},

@@ -11,11 +11,12 @@ import (
 )
 
 // mergeNode returns base with over laid on top: mappings merge key by key,
-// lists whose items are all mappings with a name merge item by item (an item
-// with a new name is appended), a null ("key:" with nothing after it)
-// changes nothing, at any depth, and anything else replaces. Neither input
-// is modified. Aliases are followed: a value the base writes as *anchor
-// merges like the value it names.
+// lists whose items are all mappings with a name merge item by item (an
+// item with a new name is appended), a key's null value ("key:" with
+// nothing after it, or "key: ~") changes nothing, at any depth, and
+// anything else replaces (a null item of a list is an item like any
+// other). Neither input is modified. Aliases are followed: a value the
+// base writes as *anchor merges like the value it names.
 //
 // It also returns what over wrote, for policyError to tell which file a
 // field of merged is written in: fromOver maps the path in merged of each
@@ -97,13 +98,18 @@ func (m merger) take(over *yaml.Node, at, from string) *yaml.Node {
 // unset, as a key the base has keeps the base's value. Without this, a
 // null under a node the base lacks would reach core, which decodes it as
 // the zero value (a strike weight of 0, not the default). An alias is
-// copied as it is unless what it names holds a null.
+// copied as it is unless what it names holds a null; then the copy of what
+// it names keeps the alias's place, since core reports a node at its line.
 func written(n *yaml.Node) *yaml.Node {
 	if !holdsNull(n) {
 		return cloneNode(n)
 	}
+	alias := n
 	n = unalias(n)
 	c := *n
+	if alias != n {
+		c.Line, c.Column, c.Anchor = alias.Line, alias.Column, ""
+	}
 	c.Content = nil
 	for i := 0; i < len(n.Content); i++ {
 		if n.Kind == yaml.MappingNode && i+1 < len(n.Content) {

@@ -79,7 +79,7 @@ func policyErrorOf(t *testing.T, policy, set string) string {
 // field, at its parent, whose file is the set's where the set alone wrote
 // the parent. (The merge once kept a null the base lacked, and core then
 // reported it at the set's line but in the base's file.)
-func TestPolicyErrorsAtASetsNullAreTheSets(t *testing.T) {
+func TestPolicyErrorsAtASetsNulls(t *testing.T) {
 	const move = "channels:\n  - {name: move, class: input, rate: 30}\n"
 	for _, c := range []struct{ name, policy, set, want string }{
 		{"a null in the set's new item", move,
@@ -93,6 +93,14 @@ func TestPolicyErrorsAtASetsNullAreTheSets(t *testing.T) {
 			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
 		// A null name names nothing: the set's list is not named
 		// throughout, so it replaces the base's whole.
+		// An alias whose anchor holds a null is copied without the null,
+		// at the alias's line (12), not the anchor's (8).
+		{"an alias to an anchor that holds a null", "channels:\n  - {class: input, rate: 30}\n",
+			"channels:\n        - &c\n          rate: 5\n          burst: ~\n        # 11\n        - *c",
+			"s.yaml:8: variants[0].set.channels[0].name: is required\n" +
+				"s.yaml:8: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
+				"s.yaml:12: variants[0].set.channels[1].name: is required\n" +
+				"s.yaml:12: variants[0].set.channels[1].class: is required (input, request or predicted)"},
 		{"a null name", move,
 			"channels: [{name: ~, class: input, rate: 5}]",
 			"s.yaml:7: variants[0].set.channels[0].name: is required"},
