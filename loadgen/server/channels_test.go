@@ -223,7 +223,7 @@ func TestReadPathDoesNotAllocate(t *testing.T) {
 // TestTallySpills: a read with more distinct (channel, outcome) pairs than
 // the tally batches still counts every frame.
 func TestTallySpills(t *testing.T) {
-	p := newPopulations(4, 300)
+	p := newPopulations(4, 300, 1)
 	pc := p.none
 	var tl tally
 	tl.pop = pc
@@ -243,4 +243,51 @@ func TestTallySpills(t *testing.T) {
 		t.Errorf("totals: %+v", ps)
 	}
 	checkPopulation(t, "none", ps)
+}
+
+// TestStripesSum: connections are given the stripes in turn, each read
+// counts in its connection's stripe alone, and a snapshot sums the
+// stripes, so every frame and byte counts exactly once.
+func TestStripesSum(t *testing.T) {
+	const stripes, rows = 4, 5
+	p := newPopulations(4, rows, stripes)
+	pc := p.get([]byte("striped"))
+	tls := make([]tally, 2*stripes+1)
+	for i := range tls {
+		tl := &tls[i]
+		tl.pop, tl.stripe = pc, p.stripe()
+		if want := int32(i % stripes); tl.stripe != want {
+			t.Fatalf("connection %d given stripe %d, want %d", i, tl.stripe, want)
+		}
+		// Connection i counts i+1 frames: i+1 accepted on row i%rows,
+		// and, from connection 1 on, one of them dropped on row 0.
+		tl.row = i % rows
+		tl.frames = uint64(i + 1)
+		for range i {
+			tl.accept()
+		}
+		if i > 0 {
+			tl.row = 0
+			tl.drop(core.ChannelLimit)
+		} else {
+			tl.accept()
+		}
+		pc.stripes[tl.stripe].bytes.Add(uint64(10 * (i + 1)))
+		tl.flush()
+	}
+	for i, st := range pc.stripes {
+		var want uint64
+		for j := i; j < len(tls); j += stripes {
+			want += uint64(j + 1)
+		}
+		if n := st.frames.Load(); n != want {
+			t.Errorf("stripe %d: %d frames, want %d", i, n, want)
+		}
+	}
+	n := uint64(len(tls))
+	ps := pc.snapshot([]string{"a", "b", "c", "d", "e"})
+	if wantFrames := n * (n + 1) / 2; ps.Frames != wantFrames || ps.Bytes != 10*wantFrames || ps.Dropped["ChannelLimit"] != n-1 || ps.Accepted != wantFrames-(n-1) {
+		t.Errorf("totals: %+v", ps)
+	}
+	checkPopulation(t, "striped", ps)
 }

@@ -65,10 +65,15 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		}
 	}
 	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{})}
+	c.t.stripe = s.pops.stripe()
 	c.pop.Store(s.pops.none)
 	s.pops.none.conns.Add(1)
 	return c
 }
+
+// counters returns the connection's stripe of its population's per-read
+// counters.
+func (c *conn) counters() *popStripe { return c.pop.Load().stripes[c.t.stripe] }
 
 // aLongTimeAgo is a deadline in the past: setting it makes a blocked Read
 // return at once.
@@ -185,7 +190,7 @@ func (c *conn) finish() {
 func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	s := c.s
 	if c.closing.Load() {
-		c.pop.Load().bytes.Add(uint64(n))
+		c.counters().bytes.Add(uint64(n))
 		return false, true
 	}
 	var v core.Verdict // Accept when there are no limits
@@ -195,7 +200,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			c.noteStage(v.Stage)
 		}
 		if v.Action == core.Disconnect {
-			c.pop.Load().bytes.Add(uint64(n))
+			c.counters().bytes.Add(uint64(n))
 			c.disconnect(cause(v.Reason), true)
 			return false, true
 		}
@@ -248,7 +253,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 // the population at the end of the read (t.pop, which a Hello moves), so
 // those of the read that carried the Hello count under its label.
 func (c *conn) endRead(n int) {
-	c.t.pop.bytes.Add(uint64(n))
+	c.t.pop.stripes[c.t.stripe].bytes.Add(uint64(n))
 	c.t.flush()
 	c.publish()
 }
@@ -500,10 +505,11 @@ func (c *conn) publish() {
 	queued, stop := c.queueLocked(c.staged, full)
 	if queued {
 		if c.pongs != 0 {
-			// The population the read's bytes count under. Its counter is
-			// shared by every connection of the population: a read with
-			// no pong (a refusal, a Hello) does not write it.
-			c.pop.Load().pongs.Add(c.pongs)
+			// The population the read's bytes count under, in the
+			// connection's stripe. Its counter is shared by the other
+			// connections of that stripe: a read with no pong (a
+			// refusal, a Hello) does not write it.
+			c.counters().pongs.Add(c.pongs)
 		}
 		if c.leaving != 0 {
 			c.closeLocked(c.leaving, true) // wakes the writer

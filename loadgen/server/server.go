@@ -142,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:        cfg,
 		gate:       g,
 		pingKind:   pol.ChannelIndex(cfg.PingChannel),
-		pops:       newPopulations(cfg.MaxPopulations, len(rows)),
+		pops:       newPopulations(cfg.MaxPopulations, len(rows), popStripes()),
 		noLimits:   cfg.NoLimits,
 		rowHello:   named,
 		rowPing:    named + 1,
