@@ -108,8 +108,10 @@
 // that gets few replies holds about 15 KiB of heap and 6 KiB of stacks
 // (the heap test: 2000 hostile connections, both ends of each socket
 // counted; 14,945 and 6,160 bytes in one run). Shared by
-// all connections: the tick queue (QueueSize × 24 bytes, default 384 KiB)
-// and the gate's tables (sized by the policy).
+// all connections: the tick queue (QueueSize × 24 bytes, default 384 KiB),
+// the gate's tables (sized by the policy) and each population's counters
+// (about (channels + 5) × 296 bytes per stripe with its padding; see
+// Stats).
 //
 // # Concurrency
 //
@@ -141,8 +143,13 @@
 // the only record of decisions (the population's accepted, dropped and
 // rejected counts are their sums); they are batched per read (one atomic
 // add per counter per read, no allocation) and bounded: a population holds
-// (channels + 3) × (1 + 2 × core.NumReasons) counters. The gate's own
-// snapshot is included.
+// (channels + 3) × (1 + 2 × core.NumReasons) counters per stripe. What
+// every read adds to (frames, bytes, pongs, these rows) is striped:
+// GOMAXPROCS stripes per population, rounded up to a power of two and at
+// most 8, each padded to its own cache lines; each connection adds to the
+// one stripe it is given in turn at accept, so readers running in parallel
+// do not take the same lines from each other, and Stats sums the stripes
+// (each count is in exactly one). The gate's own snapshot is included.
 //
 // Config.NoLimits bypasses the gate entirely (no gate call at all; frames
 // are still decoded, handled and counted): the baseline for what the gate
