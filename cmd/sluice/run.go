@@ -90,6 +90,19 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C stops the run; writing what it measured can take
+	// a while, so it is answered at once, and the signals' default action
+	// is back for a second Ctrl-C to quit without waiting.
+	ran := make(chan struct{})
+	defer close(ran)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop()
+			prog.interrupted()
+		case <-ran:
+		}
+	}()
 	out, runErr := scenarios.Run(ctx, s, opt)
 	prog.finish()
 	if out == nil {
@@ -216,6 +229,16 @@ func (p *progress) update(variant string, index, of int, done, total time.Durati
 			p.current, p.last = label, time.Now()
 		}
 	}
+}
+
+// interrupted says, on the progress writer, that the run is stopping.
+func (p *progress) interrupted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintln(p.w, "sluice: interrupted: stopping and writing the partial results (Ctrl-C again to quit at once)")
 }
 
 func (p *progress) finish() {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets a test run this package's CLI as a process of its own
+// (the test binary with cliEnv set), for what only a real process shows:
+// what a signal's default action does.
+func TestMain(m *testing.M) {
+	if os.Getenv(cliEnv) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+const cliEnv = "SLUICE_TEST_RUN_CLI"
+
+// A first Ctrl-C is answered at once, saying that the partial results are
+// being written; a second one quits without waiting for them.
+func TestSecondInterruptQuits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the CLI as a process for a few seconds")
+	}
+	dir := t.TempDir()
+	// An hour of virtual time: its results take a while to write, long
+	// after the first Ctrl-C has stopped the run.
+	cmd := exec.Command(os.Args[0], "run", "--duration", "1h", "--progress", "lines", "-o", dir, scenarioDir+"quickstart.yaml")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "stderr closed before %q", what)
+				if strings.Contains(l, what) {
+					return
+				}
+			case <-timeout:
+				_ = cmd.Process.Kill()
+				t.Fatalf("no %q on stderr", what)
+			}
+		}
+	}
+	waitFor("variant 1/2")
+	time.Sleep(500 * time.Millisecond) // minutes of virtual time to write
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	waitFor("Ctrl-C again")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the second Ctrl-C did not end the run")
+	}
+	require.Error(t, err)
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGINT, "ended by the second Ctrl-C, not by finishing: %v", cmd.ProcessState)
+}
