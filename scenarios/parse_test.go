@@ -230,3 +230,14 @@ func TestPolicyFileWithTwoDocumentsIsRefused(t *testing.T) {
 	_, err = Load(file)
 	assert.NoError(t, err, "the same policy as one document")
 }
+
+// An empty file, or one of comments alone, is said to be empty, not
+// reported as the decoder's bare "EOF".
+func TestParseEmptyFileSaysSo(t *testing.T) {
+	for _, doc := range []string{"", "# nothing yet\n", "\n\n"} {
+		_, err := Parse([]byte(doc), "e.yaml")
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "EOF")
+		assert.Contains(t, err.Error(), "e.yaml: the file is empty")
+	}
+}

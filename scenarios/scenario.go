@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -128,6 +129,9 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: the file is empty: a scenario needs at least name, duration, a policy and populations", file)
+		}
 		return nil, yamlSyntaxError(file, err)
 	}
 	if fe := checkNode(&root, reflect.TypeOf(Scenario{}), ""); fe != nil {

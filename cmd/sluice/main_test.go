@@ -35,6 +35,8 @@ func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("name: x\nduratoin: 1s\n"), 0o644))
+	empty := filepath.Join(dir, "empty.yaml")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
 	cases := []struct {
 		name string
 		args []string
@@ -48,6 +50,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"run"}, exitUsage, "accepts 1 arg"},
 		{"validate ok", []string{"validate", scenarioDir + "quickstart.yaml"}, exitOK, "ok (5 populations, 2 policy variants"},
 		{"validate bad key", []string{"validate", bad}, exitError, `bad.yaml:2:1: duratoin: unknown field (did you mean "duration"?)`},
+		{"validate empty file", []string{"validate", empty}, exitError, "empty.yaml: the file is empty"},
 		{"validate missing file", []string{"validate", filepath.Join(dir, "none.yaml")}, exitError, "no such file"},
 		{"audit", []string{"audit", "--policy", scenarioDir + "policies/game.yaml"}, exitOK, "findings"},
 		{"audit without policy", []string{"audit"}, exitUsage, "--policy FILE is required"},
