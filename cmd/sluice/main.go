@@ -55,7 +55,7 @@ func run(args []string) int {
 
 // execute runs a prepared root command and maps its error to an exit code.
 func execute(root *cobra.Command) int {
-	err := root.Execute()
+	c, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
@@ -66,10 +66,13 @@ func execute(root *cobra.Command) int {
 		}
 		return ce.code
 	}
-	fmt.Fprintln(root.ErrOrStderr(), "sluice:", err)
 	if isUsage(err) {
+		// c is the command the error concerns (the root for an unknown
+		// command): its help is the one to read.
+		fmt.Fprintf(root.ErrOrStderr(), "sluice: %s\nrun '%s --help' for usage\n", strings.TrimRight(err.Error(), "\n"), c.CommandPath())
 		return exitUsage
 	}
+	fmt.Fprintln(root.ErrOrStderr(), "sluice:", err)
 	return exitError
 }
 
@@ -102,19 +105,21 @@ written).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newValidateCmd())
 	addCommands(root)
 	return root
 }
 
-// args wraps a cobra argument check so that its error counts as usage.
+// args wraps a cobra argument check so that its error counts as usage and
+// shows the arguments the command takes.
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(c *cobra.Command, a []string) error {
 		if err := check(c, a); err != nil {
-			return usageError{err}
+			if c.HasSubCommands() {
+				return usageError{err} // the help lists them
+			}
+			return usageError{fmt.Errorf("%w\nusage: %s", err, c.UseLine())}
 		}
 		return nil
 	}

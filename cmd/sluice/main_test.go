@@ -234,3 +234,30 @@ func TestGateExitCodes(t *testing.T) {
 	code, _, _ = runCLI(t, "bench", "ab")
 	assert.Equal(t, exitUsage, code)
 }
+
+// Every usage error names what was wrong and points to the help of the
+// command it concerns; a missing argument is named by the command's usage
+// line.
+func TestUsageErrorsPointToHelp(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run 'sluice --help' for usage"}},
+		{[]string{"runn"}, []string{`unknown command "runn"`, "run 'sluice --help' for usage"}},
+		{[]string{"run"}, []string{"accepts 1 arg(s), received 0", "usage: sluice run FILE", "run 'sluice run --help' for usage"}},
+		{[]string{"validate", "a", "b"}, []string{"received 2", "usage: sluice validate FILE", "run 'sluice validate --help' for usage"}},
+		{[]string{"version", "extra"}, []string{`unknown command "extra"`, "run 'sluice version --help' for usage"}},
+		{[]string{"bench", "abb"}, []string{`unknown command "abb"`, "run 'sluice bench --help' for usage"}},
+		{[]string{"run", "--nope", "x.yaml"}, []string{"unknown flag: --nope", "run 'sluice run --help' for usage"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, c.args...)
+			assert.Equal(t, exitUsage, code, out+errOut)
+			for _, w := range c.want {
+				assert.Contains(t, errOut, w)
+			}
+		})
+	}
+}
