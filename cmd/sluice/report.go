@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/sluicedev/sluice/reports"
@@ -25,6 +28,9 @@ page goes beside the results file as report.html.`,
 			if out == "" {
 				out = filepath.Join(filepath.Dir(a[0]), reports.ReportFile)
 			}
+			if err := checkPagePath(out); err != nil {
+				return err
+			}
 			if err := reports.WriteHTMLFile(out, r); err != nil {
 				return err
 			}
@@ -34,4 +40,21 @@ page goes beside the results file as report.html.`,
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "where to write the page (default: report.html beside RESULTS)")
 	return c
+}
+
+// checkPagePath says, naming the path given, why a page cannot be written
+// there: a directory in its place, or no directory to put it in.
+func checkPagePath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: give the page's file name, such as %s", path, filepath.Join(path, reports.ReportFile))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write %s: the directory %s does not exist", path, dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	}
+	return nil
 }

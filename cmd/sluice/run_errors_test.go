@@ -105,3 +105,24 @@ func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 	assert.Contains(t, errOut, "loopback addresses only")
 	assert.NotContains(t, errOut, "AllowNonLoopback")
 }
+
+// report's -o names the page to write: a directory there, or a directory
+// that does not exist, is said to be so, naming what was given rather
+// than a temporary file the user never asked for.
+func TestReportOutputErrorsNameThePath(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "run", "--progress", "none", "--policy", "balanced", "--duration", "2s", "-o", dir, scenarioDir+"quickstart.yaml")
+	require.Equal(t, exitOK, code, out+errOut)
+	results := filepath.Join(dir, "results.json")
+	sub := filepath.Join(t.TempDir(), "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	for _, c := range []struct{ out, want string }{
+		{sub, sub + " is a directory"},
+		{filepath.Join(dir, "none", "r.html"), filepath.Join(dir, "none") + " does not exist"},
+	} {
+		code, out, errOut := runCLI(t, "report", results, "-o", c.out)
+		assert.Equal(t, exitError, code, out+errOut)
+		assert.Contains(t, errOut, c.want)
+		assert.NotContains(t, errOut, ".tmp-")
+	}
+}
