@@ -24,6 +24,8 @@ explicit rate is an error, for CI.
 Exit codes: 0 no error findings, 3 at least one error finding, 1 the file
 could not be read or is not a valid policy (the error names the field and
 line), 2 usage.`,
+		Example: `  sluice audit --policy scenarios/policies/game.yaml
+  sluice audit --strict --json --policy scenarios/policies/game.yaml`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := loadPolicyFlag(policyFile)

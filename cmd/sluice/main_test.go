@@ -261,3 +261,13 @@ func TestUsageErrorsPointToHelp(t *testing.T) {
 		})
 	}
 }
+
+// Each command's help says what it exits with and shows an example.
+func TestHelpHasExamplesAndExitCodes(t *testing.T) {
+	for _, cmd := range []string{"run", "validate", "report", "audit", "serve"} {
+		code, out, errOut := runCLI(t, cmd, "--help")
+		require.Equal(t, exitOK, code, errOut)
+		assert.Contains(t, out, "Exit codes:", cmd)
+		assert.Contains(t, out, "Examples:\n  sluice "+cmd+" ", cmd)
+	}
+}

@@ -18,7 +18,12 @@ func newReportCmd() *cobra.Command {
 		Short: "Render report.html from a results file alone",
 		Long: `report reads a results file written by 'sluice run' and writes the
 self-contained HTML report (no network needed to view it). By default the
-page goes beside the results file as report.html.`,
+page goes beside the results file as report.html.
+
+Exit codes: 0 written, 1 the results file cannot be read or is not valid,
+or the page cannot be written, 2 usage.`,
+		Example: `  sluice report results/quickstart/results.json
+  sluice report results/quickstart/results.json -o /tmp/quickstart.html`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			r, err := reports.ReadFile(a[0])

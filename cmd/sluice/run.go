@@ -47,6 +47,9 @@ Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
 expected to fail passed, or the measurements are invalid: the load
 generator fell behind its schedule, a worker stopped at its action cap, or
 latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
+		Example: `  sluice run scenarios/quickstart.yaml
+  sluice run --driver loopback --policy balanced --duration 60s scenarios/quickstart.yaml
+  sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}

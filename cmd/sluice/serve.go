@@ -23,7 +23,12 @@ func newServeCmd() *cobra.Command {
 the given policy until interrupted (Ctrl-C or SIGTERM), then shuts down
 gracefully, telling each client why. It speaks the reference protocol
 documented in package loadgen/wire. The listen address must be a loopback
-address; port 0 picks a free port, printed on start.`,
+address; port 0 picks a free port, printed on start.
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
+or is not valid, or the server failed (the address is taken), 2 usage.`,
+		Example: `  sluice serve --policy scenarios/policies/game.yaml
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := loadPolicyFlag(policyFile)

@@ -16,8 +16,12 @@ file:line:column, the field path and, for a misspelt key, a suggestion. It
 also builds every policy variant and checks each against the load
 generator's own bounds (the time series' size, client counts, the channels
 the behaviours send on), so a bad limit or a run the harness would refuse
-is caught here, not at run time.`,
-		Args: args(cobra.ExactArgs(1)),
+is caught here, not at run time.
+
+Exit codes: 0 valid, 1 the file is not a valid scenario (or cannot be
+read), 2 usage.`,
+		Example: `  sluice validate scenarios/quickstart.yaml`,
+		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			s, err := scenarios.Load(a[0])
 			if err != nil {
