@@ -65,6 +65,7 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"top-level typo", "warmup: 1s", "warmpu: 1s", []string{"t.yaml:4:1:", "warmpu", `did you mean "warmup"?`}},
 		{"threshold metric", "honest.drop_rate < 0.1%", "honest.drop_rat < 0.1%", []string{"thresholds[0]", `unknown metric "drop_rat"`, `did you mean "drop_rate"?`}},
 		{"threshold population", "honest.drop_rate < 0.1%", "honset.drop_rate < 0.1%", []string{"thresholds[0]", `no population named "honset"`}},
+		{"duration too long", "duration: 10s", "duration: 25h", []string{"t.yaml:3:11:", "duration", "is longer than the longest run, 24h"}},
 		{"warmup too long", "warmup: 1s", "warmup: 11s", []string{"t.yaml:4:9:", "warmup", "shorter than duration"}},
 		{"population twice", "thresholds:", "  - name: honest\n    behaviour: honest\n    count: 1\nthresholds:", []string{"t.yaml:15:11:", "populations[1].name", `"honest" is used twice`}},
 		{"policy field", "      rate: 30", "      rtae: 30", []string{"t.yaml:10:7:", "policy.channels[0].rtae", "unknown field", `did you mean "rate"?`}},

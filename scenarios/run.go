@@ -53,6 +53,9 @@ func (o Options) Validate() error {
 	if o.Duration < 0 {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", o.Duration)}
 	}
+	if o.Duration > loadgen.MaxDuration {
+		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, tidy(loadgen.MaxDuration))}
+	}
 	return nil
 }
 
@@ -353,4 +356,12 @@ func recorderInvalid(rec *loadgen.Recorder) []string {
 		out = append(out, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
 	}
 	return out
+}
+
+// tidy writes a whole number of hours as "24h", not "24h0m0s".
+func tidy(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
 }

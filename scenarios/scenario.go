@@ -202,6 +202,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Duration <= 0 {
 		return s.fail(root, "duration", []any{"duration"}, "must be a positive duration such as 20s")
 	}
+	if s.Duration > loadgen.MaxDuration {
+		return s.fail(root, "duration", []any{"duration"}, fmt.Sprintf("%v is longer than the longest run, %v", s.Duration, tidy(loadgen.MaxDuration)))
+	}
 	if s.Warmup < 0 || s.Warmup >= s.Duration {
 		return s.fail(root, "warmup", []any{"warmup"}, "must be at least 0 and shorter than duration")
 	}

@@ -62,6 +62,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad progress", []string{"run", "--progress", "loud", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--progress"},
 		{"bad variant", []string{"run", "--policy", "nope", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--policy: no policy variant "nope"`},
 		{"negative duration", []string{"run", "--duration", "-5s", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--duration: -5s is negative"},
+		{"duration too long", []string{"run", "--duration", "1000h", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, "--duration: 1000h0m0s is longer than the longest run, 24h"},
 		{"bad driver", []string{"run", "--driver", "bogus", "-o", outArg, scenarioDir + "quickstart.yaml"}, exitUsage, `--driver: "bogus" is not a driver (sim or loopback)`},
 		// Flags that need no scenario are named before the file is read.
 		{"bad driver, bad file", []string{"run", "--driver", "bogus", "-o", outArg, bad}, exitUsage, `--driver: "bogus" is not a driver (sim or loopback)`},
