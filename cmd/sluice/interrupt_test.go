@@ -39,6 +39,7 @@ func TestSecondInterruptQuits(t *testing.T) {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // whatever check fails first
 	lines := make(chan string, 100)
 	go func() {
 		defer close(lines)
@@ -84,4 +85,23 @@ func TestSecondInterruptQuits(t *testing.T) {
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	require.True(t, ok)
 	assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGINT, "ended by the second Ctrl-C, not by finishing: %v", cmd.ProcessState)
+}
+
+// A Ctrl-C is answered for what it does: it stops a run that is going, and
+// stops nothing once the run has ended and its whole results are written.
+func TestInterruptSaysWhatItStops(t *testing.T) {
+	for _, c := range []struct {
+		ended bool
+		want  string
+	}{
+		{false, "stopping and writing the partial results"},
+		{true, "the run had ended; writing its results"},
+	} {
+		var b strings.Builder
+		p, err := newProgress("lines", &b)
+		require.NoError(t, err)
+		p.interrupted(c.ended)
+		assert.Contains(t, b.String(), c.want)
+		assert.Contains(t, b.String(), "Ctrl-C again to quit at once")
+	}
 }

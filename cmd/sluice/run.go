@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,17 +97,21 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// The first Ctrl-C stops the run; writing what it measured can take
 	// a while, so it is answered at once, and the signals' default action
 	// is back for a second Ctrl-C to quit without waiting.
+	// A Ctrl-C that comes once the run has ended, while its results are
+	// written, stops nothing: those results are whole, and it says so.
 	ran := make(chan struct{})
 	defer close(ran)
+	var ended atomic.Bool
 	go func() {
 		select {
 		case <-ctx.Done():
 			stop()
-			prog.interrupted()
+			prog.interrupted(ended.Load())
 		case <-ran:
 		}
 	}()
 	out, runErr := scenarios.Run(ctx, s, opt)
+	ended.Store(true)
 	prog.finish()
 	if out == nil {
 		return optionUsage(runErr)
@@ -234,12 +239,17 @@ func (p *progress) update(variant string, index, of int, done, total time.Durati
 	}
 }
 
-// interrupted says, on the progress writer, that the run is stopping.
-func (p *progress) interrupted() {
+// interrupted says, on the progress writer, that the run is stopping, or,
+// when the run had ended already, that its results are being written.
+func (p *progress) interrupted(ended bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {
 		_ = p.bar.Clear()
+	}
+	if ended {
+		fmt.Fprintln(p.w, "sluice: interrupted: the run had ended; writing its results (Ctrl-C again to quit at once)")
+		return
 	}
 	fmt.Fprintln(p.w, "sluice: interrupted: stopping and writing the partial results (Ctrl-C again to quit at once)")
 }
