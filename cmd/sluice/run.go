@@ -99,10 +99,14 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// is back for a second Ctrl-C to quit without waiting.
 	// A Ctrl-C that comes once the run has ended, while its results are
 	// written, stops nothing: those results are whole, and it says so.
-	ran := make(chan struct{})
-	defer close(ran)
+	// The watcher is done before runScenario returns, and before the
+	// deferred stop cancels ctx itself: otherwise it could take that for
+	// a Ctrl-C and write after the caller has moved on.
+	ran, watched := make(chan struct{}), make(chan struct{})
+	defer func() { close(ran); <-watched }()
 	var ended atomic.Bool
 	go func() {
+		defer close(watched)
 		select {
 		case <-ctx.Done():
 			stop()
