@@ -88,6 +88,11 @@ type Result struct {
 	CutOffs [][]time.Duration
 	// Clients is the number of clients per population.
 	Clients []int
+	// Active is, per population, the clients that took part: those that
+	// dialled at least once. A client whose arrival (or first connect)
+	// fell at or after the end of its window never does, and so was never
+	// there to be cut off.
+	Active []int
 	// Disconnected and LockedOut count, per population, the distinct
 	// clients the server disconnected (a Disconnect frame, or a close the
 	// client did not ask for) and those it refused with reason Lockout (a
@@ -593,6 +598,7 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 		Series:       ser.pts,
 		CutOffs:      make([][]time.Duration, n),
 		Clients:      make([]int, n),
+		Active:       make([]int, n),
 		Disconnected: make([]int64, n),
 		LockedOut:    make([]int64, n),
 		Complete:     complete,
@@ -603,6 +609,9 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 			cs := &w.clients[i]
 			pop := cs.c.Population
 			res.Clients[pop]++
+			if cs.firstDial >= 0 {
+				res.Active[pop]++
+			}
 			if cs.disconnected {
 				res.Disconnected[pop]++
 			}
@@ -637,8 +646,8 @@ var ErrNoResult = errors.New("loadgen: no result")
 // (KindDecisions; the per-population decisions are in): the labels, every
 // count (outcomes, decisions, bytes and frames written, clamped and dropped values, the
 // workers' Stats), every histogram (its geometry and non-zero counts), the
-// series, the cut-offs, the clients, the disconnected and locked-out
-// counts, the frames and whether the run completed. Two sim runs of the
+// series, the cut-offs, the clients and those active, the disconnected
+// and locked-out counts, the frames and whether the run completed. Two sim runs of the
 // same spec, seed and policy give equal encodings.
 func (r *Result) Canonical() ([]byte, error) {
 	if r == nil || r.Recorder == nil {
@@ -720,6 +729,9 @@ func (r *Result) Canonical() ([]byte, error) {
 		}
 	}
 	for _, v := range r.Clients {
+		num(int64(v))
+	}
+	for _, v := range r.Active {
 		num(int64(v))
 	}
 	for _, v := range r.Disconnected {

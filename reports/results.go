@@ -306,7 +306,10 @@ type Summary struct {
 // the moment the server cut it off. CutOffTimes builds one. The zero value
 // means no client was cut off.
 type CutOff struct {
-	// Clients is how many clients were cut off; Of how many there were.
+	// Clients is how many clients were cut off; Of how many there were
+	// to cut off (sluice's scenarios count the clients that connected at
+	// least once: one whose arrival fell after the end of the run never
+	// took part).
 	Clients int `json:"clients"`
 	Of      int `json:"of"`
 	// P50 and Max are over the clients that were cut off.

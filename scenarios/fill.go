@@ -84,7 +84,9 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			p.Summary.FalseDisconnects = r.Disconnected[pi]
 			p.Summary.FalseLockouts = r.LockedOut[pi]
 		} else {
-			p.Summary.CutOff = reports.CutOffTimes(r.CutOffs[pi], r.Clients[pi])
+			// Over the clients that took part: one that never dialled
+			// was never there to be cut off.
+			p.Summary.CutOff = reports.CutOffTimes(r.CutOffs[pi], r.Active[pi])
 		}
 	}
 	return nil

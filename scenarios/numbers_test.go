@@ -196,3 +196,42 @@ func TestSessionEndsAreNotMessages(t *testing.T) {
 	}
 	assert.Positive(t, ends, "the attackers' sessions were ended")
 }
+
+// lateFlood's second flooder arrives at the end of the run (a ramp over
+// twice its length), so it never dials and never sends.
+const lateFlood = `name: late-flood
+seed: 1
+duration: 6s
+driver: sim
+policy_file: policies/game.yaml
+populations:
+  - name: flood
+    behaviour: tiny-flood
+    count: 2
+    arrival: {kind: ramp, over: 12s}
+thresholds:
+  - flood.cutoff_max < 3s
+`
+
+// A hostile client that never arrived in the run had nothing to be cut off
+// from: the cut-off measures are over the clients that took part, and one
+// that never dialled does not make cutoff_max "never".
+func TestCutOffsCountOnlyClientsThatTookPart(t *testing.T) {
+	s, err := Parse([]byte(lateFlood), "late-flood.yaml")
+	require.NoError(t, err)
+	plan := s.plan()
+	clients := plan.Clients()
+	require.Len(t, clients, 2)
+	assert.NotEmpty(t, loadgen.Collect(clients[0].Stream(), 1), "the first flooder acts")
+	assert.Empty(t, loadgen.Collect(clients[1].Stream(), 1), "the second arrives at the end: no action at all")
+	out, err := Run(context.Background(), s, Options{})
+	require.NoError(t, err)
+	p := out.Results.Variants[0].Population("flood")
+	require.NotNil(t, p.Summary.CutOff)
+	assert.Equal(t, 2, p.Clients, "the population's size is the plan's")
+	assert.Equal(t, 1, p.Summary.CutOff.Clients)
+	assert.Equal(t, 1, p.Summary.CutOff.Of, "one flooder took part")
+	th := out.Results.Variants[0].Thresholds
+	require.Len(t, th, 1)
+	assert.True(t, th[0].Pass, "%s measured %v", th[0].Expr, th[0].Value)
+}

@@ -50,8 +50,8 @@ var Metrics = map[string]string{
 	"max":                  "largest response time",
 	"false_disconnects":    "honest clients the server disconnected (a defect); no value for a hostile population",
 	"lockouts":             "honest clients locked out (a defect); no value for a hostile population",
-	"cutoff_p50":           "median over a hostile population's clients of the time from a client's first message until it was cut off (never, if fewer than half were); over several populations, the largest of their medians; no value for an honest population",
-	"cutoff_max":           "longest time until a client was cut off, over all of a hostile population's clients (never, if one was not); no value for an honest population",
+	"cutoff_p50":           "median over a hostile population's clients that took part (connected at least once) of the time from a client's first message until it was cut off (never, if fewer than half were); over several populations, the largest of their medians; no value for an honest population",
+	"cutoff_max":           "longest time until a client was cut off, over all of a hostile population's clients that took part (connected at least once; never, if one was not cut off); no value for an honest population",
 	"send_lag_p99":         "99th percentile of how late sends left versus their schedule",
 }
 
