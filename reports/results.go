@@ -257,7 +257,11 @@ type Interval struct {
 	Start time.Duration `json:"start_ns"`
 	// Length is the interval's length.
 	Length time.Duration `json:"length_ns"`
-	// Sent and Accepted count messages of every kind in the interval.
+	// Sent counts the messages of every kind written in the interval
+	// (frames, hellos, raw writes): unlike KindStats.Sent it leaves out
+	// those never written (NotSent, Refused, HeldAtEnd), though Drops
+	// counts the NotSent and Refused ones. Accepted counts the messages
+	// the server accepted.
 	Sent     int64 `json:"sent"`
 	Accepted int64 `json:"accepted"`
 	// Drops counts drops by stable reason name.
@@ -335,9 +339,16 @@ func (c *CutOff) MaxAll() time.Duration {
 // ServerCPU is the server's CPU cost per inbound frame for one variant. The
 // zero value means nothing was measured.
 type ServerCPU struct {
-	// Frames is the number of inbound frames the server handled.
+	// Frames is the number of inbound frames the server handled over the
+	// whole run, warm-up included.
 	Frames int64 `json:"frames"`
-	// CPU is the server process's CPU time (user + system) over them.
+	// CPU is the time the server spent handling them, as the harness
+	// measures it, not the process's user + system CPU time: sluice's
+	// loopback runs take the reference server's service time on its
+	// monotonic clock (decoding, gate calls, queueing and ticks, not the
+	// read system calls), its sim runs the wall time spent in the
+	// simulated server (sampled). Both cover the whole run, warm-up
+	// included, as Frames does.
 	CPU time.Duration `json:"cpu_ns"`
 	// NsPerFrame is CPU / Frames.
 	NsPerFrame float64 `json:"ns_per_frame"`
