@@ -541,7 +541,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedBS, vs.hostileSent > 0 && vs.measured > 0
 		}},
-		measure{"server", "CPU per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
+		measure{"server", "service time per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
 			if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
 				return 0, false
 			}
