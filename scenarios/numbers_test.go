@@ -235,3 +235,16 @@ func TestCutOffsCountOnlyClientsThatTookPart(t *testing.T) {
 	require.Len(t, th, 1)
 	assert.True(t, th[0].Pass, "%s measured %v", th[0].Expr, th[0].Value)
 }
+
+// A duration given as an option that stretches a ramp past the longest run
+// is that option's error, named as such, not the file's.
+func TestDurationOptionBreakingABoundIsTheOptions(t *testing.T) {
+	s, err := Parse([]byte(lateFlood), "late-flood.yaml")
+	require.NoError(t, err)
+	_, err = Run(context.Background(), s, Options{Duration: 24 * time.Hour})
+	var oe *OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "duration", oe.Option)
+	assert.Contains(t, oe.Msg, "24h0m0s: ")
+	assert.Contains(t, oe.Msg, "Arrival.Over")
+}

@@ -54,7 +54,7 @@ func (o Options) Validate() error {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", o.Duration)}
 	}
 	if o.Duration > loadgen.MaxDuration {
-		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, tidy(loadgen.MaxDuration))}
+		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, loadgen.MaxDuration)}
 	}
 	return nil
 }
@@ -334,6 +334,13 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 		}
 		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
 		if err := loadgen.CheckRun(spec, v.Policy); err != nil {
+			// Under a duration the caller gave, a bound the run breaks (a
+			// ramp scaled with it past the longest run, say) is that
+			// option's doing, not the file's.
+			var pe *loadgen.ParamError
+			if opt.Duration != 0 && errors.As(err, &pe) {
+				return nil, nil, loadgen.Plan{}, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v: %v", opt.Duration, err), err: err}
+			}
 			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
 		}
 	}
@@ -356,12 +363,4 @@ func recorderInvalid(rec *loadgen.Recorder) []string {
 		out = append(out, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
 	}
 	return out
-}
-
-// tidy writes a whole number of hours as "24h", not "24h0m0s".
-func tidy(d time.Duration) string {
-	if d%time.Hour == 0 {
-		return fmt.Sprintf("%dh", d/time.Hour)
-	}
-	return d.String()
 }

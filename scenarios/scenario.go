@@ -203,7 +203,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		return s.fail(root, "duration", []any{"duration"}, "must be a positive duration such as 20s")
 	}
 	if s.Duration > loadgen.MaxDuration {
-		return s.fail(root, "duration", []any{"duration"}, fmt.Sprintf("%v is longer than the longest run, %v", s.Duration, tidy(loadgen.MaxDuration)))
+		return s.fail(root, "duration", []any{"duration"}, fmt.Sprintf("%v is longer than the longest run, %v", s.Duration, loadgen.MaxDuration))
 	}
 	if s.Warmup < 0 || s.Warmup >= s.Duration {
 		return s.fail(root, "warmup", []any{"warmup"}, "must be at least 0 and shorter than duration")
