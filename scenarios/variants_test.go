@@ -91,8 +91,6 @@ func TestPolicyErrorsAtASetsNulls(t *testing.T) {
 		{"a null under a mapping the set alone writes", move,
 			"strikes: {ladder: {shed: 100, drop: ~}}",
 			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
-		// A null name names nothing: the set's list is not named
-		// throughout, so it replaces the base's whole.
 		// An alias whose anchor holds a null is copied without the null,
 		// at the alias's line (12), not the anchor's (8).
 		{"an alias to an anchor that holds a null", "channels:\n  - {class: input, rate: 30}\n",
@@ -101,6 +99,8 @@ func TestPolicyErrorsAtASetsNulls(t *testing.T) {
 				"s.yaml:8: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
 				"s.yaml:12: variants[0].set.channels[1].name: is required\n" +
 				"s.yaml:12: variants[0].set.channels[1].class: is required (input, request or predicted)"},
+		// A null name names nothing: the set's list is not named
+		// throughout, so it replaces the base's whole.
 		{"a null name", move,
 			"channels: [{name: ~, class: input, rate: 5}]",
 			"s.yaml:7: variants[0].set.channels[0].name: is required"},

@@ -67,7 +67,7 @@ func TestSecondInterruptQuits(t *testing.T) {
 	waitFor("variant 1/2")
 	time.Sleep(500 * time.Millisecond) // minutes of virtual time to write
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	waitFor("Ctrl-C again")
+	waitFor("stopping and writing the partial results") // the run was going: not the message of one that had ended
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	done := make(chan error, 1)
 	go func() {

@@ -241,16 +241,17 @@ func TestGateExitCodes(t *testing.T) {
 // line.
 func TestUsageErrorsPointToHelp(t *testing.T) {
 	cases := []struct {
-		args []string
-		want []string
+		args    []string
+		want    []string
+		wantNot string // a command with subcommands names them in its help, not a usage line
 	}{
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run 'sluice --help' for usage"}},
-		{[]string{"runn"}, []string{`unknown command "runn"`, "run 'sluice --help' for usage"}},
-		{[]string{"run"}, []string{"accepts 1 arg(s), received 0", "usage: sluice run FILE", "run 'sluice run --help' for usage"}},
-		{[]string{"validate", "a", "b"}, []string{"received 2", "usage: sluice validate FILE", "run 'sluice validate --help' for usage"}},
-		{[]string{"version", "extra"}, []string{`unknown command "extra"`, "run 'sluice version --help' for usage"}},
-		{[]string{"bench", "abb"}, []string{`unknown command "abb"`, "run 'sluice bench --help' for usage"}},
-		{[]string{"run", "--nope", "x.yaml"}, []string{"unknown flag: --nope", "run 'sluice run --help' for usage"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run 'sluice --help' for usage"}, ""},
+		{[]string{"runn"}, []string{`unknown command "runn"`, "run 'sluice --help' for usage"}, ""},
+		{[]string{"run"}, []string{"accepts 1 arg(s), received 0", "usage: sluice run FILE", "run 'sluice run --help' for usage"}, ""},
+		{[]string{"validate", "a", "b"}, []string{"received 2", "usage: sluice validate FILE", "run 'sluice validate --help' for usage"}, ""},
+		{[]string{"version", "extra"}, []string{`unknown command "extra"`, "run 'sluice version --help' for usage"}, ""},
+		{[]string{"bench", "abb"}, []string{`unknown command "abb"`, "run 'sluice bench --help' for usage"}, "usage: sluice bench"},
+		{[]string{"run", "--nope", "x.yaml"}, []string{"unknown flag: --nope", "run 'sluice run --help' for usage"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -258,6 +259,9 @@ func TestUsageErrorsPointToHelp(t *testing.T) {
 			assert.Equal(t, exitUsage, code, out+errOut)
 			for _, w := range c.want {
 				assert.Contains(t, errOut, w)
+			}
+			if c.wantNot != "" {
+				assert.NotContains(t, errOut, c.wantNot)
 			}
 		})
 	}

@@ -101,7 +101,8 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// written, stops nothing: those results are whole, and it says so.
 	// The watcher is done before runScenario returns, and before the
 	// deferred stop cancels ctx itself: otherwise it could take that for
-	// a Ctrl-C and write after the caller has moved on.
+	// a Ctrl-C and write after the caller has moved on. (A caller that
+	// cancels c.Context() is answered as a Ctrl-C would be.)
 	ran, watched := make(chan struct{}), make(chan struct{})
 	defer func() { close(ran); <-watched }()
 	var ended atomic.Bool
