@@ -181,3 +181,29 @@ func TestHeldCountUnderChurn(t *testing.T) {
 	}
 	t.Logf("%d keys held at the end; %+v", held, m.Counters())
 }
+
+// A mark swap that loses its race (the mark is no longer the one it read)
+// leaves the count as it was: the rise made for a hold it did not store is
+// taken back.
+func TestLostMarkSwapKeepsTheCount(t *testing.T) {
+	m := newMap(t, 10, 2, Config{MaxKeys: 100, Shards: 1, EvictBackoff: -1})
+	sh := &m.shards[0]
+	m.TakeAt(1, 0, 1)
+	s, mk := sh.tab.Load().lookup(1, m.hash(1))
+	if s.cell == nil || mk != MarkNone {
+		t.Fatalf("key 1: slot %v, mark %v", s.cell, mk)
+	}
+	held := m.MakeMark(0, true, 5e9)
+	if sh.swapMark(s, held, held) || sh.swapMark(s, m.MakeMark(1, false, 5e9), held) {
+		t.Fatal("a swap from a mark the slot does not hold succeeded")
+	}
+	if n := sh.held.Load(); n != 0 {
+		t.Fatalf("after two lost swaps, one of them to a hold: count %d", n)
+	}
+	if !sh.swapMark(s, MarkNone, held) || sh.held.Load() != 1 {
+		t.Fatalf("a won swap to a hold: count %d", sh.held.Load())
+	}
+	if sh.swapMark(s, MarkNone, held) || sh.held.Load() != 1 {
+		t.Fatalf("a lost swap from the wrong mark: count %d", sh.held.Load())
+	}
+}

@@ -156,6 +156,29 @@ type slot struct {
 	mark *atomic.Uint64
 }
 
+// swapMark replaces s's mark old with nw, if it is still old, and keeps the
+// shard's count of held marks (see shardHot.held) with it: the count rises
+// before a hold is stored and falls after one is gone (or after the swap
+// failed), so a take that reads 0 there may skip the mark. Every writer of
+// a live slot's mark goes through it; a compaction moves marks within the
+// shard and leaves the count as it is.
+func (sh *shard) swapMark(s slot, old, nw Mark) bool {
+	starts, ends := !old.Held() && nw.Held(), old.Held() && !nw.Held()
+	if starts {
+		sh.held.Add(1)
+	}
+	if !s.mark.CompareAndSwap(uint64(old), uint64(nw)) {
+		if starts {
+			sh.held.Add(-1)
+		}
+		return false
+	}
+	if ends {
+		sh.held.Add(-1)
+	}
+	return true
+}
+
 // deadWord is the reserved word of a removed or moved slot.
 const deadWord = 0xdead_dead_dead_dead
 
@@ -540,8 +563,8 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 			// falls after the mark changed), so that the shard's takes
 			// skip marks again without waiting for a sweep, which a
 			// caller may never run.
-			if m.holdEnded(mk, now) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
-				sh.held.Add(-1)
+			if mk.Held() { // and HeldAt says it has ended
+				sh.swapMark(s, mk, MarkNone)
 			}
 		}
 		// Limit.TakeLiveAt never writes into a dead word and never
@@ -729,10 +752,7 @@ func (m *Map) kill(sh *shard, s slot, now int64, force bool) bool {
 			}
 			return false // a take just changed it: not idle
 		}
-		if s.mark.CompareAndSwap(uint64(mk), uint64(markDead)) {
-			if mk.Held() {
-				sh.held.Add(-1)
-			}
+		if sh.swapMark(s, mk, markDead) {
 			return true
 		}
 		s.word.Store(w)
@@ -876,21 +896,8 @@ func (m *Map) UpdateMark(key uint64, f func(old Mark) (Mark, bool)) (Mark, bool)
 			if nw == markEmpty || nw == markDead {
 				panic("shardmap: UpdateMark: f returned a reserved mark")
 			}
-			// The shard's count of held marks rises before a hold is
-			// stored and falls after one is gone: a take that reads 0
-			// there may skip the mark.
-			starts, ends := !mk.Held() && nw.Held(), mk.Held() && !nw.Held()
-			if starts {
-				sh.held.Add(1)
-			}
-			if s.mark.CompareAndSwap(uint64(mk), uint64(nw)) {
-				if ends {
-					sh.held.Add(-1)
-				}
+			if sh.swapMark(s, mk, nw) {
 				return nw, true
-			}
-			if starts {
-				sh.held.Add(-1)
 			}
 			mk = Mark(s.mark.Load())
 		}
@@ -985,8 +992,10 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 		}
 		// A hold that has ended is cleared, so that the shard's count
 		// of held marks goes back to 0 and its takes stop reading marks.
-		if mk := Mark(s.mark.Load()); m.holdEnded(mk, now) && s.mark.CompareAndSwap(uint64(mk), uint64(MarkNone)) {
-			sh.held.Add(-1)
+		if mk := Mark(s.mark.Load()); mk.Held() {
+			if _, held := m.HeldAt(mk, now); !held {
+				sh.swapMark(s, mk, MarkNone)
+			}
 		}
 	}
 	if n > 0 {

@@ -99,7 +99,3 @@ func (m *Map) HeldAt(mk Mark, now int64) (time.Duration, bool) {
 	}
 	return time.Duration(d - now), true
 }
-
-// holdEnded reports whether mk has the held bit but its deadline is at or
-// before now: a hold that refuses nothing more and carries no state.
-func (m *Map) holdEnded(mk Mark, now int64) bool { return mk.Held() && now >= m.Deadline(mk) }
