@@ -548,3 +548,27 @@ func take(m *Map, key uint64, now int64, n uint64) outcome {
 	mk, _ := m.MarkOf(key)
 	return outcome{r, mk, st}
 }
+
+// A key idle long past a fill time has a full bucket, no more: the pass
+// path's full-bucket branch (NextFull) leaves the burst less the take, and
+// its partial branch (NextPartial) counts down from there, one token or
+// several at a time, to a denial. A full bucket decided as a partial one
+// would be credited with all the time it sat idle.
+func TestIdleKeyTakesFromAFullBucket(t *testing.T) {
+	for _, n := range []uint64{1, 2} {
+		m := newMap(t, 10, 6, Config{MaxKeys: 100, Shards: 1})
+		if r, st := m.TakeAt(7, 0, 1); st != Taken || !r.OK() {
+			t.Fatalf("n %d: the first take: %v %v", n, r, st)
+		}
+		now := int64(3600e9) // an hour on: 36,000 tokens' worth of time
+		for want := 6 - int64(n); want >= 0; want -= int64(n) {
+			r, st := m.TakeAt(7, now, n)
+			if st != Taken || !r.OK() || int64(r.Remaining()) != want {
+				t.Fatalf("n %d: take at %d left: ok %v, %d remaining, status %v; want %d", n, want+int64(n), r.OK(), r.Remaining(), st, want)
+			}
+		}
+		if r, _ := m.TakeAt(7, now, n); r.OK() {
+			t.Fatalf("n %d: a take past the burst passed, %d remaining", n, r.Remaining())
+		}
+	}
+}
