@@ -226,7 +226,7 @@ func TestTallySpills(t *testing.T) {
 	p := newPopulations(4, 300, 1)
 	pc := p.none
 	var tl tally
-	tl.pop = pc
+	tl.countInto(pc)
 	for row := range 40 {
 		tl.row = row
 		tl.frames += 2
@@ -255,7 +255,8 @@ func TestStripesSum(t *testing.T) {
 	tls := make([]tally, 2*stripes+1)
 	for i := range tls {
 		tl := &tls[i]
-		tl.pop, tl.stripe = pc, p.stripe()
+		tl.stripe = p.stripe()
+		tl.countInto(pc)
 		if want := int32(i % stripes); tl.stripe != want {
 			t.Fatalf("connection %d given stripe %d, want %d", i, tl.stripe, want)
 		}

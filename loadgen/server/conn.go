@@ -37,18 +37,6 @@ type conn struct {
 	m        wire.Msg         // reader: the frame being handled
 	framer   *wire.Framer     // reader
 
-	// readNanos is the service time of the reader's reads (handleRead),
-	// kept per connection rather than in one server-wide counter that
-	// every reader would write once per read: a cache line they all share
-	// cost a read a few percent of its CPU with two readers in parallel,
-	// the more the cheaper the read, and nothing with one
-	// (BenchmarkReadPath). Only the reader writes it (a load and a store,
-	// no atomic add); Stats reads it while the connection is in
-	// Server.conns, and removeConn folds it into Server.readNanos as it
-	// removes the connection, both under Server.mu, so every read counts
-	// exactly once.
-	readNanos atomic.Int64
-
 	closing    atomic.Bool // no more frames are queued for writing; set under mu
 	wake       chan struct{}
 	writerDone chan struct{}
@@ -66,14 +54,11 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	}
 	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{})}
 	c.t.stripe = s.pops.stripe()
+	c.t.countInto(s.pops.none)
 	c.pop.Store(s.pops.none)
 	s.pops.none.conns.Add(1)
 	return c
 }
-
-// counters returns the connection's stripe of its population's per-read
-// counters.
-func (c *conn) counters() *popStripe { return c.pop.Load().stripes[c.t.stripe] }
 
 // aLongTimeAgo is a deadline in the past: setting it makes a blocked Read
 // return at once.
@@ -190,7 +175,7 @@ func (c *conn) finish() {
 func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	s := c.s
 	if c.closing.Load() {
-		c.counters().bytes.Add(uint64(n))
+		c.t.st.bytes.Add(uint64(n))
 		return false, true
 	}
 	var v core.Verdict // Accept when there are no limits
@@ -200,14 +185,13 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			c.noteStage(v.Stage)
 		}
 		if v.Action == core.Disconnect {
-			c.counters().bytes.Add(uint64(n))
+			c.t.st.bytes.Add(uint64(n))
 			c.disconnect(cause(v.Reason), true)
 			return false, true
 		}
 	}
 	charged := v.Action == core.Accept
 	t, m := &c.t, &c.m
-	t.pop = c.pop.Load()
 	for {
 		err := c.framer.Next(m)
 		if err == wire.ErrIncomplete {
@@ -243,7 +227,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		}
 	}
 	c.endRead(n)
-	c.readNanos.Store(c.readNanos.Load() + atomicbucket.Nanotime() - now)
+	c.t.st.readNanos.Add(atomicbucket.Nanotime() - now) // on the line the read's bytes just took
 	return completed, stop
 }
 
@@ -253,7 +237,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 // the population at the end of the read (t.pop, which a Hello moves), so
 // those of the read that carried the Hello count under its label.
 func (c *conn) endRead(n int) {
-	c.t.pop.stripes[c.t.stripe].bytes.Add(uint64(n))
+	c.t.st.bytes.Add(uint64(n))
 	c.t.flush()
 	c.publish()
 }
@@ -395,7 +379,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	}
 	// Count the hello and everything after it under the client's label.
 	c.t.frames--
-	old := c.t.pop
+	old := c.pop.Load() // the reader's own: only it moves c.pop
 	c.t.flush()
 	pop := c.s.pops.get(m.Label)
 	if pop != old {
@@ -413,7 +397,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 		c.pop.Store(pop)
 		c.mu.Unlock()
 	}
-	c.t.pop = pop
+	c.t.countInto(pop)
 	c.t.frames++
 	acct := AccountID(m.Token)
 	if !c.s.noLimits {
@@ -509,7 +493,7 @@ func (c *conn) publish() {
 			// connection's stripe. Its counter is shared by the other
 			// connections of that stripe: a read with no pong (a
 			// refusal, a Hello) does not write it.
-			c.counters().pongs.Add(c.pongs)
+			c.t.st.pongs.Add(c.pongs)
 		}
 		if c.leaving != 0 {
 			c.closeLocked(c.leaving, true) // wakes the writer

@@ -269,35 +269,25 @@ func TestEnqueueRefusesOnceDraining(t *testing.T) {
 	}
 }
 
-// ReadService counts the reads of open connections, which keep their own
-// sum, and of closed ones, whose sum the server takes over as it removes
-// them: each read once, whether Stats comes before the removal or after.
-func TestReadServiceCountsEveryConnectionOnce(t *testing.T) {
-	s, c, _ := pipeConn(t, testConfig())
-	add := func(c *conn, d time.Duration) {
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.open.Add(1)
-		c.readNanos.Store(int64(d))
+// ReadService is the sum of every population's stripes, whichever
+// population and stripe a read was counted in.
+func TestReadServiceSumsEveryStripe(t *testing.T) {
+	s, _, _ := pipeConn(t, testConfig())
+	honest := s.pops.get([]byte("honest"))
+	var want time.Duration
+	for i, p := range []*popCounters{s.pops.none, honest} {
+		for j, st := range p.stripes {
+			d := time.Duration(1+i) * time.Millisecond << j
+			st.readNanos.Add(int64(d))
+			want += d
+		}
 	}
-	add(c, 3*time.Millisecond)
-	other := s.newConn(c.nc)
-	add(other, 4*time.Millisecond)
-	if got := s.Stats().ReadService; got != 7*time.Millisecond {
-		t.Errorf("two open connections: ReadService %v, want 7ms", got)
-	}
-	s.removeConn(c)
-	if got := s.Stats().ReadService; got != 7*time.Millisecond {
-		t.Errorf("one removed: ReadService %v, want 7ms", got)
-	}
-	s.removeConn(other)
-	if st := s.Stats(); st.ReadService != 7*time.Millisecond || st.Conns.Open != 0 {
-		t.Errorf("both removed: ReadService %v, %d open; want 7ms, none", st.ReadService, st.Conns.Open)
+	if got := s.Stats().ReadService; got != want {
+		t.Errorf("ReadService %v, want %v", got, want)
 	}
 }
 
-// The same through real reads: a connection's reads count in ReadService
+// Through real reads: each of a connection's reads adds to ReadService
 // while it is open, and nothing of them is lost when it closes.
 func TestReadServiceOfARealConnection(t *testing.T) {
 	s := startServer(t, testConfig())
@@ -311,6 +301,19 @@ func TestReadServiceOfARealConnection(t *testing.T) {
 	open := s.Stats().ReadService
 	if open <= 0 {
 		t.Fatalf("ReadService %v with the connection open after two reads or more, want > 0", open)
+	}
+	// Each later request's read ends before its reply is sent: each adds.
+	for id := uint64(2); id <= 4; id++ {
+		b, _ := wire.AppendRequest(nil, kReq, id, []byte("buy"))
+		c.mustWrite(t, b)
+		if m, err := c.waitReply(id); err != nil || m.Status != wire.StatusOK {
+			t.Fatalf("reply %d: %+v, %v", id, m, err)
+		}
+		next := s.Stats().ReadService
+		if next <= open {
+			t.Fatalf("ReadService %v after request %d's read, %v before it: the read added nothing", next, id, open)
+		}
+		open = next
 	}
 	c.nc.Close()
 	eventually(t, 10*time.Second, "the connection to close", func() bool { return s.Stats().Conns.Open == 0 })

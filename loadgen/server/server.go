@@ -54,15 +54,12 @@ type Server struct {
 	draining  atomic.Bool
 	enqueuers atomic.Int32
 
-	mu    sync.Mutex // conns, readNanos, state, ln
-	conns map[*conn]struct{}
-	// readNanos is the read service time of the connections removed from
-	// conns; each open one keeps its own (conn.readNanos).
-	readNanos int64
-	started   bool
-	stopping  bool
-	ln        net.Listener
-	addr      netip.AddrPort
+	mu       sync.Mutex // conns, state, ln
+	conns    map[*conn]struct{}
+	started  bool
+	stopping bool
+	ln       net.Listener
+	addr     netip.AddrPort
 
 	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
 	acceptWG sync.WaitGroup
@@ -394,7 +391,6 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
-	s.readNanos += c.readNanos.Load()
 	s.mu.Unlock()
 	s.open.Add(^uint64(0))
 }
@@ -513,12 +509,7 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Lock()
 	started, startNano, startCPU := s.started, s.startNano, s.startCPU
-	readNanos := s.readNanos
-	for c := range s.conns {
-		readNanos += c.readNanos.Load()
-	}
 	s.mu.Unlock()
-	st.ReadService = time.Duration(readNanos)
 	if started {
 		st.Uptime = time.Duration(atomicbucket.Nanotime() - startNano)
 		if cpu := processCPU(); cpu > 0 {
@@ -529,6 +520,7 @@ func (s *Server) Stats() Stats {
 	pops := append([]*popCounters(nil), s.pops.order...)
 	s.pops.mu.RUnlock()
 	for _, p := range pops {
+		st.ReadService += time.Duration(p.readNanos())
 		ps := p.snapshot(s.rowNames)
 		st.Frames += ps.Frames
 		st.Bytes += ps.Bytes

@@ -59,18 +59,18 @@ func (c cause) String() string {
 }
 
 // popCounters are one population's counters. Those every read adds to
-// (frames, bytes, pongs and the channel rows) are striped: each
-// connection adds only to the stripe it was given at creation, and
-// snapshot sums the stripes, so each count is in exactly one stripe and
-// the sums are what one set of counters would hold; a read's adds are
-// done before it publishes its replies (endRead), and snapshot loads every
-// stripe, so a client that sees a reply still finds its read counted. One
-// set shared by every reader of a population cost a read, with two
-// readers in parallel, about twice its CPU without limits and half as
-// much again with the gate's, as the readers took its lines from each
-// other (BenchmarkReadPath, medians of ten runs on two processors: about
-// 300 and 410 ns of CPU a read, against 144 and 280 striped, and 144 and
-// 270 with one reader). The other counters are updated with atomic adds
+// (frames, bytes, pongs, the channel rows and the read's service time) are
+// striped: each connection adds only to the stripe it was given at
+// creation, and snapshot sums the stripes, so each count is in exactly one
+// stripe and the sums are what one set of counters would hold; a read's
+// adds are done before it publishes its replies (endRead), and snapshot
+// loads every stripe, so a client that sees a reply still finds its read
+// counted. One set shared by every reader of a population cost a read,
+// with two readers in parallel, 1.6 times its CPU without limits and 1.1
+// times with the gate's, as the readers took its lines from each other
+// (BenchmarkReadPath, medians of six interleaved runs on two processors:
+// 240 and 313 ns of CPU a read, against 145 and 280 striped; 144 and 271
+// with one reader). The other counters are updated with atomic adds
 // where they are rare (a Hello, a disconnect, a lockout) or written by the
 // tick loop alone (inputs, requests, failed).
 type popCounters struct {
@@ -98,6 +98,9 @@ type popStripe struct {
 	frames atomic.Uint64
 	bytes  atomic.Uint64
 	pongs  atomic.Uint64
+	// readNanos is the service time of the reads (handleRead) counted
+	// here, each added as its read ends: Stats.ReadService is its sum.
+	readNanos atomic.Int64
 	// chans are the decisions per channel row (see Server.rowOf): row ×
 	// rowStride counters, indexed by rowKey. They are the only record of
 	// outcomes: the population's accepted, dropped and rejected totals are
@@ -266,12 +269,11 @@ func printable(b []byte) bool {
 // counters directly. It never allocates.
 type tally struct {
 	frames uint64
-	row    int          // the channel row of the frame being counted
-	pop    *popCounters // the population counted into
-	// stripe is the stripe of pop counted into: the connection's, fixed
-	// at creation. It and n and last are 32-bit so that they fit in the
-	// two words n and last took alone (a conn then stays within its
-	// 512-byte allocation class).
+	row    int        // the channel row of the frame being counted
+	st     *popStripe // counted into: stripe of the connection's population (see countInto)
+	// stripe is the connection's stripe, fixed at creation. It and n and
+	// last are 32-bit so that they fit in the two words n and last took
+	// alone (a conn then stays within its 512-byte allocation class).
 	stripe int32
 	n      int32 // pairs in keys and counts
 	last   int32 // the pair the last count went to
@@ -301,7 +303,7 @@ func (t *tally) note(code uint32) {
 		}
 	}
 	if t.n == tallyKeys {
-		t.pop.stripes[t.stripe].chans[key].Add(1)
+		t.st.chans[key].Add(1)
 		return
 	}
 	t.keys[t.n], t.counts[t.n] = key, 1
@@ -309,11 +311,15 @@ func (t *tally) note(code uint32) {
 	t.n++
 }
 
-// flush adds the read's counts to t.pop's stripe, where any spilled ones
-// went too, and clears them (the row, the population and the stripe are
-// kept).
+// countInto makes p the population counted into, from now on: the
+// connection's stripe of it. The reader calls it as the connection starts
+// and when a Hello moves it.
+func (t *tally) countInto(p *popCounters) { t.st = p.stripes[t.stripe] }
+
+// flush adds the read's counts to t.st, where any spilled ones went too,
+// and clears them (the row and the stripe counted into are kept).
 func (t *tally) flush() {
-	p := t.pop.stripes[t.stripe]
+	p := t.st
 	if t.frames != 0 {
 		p.frames.Add(t.frames)
 	}
@@ -457,6 +463,15 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 		}
 	}
 	return s
+}
+
+// readNanos returns the read service time counted in the population's
+// stripes.
+func (c *popCounters) readNanos() (n int64) {
+	for _, st := range c.stripes {
+		n += st.readNanos.Load()
+	}
+	return n
 }
 
 func (s PopulationStats) empty() bool {
