@@ -481,26 +481,24 @@ func (c *conn) publish() {
 	if len(c.staged) == 0 && c.leaving == 0 {
 		return
 	}
-	full := cause(core.QueueFull)
-	if c.leaving != 0 {
-		full = c.leaving
-	}
 	c.mu.Lock()
-	queued, stop := c.queueLocked(c.staged, full)
-	if queued {
-		if c.pongs != 0 {
-			// The population the read's bytes count under, in the
-			// connection's stripe. Its counter is shared by the other
-			// connections of that stripe: a read with no pong (a
-			// refusal, a Hello) does not write it.
-			c.t.st.pongs.Add(c.pongs)
-		}
-		if c.leaving != 0 {
-			c.closeLocked(c.leaving, true) // wakes the writer
-			stop = true
-		} else {
-			c.wakeWriter()
-		}
+	queued, full := c.queueLocked(c.staged)
+	if full {
+		c.leave(cause(core.QueueFull)) // the first cause wins: a read ending the connection keeps its own
+	}
+	if queued && c.pongs != 0 {
+		// The population the read's bytes count under, in the
+		// connection's stripe. Its counter is shared by the other
+		// connections of that stripe: a read with no pong (a refusal, a
+		// Hello) does not write it.
+		c.t.st.pongs.Add(c.pongs)
+	}
+	stop := (queued || full) && c.leaving != 0 // not when another goroutine closed it first
+	switch {
+	case stop:
+		c.closeLocked(c.leaving, true) // wakes the writer
+	case queued:
+		c.wakeWriter()
 	}
 	c.mu.Unlock()
 	if stop {
@@ -516,9 +514,12 @@ func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 	var b [wire.ReplySize]byte
 	frame := wire.AppendReply(b[:0], id, st, 0, 0)
 	c.mu.Lock()
-	queued, ended := c.queueLocked(frame, cause(core.QueueFull))
+	queued, ended := c.queueLocked(frame)
 	if queued {
 		counted.Add(1)
+	}
+	if ended { // its client is not reading
+		c.closeLocked(cause(core.QueueFull), true)
 	}
 	c.mu.Unlock()
 	switch {
@@ -531,16 +532,14 @@ func (c *conn) answer(id uint64, st wire.Status, counted *atomic.Uint64) {
 
 // queueLocked appends frames to the outbound buffer, without waking the
 // writer. It queues nothing when the connection is closing, or when the
-// frames do not fit in WriteBuffer: that ends the connection with cause
-// full (QueueFull, as its client is not reading, unless the caller was
-// ending it already), and ended says the caller must stop the reader once
-// it has released mu. Called with mu held.
-func (c *conn) queueLocked(frames []byte, full cause) (queued, ended bool) {
+// frames do not fit in WriteBuffer: then full says so, and the caller ends
+// the connection (its client is not reading) and stops the reader once it
+// has released mu. Called with mu held.
+func (c *conn) queueLocked(frames []byte) (queued, full bool) {
 	if c.closing.Load() {
 		return false, false
 	}
 	if len(c.out)+len(frames) > c.s.cfg.WriteBuffer {
-		c.closeLocked(full, true)
 		return false, true
 	}
 	c.out = grow(c.out, len(frames), c.s.cfg.WriteBuffer+wire.DisconnectSize)
