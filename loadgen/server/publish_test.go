@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
@@ -152,5 +153,62 @@ func TestReadCauseWinsOverItsOverflow(t *testing.T) {
 	}
 	if st := s.Stats(); st.Conns.Open != 0 {
 		t.Errorf("%d connections open", st.Conns.Open)
+	}
+}
+
+// A read is counted before what it staged is published (endRead): with
+// the connection's lock held, so that publishing must wait, the read's
+// frames and bytes are already in Stats; only then do its pongs reach the
+// outbound buffer. Published first, the counts would wait on the lock.
+func TestReadIsCountedBeforeItsFramesArePublished(t *testing.T) {
+	cfg := testConfig()
+	cfg.NoLimits = true
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for i := range 3 {
+		data = wire.AppendPing(data, uint64(i))
+	}
+	c := s.newConn(&fakeConn{data: data})
+	if c.framer, err = wire.NewFramer(c, s.maxFrame, s.readBuf); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.framer.Fill()
+	if err != nil || n != len(data) {
+		t.Fatalf("read %d of %d bytes: %v", n, len(data), err)
+	}
+
+	c.mu.Lock()
+	locked := true
+	defer func() { // a failed check must not leave the read waiting forever
+		if locked {
+			c.mu.Unlock()
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.handleRead(n, atomicbucket.Nanotime())
+	}()
+	eventually(t, 10*time.Second, "the read's frames and bytes to be counted", func() bool {
+		p := s.Stats().Populations[PopulationNone]
+		return p.Frames == 3 && p.Bytes == uint64(n)
+	})
+	if len(c.out) != 0 {
+		t.Errorf("%d bytes published while the lock was held", len(c.out))
+	}
+	c.mu.Unlock()
+	locked = false
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read did not end once the lock was free")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if want := 3 * wire.PongSize; len(c.out) != want {
+		t.Errorf("%d bytes published, want the three pongs' %d", len(c.out), want)
 	}
 }
