@@ -37,8 +37,7 @@ func AllPassed(b testing.TB, ok, n int) {
 }
 
 // NearlyAllPassed fails b unless nearly all of n parallel takes passed
-// (passed of them): all but 1% and 2 more, the rule of the peers' keyed
-// benchmarks, and it logs any that failed. Not every one need pass: a
+// (passed of them): all but 1% and 2 more, and it logs any that failed. Not every one need pass: a
 // goroutine the OS stops between two readings of a Clock takes with a
 // stale one, and keys the others took meanwhile refuse it.
 func NearlyAllPassed(b testing.TB, passed, n int64) {
