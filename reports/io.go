@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -166,14 +167,28 @@ func writeResultsFile(path string, r *Results) error {
 // writeFileAtomic writes a file through fill into a temporary file in path's
 // directory, syncs it, and renames it over path; on any error the temporary
 // file is removed and path is untouched.
+//
+// Its errors name path, never the temporary file, which the caller never
+// asked for.
 func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
+	cannot := func(err error) error {
+		var pe *fs.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		}
+		return fmt.Errorf("reports: cannot write %s: %w", path, err)
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("reports: %w", err)
+		return cannot(err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -190,7 +205,7 @@ func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 		return fmt.Errorf("reports: write %s: %w", path, err)
 	}
 	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("reports: %w", err)
+		return cannot(err)
 	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("reports: sync %s: %w", path, err)
@@ -199,7 +214,7 @@ func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 		return fmt.Errorf("reports: close %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("reports: %w", err)
+		return cannot(err)
 	}
 	// Make the rename itself durable. Not every platform can sync a
 	// directory; the file is complete either way.

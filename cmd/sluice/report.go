@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -47,19 +45,12 @@ or the page cannot be written, 2 usage.`,
 	return c
 }
 
-// checkPagePath says, naming the path given, why a page cannot be written
-// there: a directory in its place, or no directory to put it in.
+// checkPagePath says what to give instead when the page's path is a
+// directory (a common slip: -o DIR); any other path the writer cannot use
+// is named by its own error.
 func checkPagePath(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory: give the page's file name, such as %s", path, filepath.Join(path, reports.ReportFile))
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("cannot write %s: the directory %s does not exist", path, dir)
-	case err == nil && !fi.IsDir():
-		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
 	}
 	return nil
 }

@@ -107,8 +107,8 @@ func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 }
 
 // report's -o names the page to write: a directory there, or a directory
-// that does not exist, is said to be so, naming what was given rather
-// than a temporary file the user never asked for.
+// that does not exist, is reported naming what was given rather than a
+// temporary file the user never asked for.
 func TestReportOutputErrorsNameThePath(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := runCLI(t, "run", "--progress", "none", "--policy", "balanced", "--duration", "2s", "-o", dir, scenarioDir+"quickstart.yaml")
@@ -118,7 +118,7 @@ func TestReportOutputErrorsNameThePath(t *testing.T) {
 	require.NoError(t, os.Mkdir(sub, 0o755))
 	for _, c := range []struct{ out, want string }{
 		{sub, sub + " is a directory"},
-		{filepath.Join(dir, "none", "r.html"), filepath.Join(dir, "none") + " does not exist"},
+		{filepath.Join(dir, "none", "r.html"), "cannot write " + filepath.Join(dir, "none", "r.html") + ": no such file or directory"},
 	} {
 		code, out, errOut := runCLI(t, "report", results, "-o", c.out)
 		assert.Equal(t, exitError, code, out+errOut)
