@@ -115,7 +115,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) *FieldError {
 			return e
 		}
 		for i, c := range n.Content {
-			if e := checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
+			if e := checkNode(c, t.Elem(), index(path, i)); e != nil {
 				return e
 			}
 		}
@@ -188,7 +188,7 @@ func repeatedNames(n *yaml.Node, path string) *FieldError {
 			return fe
 		}
 		for i, c := range n.Content {
-			if fe := repeatedNames(c, fmt.Sprintf("%s[%d]", path, i)); fe != nil {
+			if fe := repeatedNames(c, index(path, i)); fe != nil {
 				return fe
 			}
 		}
@@ -242,6 +242,9 @@ func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
 func errAt(n *yaml.Node, path, msg string) *FieldError {
 	return &FieldError{Line: n.Line, Col: n.Column, Path: path, Msg: msg}
 }
+
+// index returns the path of item i of the list at path ("a.b[2]").
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
 func join(path, key string) string {
 	switch {

@@ -68,17 +68,17 @@ func (m merger) merge(base, over *yaml.Node, at, from string) *yaml.Node {
 		}
 		out := cloneNode(base)
 		for i, item := range over.Content {
-			name, itemFrom := itemName(item), fmt.Sprintf("%s[%d]", from, i)
+			name, itemFrom := itemName(item), index(from, i)
 			found := false
 			for j, cur := range out.Content {
 				if itemName(cur) == name {
-					out.Content[j] = m.merge(cur, item, fmt.Sprintf("%s[%d]", at, j), itemFrom)
+					out.Content[j] = m.merge(cur, item, index(at, j), itemFrom)
 					found = true
 					break
 				}
 			}
 			if !found {
-				out.Content = append(out.Content, m.take(item, fmt.Sprintf("%s[%d]", at, len(out.Content)), itemFrom))
+				out.Content = append(out.Content, m.take(item, index(at, len(out.Content)), itemFrom))
 			}
 		}
 		return out
