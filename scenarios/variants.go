@@ -98,19 +98,18 @@ func (m merger) take(over *yaml.Node, at, from string) *yaml.Node {
 // unset, as a key the base has keeps the base's value. Without this, a
 // null under a node the base lacks would reach core, which decodes it as
 // the zero value (a strike weight of 0, not the default). An alias is
-// copied as it is unless what it names holds a null; then the copy of what
-// it names keeps the alias's place, since core reports a node at its line.
+// copied as the node it names (which may hold a null), in the alias's
+// place, since core reports a node at its line.
 func written(n *yaml.Node) *yaml.Node {
-	if !holdsNull(n) {
-		return cloneNode(n)
-	}
 	alias := n
-	n = unalias(n)
+	if n = unalias(n); n == nil {
+		return nil
+	}
 	c := *n
 	if alias != n {
 		c.Line, c.Column, c.Anchor = alias.Line, alias.Column, ""
 	}
-	c.Content = nil
+	c.Content = make([]*yaml.Node, 0, len(n.Content))
 	for i := 0; i < len(n.Content); i++ {
 		if n.Kind == yaml.MappingNode && i+1 < len(n.Content) {
 			if k, v := n.Content[i], n.Content[i+1]; !isNull(unalias(v)) {
@@ -122,24 +121,6 @@ func written(n *yaml.Node) *yaml.Node {
 		c.Content = append(c.Content, written(n.Content[i]))
 	}
 	return &c
-}
-
-// holdsNull reports whether a mapping in n, at any depth, has an entry
-// whose value is null.
-func holdsNull(n *yaml.Node) bool {
-	n = unalias(n)
-	if n == nil {
-		return false
-	}
-	for i, c := range n.Content {
-		if n.Kind == yaml.MappingNode && i%2 == 1 && isNull(unalias(c)) {
-			return true
-		}
-		if holdsNull(c) {
-			return true
-		}
-	}
-	return false
 }
 
 func namedItems(n *yaml.Node) bool {
