@@ -490,8 +490,10 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 		// empty slot without its mark: probe again with the marks.
 		return m.takeAt(key, h, pass, now, n)
 	}
-	if sh.held.Load() != 0 && Mark(t.marks[i].Load())&(markPresent|markHeld) != markPresent {
-		return m.takeAt(key, h, pass, now, n) // held, or its hold has expired
+	if sh.held.Load() != 0 {
+		if mk := &t.marks[i]; Mark(mk.Load())&(markPresent|markHeld) != markPresent {
+			return m.takeMarked(sh, slot{c, mk}, key, h, pass, now, n) // held, or its hold has expired
+		}
 	}
 	for {
 		old := c.word.Load()
@@ -517,6 +519,26 @@ func (m *Map) TakeAt(key uint64, now int64, n uint64) (atomicbucket.Result, Stat
 	// probing again. A call in tail position, so nothing is spilled around
 	// it on the pass path.
 	return m.takeFound(c, pass, key, h, now, n)
+}
+
+// takeMarked decides a take on the slot the pass path found for key with a
+// mark it does not take inline, without probing again: a held key is
+// refused at once (under a flood, the commonest refusal), and a hold that
+// has ended is cleared and the take decided on the slot as takeFound does.
+// A mark the probe of cells alone cannot read (a slot removed, moved or
+// not yet published) goes to takeAt.
+func (m *Map) takeMarked(sh *shard, s slot, key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
+	mk := Mark(s.mark.Load())
+	if mk == markDead || mk&markPresent == 0 {
+		return m.takeAt(key, h, pass, now, n)
+	}
+	if d, held := m.HeldAt(mk, now); held {
+		return atomicbucket.DeniedFor(d), Held // the hold only: see takeAt
+	}
+	if mk.Held() { // a hold that has ended: cleared as takeAt clears it
+		sh.swapMark(s, mk, MarkNone)
+	}
+	return m.takeFound(s.cell, pass, key, h, now, n)
 }
 
 // takeFound decides a take on the cell the pass path found for key, not
