@@ -95,9 +95,10 @@ func TestPooledGOMAXPROCSWarns(t *testing.T) {
 // skipped silently: the report warns that nothing was gated on it. (A
 // warning, not an error: cpu-sec/op is absent where the harness does not
 // measure CPU time.) A default unit that a Config with no units leaves to
-// the defaults is not warned about: plain go test -bench output, here
-// without cpu-sec/op, B/op or allocs/op, lacks some of them. (DefaultConfig, which sluice gate and sluice bench ab use,
-// names its units, so they warn.)
+// the defaults is not warned about: plain go test -bench output may lack
+// some of them (here cpu-sec/op, B/op and allocs/op). (DefaultConfig,
+// which sluice gate and sluice bench ab use, names its units, so they
+// warn.)
 func TestUnitMatchingNothingWarns(t *testing.T) {
 	cfg, err := gate.ParseConfig(strings.NewReader("units: [ns/op, allocs/op]\nexact_units: [allocs/op]\n"), "x.yaml")
 	require.NoError(t, err)

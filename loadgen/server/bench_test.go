@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/core"
@@ -47,7 +46,7 @@ func BenchmarkReadPath(b *testing.B) {
 			b.ResetTimer() // New's allocations are not the read path's
 			cpu := processCPU()
 			b.RunParallel(func(pb *testing.PB) {
-				c := s.newConn(&benchConn{fakeConn{data: data}})
+				c := s.newConn(&fakeConn{data: data})
 				now := atomicbucket.Nanotime()
 				if !s.noLimits {
 					n := src.Add(1)
@@ -91,10 +90,3 @@ func BenchmarkReadPath(b *testing.B) {
 		})
 	}
 }
-
-// benchConn is a fakeConn that takes a read deadline: a read that ends the
-// connection sets one (stopReader), and the benchmark reports that rather
-// than crash on it.
-type benchConn struct{ fakeConn }
-
-func (*benchConn) SetReadDeadline(time.Time) error { return nil }

@@ -172,6 +172,11 @@ func (f *fakeConn) Read(p []byte) (int, error) {
 
 func (f *fakeConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 1} }
 
+// SetReadDeadline takes the deadline a read that ends the connection sets
+// (stopReader), so that a test or benchmark reports that rather than
+// crash on the embedded nil net.Conn.
+func (*fakeConn) SetReadDeadline(time.Time) error { return nil }
+
 // TestReadPathDoesNotAllocate runs the reader's per-read work (decode,
 // gate calls, per-channel tally, flush) on reads of mixed frames.
 func TestReadPathDoesNotAllocate(t *testing.T) {

@@ -98,11 +98,7 @@ func loopbackConn(t testing.TB, cfg Config) (*Server, *conn, *tclient) {
 	}
 	defer ln.Close()
 	addr, _ := addrPortOf(ln.Addr())
-	cl, err := dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.nc.Close() })
+	cl := mustDial(t, addr)
 	ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 	nc, err := ln.Accept()
 	if err != nil {

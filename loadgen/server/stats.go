@@ -224,7 +224,7 @@ func (p *populations) add(name string) *popCounters {
 
 // stripe returns the stripe a new connection counts into, in whichever
 // population it counts: the next one in turn. Safe from any goroutine.
-func (p *populations) stripe() int32 { return int32((p.next.Add(1) - 1) % uint32(p.stripes)) }
+func (p *populations) stripe() int32 { return int32((p.next.Add(1) - 1) & uint32(p.stripes-1)) }
 
 // get returns the counters of a label, creating them while fewer than max
 // labels are known. The lookup does not allocate.
