@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/internal/benchcheck"
+	"github.com/sluicedev/sluice/internal/benchkeys"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -25,18 +25,6 @@ var (
 	sinkI64 int64
 	sinkPar atomic.Int64
 )
-
-// xs is a xorshift64 step: a key draw cheap enough not to hide what it
-// feeds (the same draw in the floors and in the benchmarks they judge).
-func xs(x uint64) uint64 {
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	return x
-}
-
-// pickN maps x's high bits onto [0, n) without a division.
-func pickN(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
 
 // large skips a benchmark whose fixture takes long to build in -short mode
 // (the quick set).
@@ -102,33 +90,24 @@ func BenchmarkFloor(b *testing.B) {
 			if sz.large {
 				large(b)
 			}
-			keys := randomKeys(sz.n)
+			keys := benchkeys.Random(sz.n)
 			m := make(map[uint64]uint64, len(keys))
 			for i, k := range keys {
 				m[k] = uint64(i)
 			}
 			b.ReportAllocs()
-			x := uint64(88172645463325252)
+			x := benchkeys.Start
 			var sum uint64
 			b.ResetTimer()
 			cpu := serialCPU()
 			for i := 0; i < b.N; i++ {
-				x = xs(x)
-				sum += m[keys[pickN(x, len(keys))]]
+				x = benchkeys.Next(x)
+				sum += m[keys[benchkeys.Pick(x, len(keys))]]
 			}
 			cpu.stop(b)
 			sinkU64 = sum
 		})
 	}
-}
-
-func randomKeys(n int) []uint64 {
-	r := rand.New(rand.NewPCG(1, 2))
-	keys := make([]uint64, n)
-	for i := range keys {
-		keys[i] = r.Uint64()
-	}
-	return keys
 }
 
 func mustBucket(b *testing.B, rate, burst float64, now int64) *atomicbucket.Bucket {
@@ -252,12 +231,7 @@ func keyed(b *testing.B, n int) *keyedFixture {
 	}
 	// Keys a full shard refuses are skipped, so the table holds n keys.
 	f := &keyedFixture{l: l, now: 1e9}
-	r := rand.New(rand.NewPCG(1, 2))
-	for len(f.keys) < n {
-		if k := r.Uint64(); l.TakeAt(k, 0, 1).Allowed {
-			f.keys = append(f.keys, k)
-		}
-	}
+	f.keys = benchkeys.Fill(n, func(k uint64) bool { return l.TakeAt(k, 0, 1).Allowed })
 	keyedFixtures[n] = f
 	return f
 }
@@ -272,14 +246,14 @@ func BenchmarkKeyed(b *testing.B) {
 				large(b)
 			}
 			f := keyed(b, sz.n)
-			x, now, ok := uint64(88172645463325252), f.now, 0
+			x, now, ok := benchkeys.Start, f.now, 0
 			b.ReportAllocs()
 			b.ResetTimer()
 			m := serialCPU()
 			for i := 0; i < b.N; i++ {
-				x = xs(x)
+				x = benchkeys.Next(x)
 				now += 1000
-				if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+				if f.l.TakeAt(f.keys[benchkeys.Pick(x, len(f.keys))], now, 1).Allowed {
 					ok++
 				}
 			}
@@ -300,14 +274,14 @@ func BenchmarkKeyed(b *testing.B) {
 			m := parallelCPU()
 			defer m.stop(b)
 			b.RunParallel(func(pb *testing.PB) {
-				x, ok := seed.Add(0x9e3779b97f4a7c15)|1, 0
+				x, ok := seed.Add(benchkeys.Stride)|1, 0
 				var now int64
 				for i := 0; pb.Next(); i++ {
 					if i&63 == 0 {
 						now = clock.Now()
 					}
-					x = xs(x)
-					if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+					x = benchkeys.Next(x)
+					if f.l.TakeAt(f.keys[benchkeys.Pick(x, len(f.keys))], now, 1).Allowed {
 						ok++
 					}
 				}

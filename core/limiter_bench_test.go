@@ -1,13 +1,13 @@
 package core
 
 import (
-	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sluicedev/sluice/internal/benchcheck"
+	"github.com/sluicedev/sluice/internal/benchkeys"
 )
 
 // Benchmarks of a Limiter take on an existing key at 1k and 1M keys, serial
@@ -56,14 +56,8 @@ func benchLimiter(b *testing.B, n int) *limFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(1, 2))
 	f := &limFixture{l: l, now: 1e9}
-	for len(f.keys) < n {
-		k := r.Uint64()
-		if l.TakeAt(k, 0, 1).Allowed {
-			f.keys = append(f.keys, k)
-		}
-	}
+	f.keys = benchkeys.Fill(n, func(k uint64) bool { return l.TakeAt(k, 0, 1).Allowed })
 	for i := 0; i < namedKeys; i++ {
 		s := "player-" + strconv.Itoa(i)
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
@@ -77,15 +71,6 @@ func benchLimiter(b *testing.B, n int) *limFixture {
 	return f
 }
 
-func xs(x uint64) uint64 {
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	return x
-}
-
-func pickN(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
-
 func BenchmarkLimiterTake(b *testing.B) {
 	for _, sz := range []struct {
 		name string
@@ -93,12 +78,12 @@ func BenchmarkLimiterTake(b *testing.B) {
 	}{{"1k", 1000}, {"1M", 1 << 20}} {
 		b.Run(sz.name+"/serial", func(b *testing.B) {
 			f := benchLimiter(b, sz.n)
-			x, now, ok := uint64(88172645463325252), f.now, 0
+			x, now, ok := benchkeys.Start, f.now, 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				x = xs(x)
+				x = benchkeys.Next(x)
 				now += 1000
-				if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+				if f.l.TakeAt(f.keys[benchkeys.Pick(x, len(f.keys))], now, 1).Allowed {
 					ok++
 				}
 			}
@@ -113,14 +98,14 @@ func BenchmarkLimiterTake(b *testing.B) {
 			var passed atomic.Int64
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				x, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(0)
+				x, ok := seed.Add(benchkeys.Stride)|1, int64(0)
 				var now int64
 				for i := 0; pb.Next(); i++ {
 					if i&63 == 0 {
 						now = clock.Now()
 					}
-					x = xs(x)
-					if f.l.TakeAt(f.keys[pickN(x, len(f.keys))], now, 1).Allowed {
+					x = benchkeys.Next(x)
+					if f.l.TakeAt(f.keys[benchkeys.Pick(x, len(f.keys))], now, 1).Allowed {
 						ok++
 					}
 				}
@@ -135,12 +120,12 @@ func BenchmarkLimiterTake(b *testing.B) {
 
 func BenchmarkLimiterTakeString(b *testing.B) {
 	f := benchLimiter(b, 1000)
-	x, now, ok := uint64(88172645463325252), f.now, 0
+	x, now, ok := benchkeys.Start, f.now, 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x = xs(x)
+		x = benchkeys.Next(x)
 		now += 1000
-		if f.l.TakeStringAt(f.strs[pickN(x, len(f.strs))], now, 1).Allowed {
+		if f.l.TakeStringAt(f.strs[benchkeys.Pick(x, len(f.strs))], now, 1).Allowed {
 			ok++
 		}
 	}
@@ -151,12 +136,12 @@ func BenchmarkLimiterTakeString(b *testing.B) {
 
 func BenchmarkLimiterTakeAddr(b *testing.B) {
 	f := benchLimiter(b, 1000)
-	x, now, ok := uint64(88172645463325252), f.now, 0
+	x, now, ok := benchkeys.Start, f.now, 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x = xs(x)
+		x = benchkeys.Next(x)
 		now += 1000
-		if f.l.TakeAddrAt(f.addrs[pickN(x, len(f.addrs))], now, 1).Allowed {
+		if f.l.TakeAddrAt(f.addrs[benchkeys.Pick(x, len(f.addrs))], now, 1).Allowed {
 			ok++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/internal/benchcheck"
+	"github.com/sluicedev/sluice/internal/benchkeys"
 )
 
 // Benchmarks of a take on an existing key at 1k and 1M random keys, serial
@@ -49,30 +50,18 @@ func benchFixture(b *testing.B, n int) *fixture {
 	return f
 }
 
-// xorshift is the index generator of every benchmark loop, so that the
-// floor and the map pay the same overhead for picking a key.
-func xorshift(x uint64) uint64 {
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	return x
-}
-
-// pick maps x to [0, n) by multiply-shift (no division).
-func pick(x uint64, n int) int { return int(((x >> 32) * uint64(n)) >> 32) }
-
 func BenchmarkTakeExisting(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name+"/serial", func(b *testing.B) {
 			f := benchFixture(b, sz.n)
 			m, keys := f.m, f.keys
-			x := uint64(88172645463325252)
+			x := benchkeys.Start
 			now, ok := f.now, 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				x = xorshift(x)
+				x = benchkeys.Next(x)
 				now += 1000
-				if r, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); r.OK() {
+				if r, _ := m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1); r.OK() {
 					ok++
 				}
 			}
@@ -92,14 +81,14 @@ func BenchmarkTakeExisting(b *testing.B) {
 			var passed atomic.Int64
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				x, ok := seed.Add(0x9e3779b97f4a7c15)|1, int64(0)
+				x, ok := seed.Add(benchkeys.Stride)|1, int64(0)
 				var now int64
 				for i := 0; pb.Next(); i++ {
 					if i&63 == 0 {
 						now = clock.Now()
 					}
-					x = xorshift(x)
-					if r, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); r.OK() {
+					x = benchkeys.Next(x)
+					if r, _ := m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1); r.OK() {
 						ok++
 					}
 				}
@@ -124,22 +113,22 @@ func BenchmarkFloorGoMap(b *testing.B) {
 			gm[k] = uint64(i)
 		}
 		b.Run(sz.name+"/serial", func(b *testing.B) {
-			x := uint64(88172645463325252)
+			x := benchkeys.Start
 			var s uint64
 			for i := 0; i < b.N; i++ {
-				x = xorshift(x)
-				s += gm[keys[pick(x, len(keys))]]
+				x = benchkeys.Next(x)
+				s += gm[keys[benchkeys.Pick(x, len(keys))]]
 			}
 			sink = s
 		})
 		b.Run(sz.name+"/parallel", func(b *testing.B) {
 			var seed atomic.Uint64
 			b.RunParallel(func(pb *testing.PB) {
-				x := seed.Add(0x9e3779b97f4a7c15) | 1
+				x := seed.Add(benchkeys.Stride) | 1
 				var s uint64
 				for pb.Next() {
-					x = xorshift(x)
-					s += gm[keys[pick(x, len(keys))]]
+					x = benchkeys.Next(x)
+					s += gm[keys[benchkeys.Pick(x, len(keys))]]
 				}
 				atomic.AddUint64(&sink, s)
 			})
@@ -196,27 +185,27 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 			}
 			const block = 4096
 			var tTake, tMap, tChain time.Duration
-			x, y := uint64(88172645463325252), uint64(88172645463325252)
+			x, y := benchkeys.Start, benchkeys.Start
 			now := f.now
 			var s uint64
 			b.ResetTimer()
 			for done := 0; done < b.N; done += block {
 				t0 := time.Now()
 				for i := 0; i < block; i++ {
-					x = xorshift(x)
+					x = benchkeys.Next(x)
 					now += 1000
-					m.TakeAt(keys[pick(x, len(keys))], now, 1)
+					m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1)
 				}
 				t1 := time.Now()
 				for i := 0; i < block; i++ {
-					y = xorshift(y)
-					s += gm[keys[pick(y, len(keys))]]
+					y = benchkeys.Next(y)
+					s += gm[keys[benchkeys.Pick(y, len(keys))]]
 				}
 				t2 := time.Now()
 				v := uint64(0)
 				for i := 0; i < block; i++ {
-					y = xorshift(y ^ v&1)
-					v = gm[keys[pick(y, len(keys))]]
+					y = benchkeys.Next(y ^ v&1)
+					v = gm[keys[benchkeys.Pick(y, len(keys))]]
 					s += v
 				}
 				tTake += t1.Sub(t0)
@@ -281,15 +270,15 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 	}
 	spent := make([]time.Duration, len(parts))
 	const block = 4096
-	x, now := uint64(88172645463325252), f.now
+	x, now := benchkeys.Start, f.now
 	var s uint64
 	b.ResetTimer()
 	for done := 0; done < b.N; done += block {
 		for i, p := range parts {
 			t0 := time.Now()
 			for range block {
-				x = xorshift(x)
-				k := keys[pick(x, len(keys))]
+				x = benchkeys.Next(x)
+				k := keys[benchkeys.Pick(x, len(keys))]
 				if p.take {
 					now += 1000
 					m.TakeAt(k, now, 1)
@@ -328,13 +317,13 @@ func BenchmarkTakeSoftMarked(b *testing.B) {
 	for _, k := range keys {
 		m.UpdateMark(k, func(Mark) (Mark, bool) { return soft, true })
 	}
-	x := uint64(88172645463325252)
+	x := benchkeys.Start
 	now := int64(2e9)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x = xorshift(x)
+		x = benchkeys.Next(x)
 		now += 1000
-		if r, _ := m.TakeAt(keys[pick(x, len(keys))], now, 1); !r.OK() {
+		if r, _ := m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1); !r.OK() {
 			b.Fatal("a soft-marked key was refused")
 		}
 	}
@@ -350,13 +339,13 @@ func BenchmarkTakeHeld(b *testing.B) {
 	for _, k := range keys {
 		m.UpdateMark(k, func(Mark) (Mark, bool) { return held, true })
 	}
-	x := uint64(88172645463325252)
+	x := benchkeys.Start
 	now := int64(2e9)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x = xorshift(x)
+		x = benchkeys.Next(x)
 		now += 1000
-		if _, st := m.TakeAt(keys[pick(x, len(keys))], now, 1); st != Held {
+		if _, st := m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1); st != Held {
 			b.Fatal("a held key was not refused as held")
 		}
 	}
