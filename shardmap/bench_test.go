@@ -307,18 +307,25 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 	}
 }
 
+// markedTable returns a map filled to its bound of 1000 keys at time 0,
+// every one carrying the mark m.MakeMark(count, held, deadline), and its
+// keys.
+func markedTable(b *testing.B, count int, held bool, deadline int64) (*Map, []uint64) {
+	m := newMap(b, 1e6, 1000, Config{MaxKeys: 1000})
+	keys := fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
+	mk := m.MakeMark(count, held, deadline)
+	for _, k := range keys {
+		m.UpdateMark(k, func(Mark) (Mark, bool) { return mk, true })
+	}
+	return m, keys
+}
+
 // BenchmarkTakeSoftMarked takes keys that carry a mark without a hold (a
 // soft-violation count whose window has passed, as every key that was once
 // denied keeps): they take the same inline pass path as keys with none.
 func BenchmarkTakeSoftMarked(b *testing.B) {
-	m := newMap(b, 1e6, 1000, Config{MaxKeys: 1000})
-	keys := fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
-	soft := m.MakeMark(1, false, 1e9)
-	for _, k := range keys {
-		m.UpdateMark(k, func(Mark) (Mark, bool) { return soft, true })
-	}
-	x := benchkeys.Start
-	now := int64(2e9)
+	m, keys := markedTable(b, 1, false, 1e9)
+	x, now := benchkeys.Start, int64(2e9)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		x = benchkeys.Next(x)
@@ -333,14 +340,8 @@ func BenchmarkTakeSoftMarked(b *testing.B) {
 // flood, the commonest refusal. It is decided on the slot the pass path
 // found, without a second probe.
 func BenchmarkTakeHeld(b *testing.B) {
-	m := newMap(b, 1e6, 1000, Config{MaxKeys: 1000})
-	keys := fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
-	held := m.MakeMark(0, true, 1e15)
-	for _, k := range keys {
-		m.UpdateMark(k, func(Mark) (Mark, bool) { return held, true })
-	}
-	x := benchkeys.Start
-	now := int64(2e9)
+	m, keys := markedTable(b, 0, true, 1e15)
+	x, now := benchkeys.Start, int64(2e9)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		x = benchkeys.Next(x)
