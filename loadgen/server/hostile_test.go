@@ -33,7 +33,7 @@ type hostileCase struct {
 }
 
 // expectClosed waits for the server to close c and checks the Disconnect
-// reason it sent (want < 0: any or none).
+// reason it sent.
 func expectClosed(t *testing.T, c *tclient, d time.Duration, want core.Reason) {
 	t.Helper()
 	r, ok, err := c.waitClosed(d)
@@ -42,6 +42,23 @@ func expectClosed(t *testing.T, c *tclient, d time.Duration, want core.Reason) {
 	}
 	if !ok || r != want {
 		t.Fatalf("Disconnect reason %v (frame %v), want %v", r, ok, want)
+	}
+}
+
+// mustClose waits for the server to close c, with any Disconnect reason or
+// none.
+func mustClose(t *testing.T, c *tclient, d time.Duration) {
+	t.Helper()
+	if _, _, err := c.waitClosed(d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oneCause checks the stats of a client the server closed for any one cause.
+func oneCause(t *testing.T, p PopulationStats) {
+	t.Helper()
+	if len(p.Disconnects) != 1 {
+		t.Errorf("stats: %+v", p)
 	}
 }
 
@@ -109,9 +126,7 @@ var hostileCases = []hostileCase{
 					break
 				}
 			}
-			if _, _, err := c.waitClosed(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			mustClose(t, c, 10*time.Second)
 		},
 		stats: func(t *testing.T, p PopulationStats) {
 			if p.Dropped["ByteLimit"] == 0 {
@@ -208,15 +223,9 @@ var hostileCases = []hostileCase{
 					break
 				}
 			}
-			if _, _, err := c.waitClosed(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			mustClose(t, c, 10*time.Second)
 		},
-		stats: func(t *testing.T, p PopulationStats) {
-			if len(p.Disconnects) != 1 {
-				t.Errorf("stats: %+v", p)
-			}
-		},
+		stats: oneCause,
 	},
 	{
 		name: "random frames with valid lengths",
@@ -232,15 +241,9 @@ var hostileCases = []hostileCase{
 				}
 			}
 			c.write(b)
-			if _, _, err := c.waitClosed(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			mustClose(t, c, 10*time.Second)
 		},
-		stats: func(t *testing.T, p PopulationStats) {
-			if len(p.Disconnects) != 1 {
-				t.Errorf("stats: %+v", p)
-			}
-		},
+		stats: oneCause,
 	},
 	{
 		name: "slowloris partial frame",
