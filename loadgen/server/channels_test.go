@@ -45,9 +45,7 @@ func TestChannelStats(t *testing.T) {
 		}
 	}
 	c.nc.Close()
-	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-	st := s.Stats()
-	checkAccounting(t, st)
+	st := settledStats(t, s)
 	p := st.Populations["chan"]
 	want := map[string]ChannelStats{
 		"move":         {Frames: 3, Accepted: 3},
@@ -88,9 +86,7 @@ func TestChannelStatsByteLimit(t *testing.T) {
 	c.mustWrite(t, b)
 	c.waitClosed(2 * time.Second)
 	c.nc.Close()
-	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-	st := s.Stats()
-	checkAccounting(t, st)
+	st := settledStats(t, s)
 	p := st.Populations["bytes"]
 	if p.Dropped["ByteLimit"] == 0 || p.Channels["move"].Dropped["ByteLimit"] != p.Dropped["ByteLimit"] {
 		t.Errorf("bytes: %+v", p)
@@ -141,9 +137,7 @@ func TestNoLimits(t *testing.T) {
 		}
 	}
 	c.nc.Close()
-	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-	st := s.Stats()
-	checkAccounting(t, st)
+	st := settledStats(t, s)
 	p := st.Populations["free"]
 	if p.Accepted != 1+500+5+1+1 || p.Dropped["Malformed"] != 2 || len(p.Dropped) != 1 || len(p.Rejected) != 0 || p.Pongs != 1 {
 		t.Errorf("free: %+v", p)

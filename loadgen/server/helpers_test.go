@@ -310,6 +310,16 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// settledStats waits until every connection to s has closed, then returns
+// s's stats, checked with checkAccounting (which holds only from then on).
+func settledStats(t testing.TB, s *Server) Stats {
+	t.Helper()
+	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
+	st := s.Stats()
+	checkAccounting(t, st)
+	return st
+}
+
 // checkAccounting asserts checkPopulation for every population.
 func checkAccounting(t testing.TB, st Stats) {
 	t.Helper()

@@ -361,9 +361,7 @@ func TestHostile(t *testing.T) {
 				t.Errorf("a player after the attack: %v", err)
 			}
 			c.nc.Close()
-			eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-			st := s.Stats()
-			checkAccounting(t, st)
+			st := settledStats(t, s)
 			p := st.Populations["hostile"]
 			if _, helloed := st.Populations["hostile"]; !helloed {
 				p = st.Populations[PopulationNone]

@@ -139,9 +139,7 @@ func TestPingWithoutPingChannel(t *testing.T) {
 		t.Errorf("%d pongs, want the burst of 5", pongs)
 	}
 	c.nc.Close()
-	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-	st := s.Stats()
-	checkAccounting(t, st)
+	st := settledStats(t, s)
 	p := st.Populations["pinger"]
 	if p.Dropped["FrameLimit"] != 15 || p.Pongs != 5 {
 		t.Errorf("pinger stats: %+v", p)
@@ -179,13 +177,11 @@ func TestAccountStrikesOutliveTheConnection(t *testing.T) {
 	if err != nil || !ok || r != core.Lockout {
 		t.Fatalf("second connection: reason %v (frame %v), err %v; want Lockout", r, ok, err)
 	}
-	eventually(t, 10*time.Second, "connections closed", func() bool { return s.Stats().Conns.Open == 0 })
-	st := s.Stats()
+	st := settledStats(t, s)
 	p := st.Populations["hostile"]
 	if p.Disconnects["Malformed"] != 1 || p.Disconnects["Lockout"] != 1 || p.Connections != 2 {
 		t.Errorf("hostile stats: %+v", p)
 	}
-	checkAccounting(t, st)
 }
 
 func TestMaxConns(t *testing.T) {
