@@ -310,6 +310,18 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// players dials n clients to s and says hello from each, in population
+// pop, with the one-letter tokens first, first+1, and so on.
+func players(t testing.TB, s *Server, n int, first rune, pop string) []*tclient {
+	t.Helper()
+	cs := make([]*tclient, n)
+	for i := range cs {
+		cs[i] = mustDial(t, s.Addr())
+		cs[i].mustHello(t, string(first+rune(i)), pop)
+	}
+	return cs
+}
+
 // settledStats waits until every connection to s has closed, then returns
 // s's stats, checked with checkAccounting (which holds only from then on).
 func settledStats(t testing.TB, s *Server) Stats {

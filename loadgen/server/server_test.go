@@ -188,12 +188,7 @@ func TestMaxConns(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxConns = 3
 	s := startServer(t, cfg)
-	var cs []*tclient
-	for i := range 3 {
-		c := mustDial(t, s.Addr())
-		c.mustHello(t, string(rune('a'+i)), "p")
-		cs = append(cs, c)
-	}
+	cs := players(t, s, 3, 'a', "p")
 	extra := mustDial(t, s.Addr())
 	if _, ok, err := extra.waitClosed(10 * time.Second); err != nil || ok {
 		t.Fatalf("extra connection: Disconnect frame %v, err %v; want a plain close", ok, err)
@@ -217,12 +212,7 @@ func TestMaxConns(t *testing.T) {
 
 func TestGracefulShutdown(t *testing.T) {
 	s := startServer(t, testConfig())
-	var cs []*tclient
-	for i := range 3 {
-		c := mustDial(t, s.Addr())
-		c.mustHello(t, string(rune('a'+i)), "p")
-		cs = append(cs, c)
-	}
+	cs := players(t, s, 3, 'a', "p")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -387,12 +377,7 @@ func TestMatchOf(t *testing.T) {
 	cfg.MatchOf = func(pop string, account uint64) uint64 { return 77 }
 	s := startServer(t, cfg)
 	// Two players of one match share its bucket of 2.
-	var cs []*tclient
-	for i := range 2 {
-		c := mustDial(t, s.Addr())
-		c.mustHello(t, string(rune('m'+i)), "match")
-		cs = append(cs, c)
-	}
+	cs := players(t, s, 2, 'm', "match")
 	reasons := map[core.Reason]int{}
 	for i, c := range cs {
 		var b []byte
