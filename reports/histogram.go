@@ -19,7 +19,10 @@ type Quantiles struct {
 
 // Percentiles returns h's p50, p90, p99, p99.9 and max. Each is the
 // highest value equivalent to the percentile's bucket, as HdrHistogram
-// reports them. A nil or empty histogram gives zeros.
+// reports them (see "Latency resolution" in the package documentation):
+// exact where h's buckets are 1 ns wide, which for a histogram with a
+// lowest discernible value of 1 includes 0. A nil or empty histogram gives
+// zeros.
 func Percentiles(h *hdrhistogram.Histogram) Quantiles {
 	if h == nil || h.TotalCount() == 0 {
 		return Quantiles{}

@@ -267,7 +267,11 @@ type Interval struct {
 	// Drops counts drops by stable reason name.
 	Drops map[string]int64 `json:"drops,omitempty"`
 	// Responses counts the response times recorded in the interval;
-	// P50 and P99 are their percentiles (0 when Responses is 0).
+	// P50 and P99 are their percentiles (0 when Responses is 0), computed
+	// as Percentiles computes them from the interval's histogram, HDR.
+	// That histogram may be coarser than the kinds': sluice's resolve
+	// 1 ns with two significant digits (see "Latency resolution" in the
+	// package documentation).
 	Responses int64 `json:"responses"`
 	P50       int64 `json:"p50_ns"`
 	P99       int64 `json:"p99_ns"`
