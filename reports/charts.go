@@ -463,17 +463,23 @@ const (
 )
 
 // group merges adjacent intervals so that at most limit remain: counts and
-// drops add up, p99 takes the group's maximum and p50 the response-weighted
+// drops add up. With latencies, a group's p50 and p99 are those of its
+// intervals' histograms (HDR) merged, as an interval's are of its own;
+// when an interval with responses has no histogram (HDR is optional), or
+// without latencies (which spares decoding them), they are only estimated
+// from the intervals' values: p99 the highest, p50 the response-weighted
 // mean (the exact values are in the .hlog export).
-func group(s []Interval, limit int) []Interval {
+func group(s []Interval, limit int, latencies bool) ([]Interval, error) {
 	if len(s) <= limit {
-		return s
+		return s, nil
 	}
 	per := (len(s) + limit - 1) / limit
 	var out []Interval
 	for i := 0; i < len(s); i += per {
 		g := Interval{Start: s[i].Start}
 		var p50w float64
+		var hs []*Histogram
+		exact := latencies
 		for _, iv := range s[i:min(i+per, len(s))] {
 			g.Length = iv.Start + iv.Length - g.Start
 			g.Sent += iv.Sent
@@ -484,16 +490,33 @@ func group(s []Interval, limit int) []Interval {
 				}
 				g.Drops[r] += n
 			}
+			if iv.Responses == 0 {
+				continue
+			}
 			g.Responses += iv.Responses
 			g.P99 = max(g.P99, iv.P99)
 			p50w += float64(iv.P50) * float64(iv.Responses)
+			if iv.HDR == "" {
+				exact = false
+			}
+			if exact {
+				hs = append(hs, &Histogram{HDR: iv.HDR})
+			}
 		}
 		if g.Responses > 0 {
 			g.P50 = int64(p50w / float64(g.Responses))
+			if exact {
+				h, err := MergeHistograms(hs...)
+				if err != nil {
+					return nil, err
+				}
+				v := h.ValueAtPercentilesSlice([]float64{50, 99})
+				g.P50, g.P99 = v[0], v[1]
+			}
 		}
 		out = append(out, g)
 	}
-	return out
+	return out, nil
 }
 
 func secs(d time.Duration) float64 { return d.Seconds() }
@@ -561,7 +584,11 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 	for _, l := range lines {
 		var p50, p99 []plotter.XYs
 		var cur50, cur99 plotter.XYs
-		for _, iv := range group(l.Series, maxPoints) {
+		ivs, err := group(l.Series, maxPoints, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, iv := range ivs {
 			if iv.Responses == 0 {
 				if len(cur50) > 0 {
 					p50, p99 = append(p50, cur50), append(p99, cur99)
@@ -629,7 +656,11 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 	var order []time.Duration
 	var all []map[string]int64
 	for _, l := range lines {
-		for _, iv := range group(l.Series, maxSteps) {
+		ivs, err := group(l.Series, maxSteps, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, iv := range ivs {
 			s := byStart[iv.Start]
 			if s == nil {
 				s = &slot{start: iv.Start, length: iv.Length, drops: map[string]int64{}}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
 )
 
@@ -340,7 +341,10 @@ func TestGroupLongSeries(t *testing.T) {
 		s = append(s, Interval{Start: time.Duration(i) * time.Second, Length: time.Second, Sent: 2, Accepted: 1,
 			Drops: map[string]int64{"Timeout": 1}, Responses: 1, P50: int64(i), P99: int64(2 * i)})
 	}
-	g := group(s, maxPoints)
+	g, err := group(s, maxPoints, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(g) > maxPoints {
 		t.Fatalf("%d points after grouping", len(g))
 	}
@@ -355,6 +359,70 @@ func TestGroupLongSeries(t *testing.T) {
 	if end := g[len(g)-1].Start + g[len(g)-1].Length; end != 1000*time.Second {
 		t.Fatalf("grouped series ends at %v", end)
 	}
+}
+
+// A long series' chart points are the percentiles of each group of
+// intervals, from their histograms merged: not the mean of the intervals'
+// p50s (8.3 ms for an interval of zeros beside one of 16.7 ms, a latency
+// nobody saw) nor the highest of their p99s (100 ms, where 2 values in 200
+// were that slow).
+func TestGroupPercentilesFromHistograms(t *testing.T) {
+	const tick, slow = 16_666_666, 100_000_000
+	interval := func(i int, vals map[int64]int64) Interval {
+		p := &Population{Name: "p"}
+		if err := p.AddInterval(time.Duration(i)*time.Second, time.Second, 0, 0, nil, newHistOf(t, vals)); err != nil {
+			t.Fatal(err)
+		}
+		return p.Series[0]
+	}
+	var s []Interval
+	for i := 0; i < 2*maxPoints; i += 2 {
+		s = append(s,
+			interval(i, map[int64]int64{0: 100}),
+			interval(i+1, map[int64]int64{tick: 98, slow: 2}))
+	}
+	if s[0].P50 != 0 || s[0].P99 != 0 || s[1].P50 != 16_670_719 || s[1].P99 != 100_007_935 {
+		t.Fatalf("the intervals' own percentiles: %d %d, %d %d", s[0].P50, s[0].P99, s[1].P50, s[1].P99)
+	}
+	g, err := group(s, maxPoints, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != maxPoints {
+		t.Fatalf("%d points, want %d groups of two", len(g), maxPoints)
+	}
+	// Each group holds 100 zeros, 98 values of 16.67 ms and 2 of 100 ms.
+	want := Percentiles(newHistOf(t, map[int64]int64{0: 100, tick: 98, slow: 2}))
+	if want.P50 != 0 || want.P99 != 16_670_719 {
+		t.Fatalf("the merged values' percentiles: p50 %d, p99 %d", want.P50, want.P99)
+	}
+	for _, iv := range g {
+		if iv.Responses != 200 || iv.P50 != want.P50 || iv.P99 != want.P99 {
+			t.Fatalf("group at %v: %d responses, p50 %d, p99 %d; want 200, %d, %d", iv.Start, iv.Responses, iv.P50, iv.P99, want.P50, want.P99)
+		}
+	}
+
+	// Without the histograms the values are estimates.
+	for i := range s {
+		s[i].HDR = ""
+	}
+	if g, err = group(s, maxPoints, true); err != nil {
+		t.Fatal(err)
+	}
+	if g[0].P50 != 16_670_719/2 || g[0].P99 != 100_007_935 {
+		t.Fatalf("estimates: p50 %d, p99 %d", g[0].P50, g[0].P99)
+	}
+}
+
+func newHistOf(t *testing.T, vals map[int64]int64) *hdrhistogram.Histogram {
+	t.Helper()
+	h := newHist()
+	for v, n := range vals {
+		if err := h.RecordValues(v, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
 }
 
 // TestHTMLDegenerateData renders data at the edges: zero latencies (the sim
