@@ -110,7 +110,7 @@ func TestHlogNamesCannotSetTheTimeBase(t *testing.T) {
 	v, _ := r.AddVariant("x #[StartTime: 99999999999]", nil)
 	p := v.AddPopulation("honest", "honest", Honest, 1)
 	for i := 0; i < 3; i++ {
-		h := hdrhistogram.New(1000, int64(time.Minute), 2)
+		h := hdrhistogram.New(1, int64(time.Minute), 2)
 		_ = h.RecordValue(int64(1e6))
 		if err := p.AddInterval(time.Duration(i)*time.Second, time.Second, 1, 1, nil, h); err != nil {
 			t.Fatal(err)

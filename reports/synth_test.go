@@ -114,7 +114,7 @@ func synthWith(tb testing.TB, seed uint64, seconds, variants int) *Results {
 			for i := range ivHist {
 				// Interval histograms need less precision (and so
 				// less space) than the per-kind ones.
-				ivHist[i] = hdrhistogram.New(1000, int64(60*time.Second), 2)
+				ivHist[i] = hdrhistogram.New(1, int64(60*time.Second), 2)
 				ivDrops[i] = map[string]int64{}
 			}
 			for _, sk := range sp.kinds {
