@@ -22,9 +22,14 @@ const (
 	KindChat                 // Request on the chat channel (2): a chat line
 	KindPurchase             // Request on the purchase channel (3): a purchase
 	KindPing                 // Ping, answered by a Pong
-	KindRaw                  // bytes written as-is (hostile clients)
-	KindSession              // the server ending a session: a Disconnect frame, or a close
-	NumKinds                 // the number of kinds, for tables indexed by Kind
+	// KindRaw is bytes written as-is (hostile clients), which the
+	// client counts per write (see OpRaw), and the server's decisions on
+	// the frames that no other kind describes (a frame that does not
+	// decode, an oversize one, one on a channel no kind uses), counted
+	// per frame.
+	KindRaw
+	KindSession // the server ending a session: a Disconnect frame, or a close
+	NumKinds    // the number of kinds, for tables indexed by Kind
 )
 
 var kindNames = [NumKinds]string{"hello", "move", "ability", "chat", "purchase", "ping", "raw", "session"}
@@ -172,7 +177,12 @@ const (
 	// OpSend sends Count frames of Kind in one write (requests get fresh
 	// ids unless Reuse says otherwise).
 	OpSend
-	// OpRaw writes Data as-is, recorded under KindRaw.
+	// OpRaw writes Data as-is, recorded under KindRaw as one write (its
+	// outcome, its bytes): the client does not know how the server will
+	// delimit the bytes into frames (random bytes, a lying length, a frame
+	// dribbled over many writes), so it counts writes, while the server's
+	// decisions on what it reads from them count frames. No rate divides
+	// the one by the other (see WritesRaw).
 	OpRaw
 	// OpFreeze holds everything the client sends from now on, as a stalled
 	// network would; OpFlush ends the freeze and writes what was held in

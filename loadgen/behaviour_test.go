@@ -635,3 +635,24 @@ func TestMergeManyStreams(t *testing.T) {
 		assert.Equal(t, all, got, "%d streams", n)
 	}
 }
+
+// WritesRaw says which behaviours write raw bytes, which their results
+// count in writes: it must be true exactly for those whose clients make
+// OpRaw actions, or a scenario would allow a drop rate that divides
+// writes by frames (or refuse one that is sound).
+func TestWritesRawMatchesTheActions(t *testing.T) {
+	raw := map[string]bool{}
+	for _, b := range allBehaviours(t) {
+		made := false
+		for _, acts := range actionsOf(t, planOf(3, 20*time.Second, b, 2)) {
+			for _, a := range acts {
+				made = made || a.Op == OpRaw
+			}
+		}
+		assert.Equal(t, made, WritesRaw(b), "%s: WritesRaw against its actions", b.Name())
+		if WritesRaw(b) {
+			raw[b.Name()] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{"bad-length": true, "malformed": true, "slowloris": true}, raw)
+}

@@ -7,6 +7,21 @@ import (
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
+// RawWriter is implemented by a behaviour that says whether its clients
+// write raw bytes (OpRaw): bad-length, malformed and slowloris do. What
+// such a client sends is counted in writes, and what the server decides
+// on it in frames, so no drop rate of its population divides like units:
+// a results file gives it none, and a scenario refuses a threshold on one.
+type RawWriter interface {
+	WritesRaw() bool
+}
+
+// WritesRaw reports whether b's clients write raw bytes (see RawWriter).
+func WritesRaw(b Behaviour) bool {
+	r, ok := b.(RawWriter)
+	return ok && r.WritesRaw()
+}
+
 // Persist is how a hostile client comes back: it connects once at a random
 // time in the first ConnectSpread after its arrival and, whenever it is
 // down (refused, disconnected), retries every RetryEvery. Hostile
@@ -161,6 +176,9 @@ type BadLength struct {
 	SameConn bool `yaml:"same_conn"`
 }
 
+// WritesRaw returns true: its lying frames are written with OpRaw.
+func (BadLength) WritesRaw() bool { return true }
+
 // Name returns "bad-length".
 func (BadLength) Name() string { return "bad-length" }
 
@@ -245,6 +263,10 @@ type Malformed struct {
 	MaxGarbage int `yaml:"max_garbage"`
 }
 
+// WritesRaw returns true: its frames and random bytes are written with
+// OpRaw.
+func (Malformed) WritesRaw() bool { return true }
+
 // Name returns "malformed".
 func (Malformed) Name() string { return "malformed" }
 
@@ -323,6 +345,9 @@ type Slowloris struct {
 	// dialling (OpDial) and dribbling a Hello.
 	Session bool `yaml:"session"`
 }
+
+// WritesRaw returns true: it dribbles its frames with OpRaw.
+func (Slowloris) WritesRaw() bool { return true }
 
 // Name returns "slowloris".
 func (Slowloris) Name() string { return "slowloris" }

@@ -242,7 +242,8 @@ func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].de
 // of kind k.
 func (r *Recorder) KindDecisions(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].kdec[k] }
 
-// AddWritten counts frames of kind k written together, bytes in all.
+// AddWritten counts frames of kind k written together, bytes in all (for
+// KindRaw, one write: see OpRaw).
 func (r *Recorder) AddWritten(pop int, k Kind, frames, bytes int64) {
 	r.pops[pop].written[k] += frames
 	r.pops[pop].bytes[k] += bytes
@@ -264,9 +265,9 @@ func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.pops[
 // Bytes returns the bytes written for kind k.
 func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
 
-// Written returns the frames written for kind k: those Bytes counts. A
-// frame the client never wrote (NotSent, Refused, HeldAtEnd) is in
-// neither.
+// Written returns the frames written for kind k (for KindRaw, the
+// writes): those Bytes counts. A frame the client never wrote (NotSent,
+// Refused, HeldAtEnd) is in neither.
 func (r *Recorder) Written(pop int, k Kind) int64 { return r.pops[pop].written[k] }
 
 // Clamped returns how many values of metric m were out of the histogram's
