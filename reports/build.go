@@ -222,9 +222,10 @@ func CutOffTimes(times []time.Duration, clients int) *CutOff {
 }
 
 // Finalize computes every population's derived summary fields (totals, drop
-// rate, response p50/p99, admitted per second over r.MeasuredOf(v)) from
-// its kinds, keeping the fields the harness set. Call it after the last
-// count is in and before writing; calling it again recomputes.
+// rate or the reason for none, response p50/p99, admitted per second over
+// r.MeasuredOf(v)) from its kinds, keeping the fields the harness set. Call
+// it after the last count is in and before writing; calling it again
+// recomputes.
 func (r *Results) Finalize() error {
 	var errs []error
 	for _, v := range r.Variants {
@@ -236,7 +237,12 @@ func (r *Results) Finalize() error {
 				continue
 			}
 			s := &p.Summary
-			s.Sent, s.Accepted, s.Dropped, s.DropRate = ps.sent, ps.accepted, ps.drop, ps.dropRate
+			s.Sent, s.Accepted, s.Dropped = ps.sent, ps.accepted, ps.drop
+			s.DropRate, s.NoDropRate = nil, ps.noRate
+			if ps.noRate == "" {
+				rate := ps.dropRate
+				s.DropRate = &rate
+			}
 			// With no measured time computePop keeps the summary's own rates
 			// (for the page); derived here, they are 0.
 			s.AdmittedPerSec, s.AdmittedBytesPerSec = 0, 0

@@ -735,8 +735,19 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 }
 
 // outcomeChart draws one horizontal bar per population: the share of sent
-// messages accepted and dropped by each reason.
-func outcomeChart(title string, pops []*Population, others map[string]string) (*chart, error) {
+// messages accepted and dropped by each reason. A population with no drop
+// rate (one that writes raw bytes: see RawKind) has no such shares either;
+// the chart's note names those it leaves out.
+func outcomeChart(title string, all []*Population, others map[string]string) (*chart, error) {
+	var pops []*Population
+	var left []string
+	for _, p := range all {
+		if p.NoDropRate() != "" {
+			left = append(left, p.Name)
+			continue
+		}
+		pops = append(pops, p)
+	}
 	if len(pops) == 0 {
 		return nil, nil
 	}
@@ -786,6 +797,9 @@ func outcomeChart(title string, pops []*Population, others map[string]string) (*
 	p.NominalY(names...)
 	barW := vg.Points(math.Min(22, 150/float64(len(pops))))
 	c := &chart{Title: title}
+	if len(left) > 0 {
+		c.Note = "Not shown: " + strings.Join(left, ", ") + " (" + NoRateRaw + ")."
+	}
 	prev, err := plotter.NewBarChart(acc, barW)
 	if err != nil {
 		return nil, fmt.Errorf("reports: chart bars: %w", err)

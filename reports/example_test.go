@@ -53,7 +53,10 @@ func Example() {
 	if err := r.Finalize(); err != nil {
 		log.Fatal(err)
 	}
-	v.AddThreshold("players.drop_rate < 2%", p.Summary.DropRate, "", p.Summary.DropRate < 0.02)
+	// A drop rate is nil (with NoDropRate saying why) only for a
+	// population that writes raw bytes.
+	rate := *p.Summary.DropRate
+	v.AddThreshold("players.drop_rate < 2%", rate, "", rate < 0.02)
 
 	dir, err := os.MkdirTemp("", "sluice-example")
 	if err != nil {
@@ -75,6 +78,6 @@ func Example() {
 		log.Fatal(err)
 	}
 	s := back.Variants[0].Populations[0].Summary
-	fmt.Printf("drop rate %.4f, p50 %v, passed %v\n", s.DropRate, time.Duration(s.ResponseP50), back.Variants[0].Passed())
+	fmt.Printf("drop rate %.4f, p50 %v, passed %v\n", *s.DropRate, time.Duration(s.ResponseP50), back.Variants[0].Passed())
 	// Output: drop rate 0.0125, p50 3.950591ms, passed true
 }

@@ -59,6 +59,7 @@ type popStats struct {
 	pop                    *Population
 	sent, accepted, drop   int64
 	dropRate               float64
+	noRate                 string // why there is no drop rate (Population.NoDropRate); dropRate is 0 then
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
 	q                      Quantiles
@@ -75,7 +76,8 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 		acceptedBytes += k.AcceptedBytes
 		rts = append(rts, k.ResponseTime)
 	}
-	if s.sent > 0 {
+	s.noRate = p.NoDropRate()
+	if s.sent > 0 && s.noRate == "" {
 		s.dropRate = float64(s.drop) / float64(s.sent)
 	}
 	if sec := measured.Seconds(); sec > 0 {
@@ -97,6 +99,7 @@ type variantStats struct {
 	v                      *Variant
 	pops                   []*popStats
 	honestSent, honestDrop int64
+	honestNoRate           []string // honest populations with no drop rate: then the honest total has none
 	honestResp             *hdrhistogram.Histogram
 	hostileAdmittedPS      float64
 	hostileAdmittedBS      float64
@@ -125,6 +128,9 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 		vs.hasHonest = true
 		vs.honestSent += ps.sent
 		vs.honestDrop += ps.drop
+		if ps.noRate != "" {
+			vs.honestNoRate = append(vs.honestNoRate, p.Name)
+		}
 		vs.falseDisc += p.Summary.FalseDisconnects
 		vs.falseLock += p.Summary.FalseLockouts
 		if ps.resp != nil {
@@ -140,6 +146,13 @@ func (vs *variantStats) honestDropRate() float64 {
 		return 0
 	}
 	return float64(vs.honestDrop) / float64(vs.honestSent)
+}
+
+// honestHasRate reports whether the honest populations together have a
+// drop rate: they sent something, and none of them counts writes (see
+// RawKind).
+func (vs *variantStats) honestHasRate() bool {
+	return vs.hasHonest && vs.honestSent > 0 && len(vs.honestNoRate) == 0
 }
 
 // The page's view model.
@@ -202,6 +215,7 @@ type variantView struct {
 	PopRows         []popRow
 	KindRows        []kindRow
 	NoDataNote      string
+	NoRateNote      string // why some populations show no drop rate
 	ThresholdsTotal int
 }
 
@@ -402,8 +416,11 @@ func makeHeadline(i int, vs *variantStats) headline {
 	}
 	if vs.hasHonest {
 		h.HonestDropRate = FormatPercent(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
-		if vs.honestSent == 0 {
+		switch {
+		case vs.honestSent == 0:
 			h.HonestDropRate = "– (nothing sent)"
+		case len(vs.honestNoRate) > 0:
+			h.HonestDropRate = "– (" + strings.Join(vs.honestNoRate, ", ") + ": " + NoRateRaw + ")"
 		}
 		if vs.honestResp != nil {
 			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
@@ -521,7 +538,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		// A variant that sent (or measured) nothing has no rate: shown as
 		// "–", not as a 0 coloured better.
 		measure{"all honest", "drop rate", mRate, -1, func(vs *variantStats) (float64, bool) {
-			return vs.honestDropRate(), vs.hasHonest && vs.honestSent > 0
+			return vs.honestDropRate(), vs.honestHasRate()
 		}},
 		measure{"all honest", "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
 			if vs.honestResp == nil {
@@ -580,7 +597,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		ms = append(ms,
 			measure{g, "drop rate", mRate, dropBetter, func(vs *variantStats) (float64, bool) {
 				p := find(vs, name)
-				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0
+				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0 && p.noRate == ""
 			}},
 			measure{g, "p50 response", mNs, latBetter, func(vs *variantStats) (float64, bool) {
 				p := find(vs, name)
@@ -842,6 +859,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		vv.NoDataNote = "This variant recorded no latencies and no traffic: nothing to chart."
 	}
 	// Tables.
+	var noRate []string
 	for _, p := range vs.pops {
 		pp := p.pop
 		row := popRow{
@@ -852,6 +870,10 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			Max:      fmtLatency(p.q.Max, p.resp != nil),
 			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
 			Hostile: pp.Role == Hostile, False: "–", CutOff: "–",
+		}
+		if p.noRate != "" {
+			row.DropRate = "–"
+			noRate = append(noRate, pp.Name)
 		}
 		if pp.Role != Hostile {
 			row.False = fmtInt(pp.Summary.FalseDisconnects) + " / " + fmtInt(pp.Summary.FalseLockouts)
@@ -878,12 +900,12 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 				// means anything.
 				kr.Accepted, kr.Dropped = "–", "–"
 			} else {
-				if k.Sent > 0 {
-					kr.DropRate = FormatPercent(float64(k.Dropped()) / float64(k.Sent))
+				if rate, ok := k.DropRate(); ok {
+					kr.DropRate = FormatPercent(rate)
 				}
 				// Raw counts writes (the server decides frames): no
-				// remainder means anything for it either.
-				if k.Kind != "raw" {
+				// rate or remainder means anything for it.
+				if !k.IsRaw() {
 					kr.NoOutcome = fmtInt(k.NoOutcome())
 				}
 			}
@@ -906,6 +928,9 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			}
 			vv.KindRows = append(vv.KindRows, kr)
 		}
+	}
+	if len(noRate) > 0 {
+		vv.NoRateNote = "Drop rate –: " + strings.Join(noRate, ", ") + " (" + NoRateRaw + "; see the raw row below)."
 	}
 	return vv, nil
 }

@@ -315,7 +315,7 @@ func (r *Results) Validate() error {
 			if p.Clients < 0 {
 				return bad("%s: clients is negative", where)
 			}
-			if err := validateSummary(&p.Summary); err != nil {
+			if err := validateSummary(p); err != nil {
 				return bad("%s: summary: %v", where, err)
 			}
 			seenK := map[string]bool{}
@@ -381,15 +381,24 @@ func validateDrops(m map[string]int64) error {
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-func validateSummary(s *Summary) error {
-	if !finite(s.DropRate) || !finite(s.AdmittedPerSec) || !finite(s.AdmittedBytesPerSec) || s.AdmittedPerSec < 0 || s.AdmittedBytesPerSec < 0 {
+func validateSummary(p *Population) error {
+	s := &p.Summary
+	if !finite(s.AdmittedPerSec) || !finite(s.AdmittedBytesPerSec) || s.AdmittedPerSec < 0 || s.AdmittedBytesPerSec < 0 {
 		return errors.New("a rate is negative or not finite")
 	}
 	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
 		return errors.New("negative count")
 	}
-	if s.DropRate < 0 || s.DropRate > 1 {
-		return fmt.Errorf("drop_rate %v is outside [0, 1]", s.DropRate)
+	// A drop rate or the reason for none, never both, and never a rate
+	// where the counts are in different units. (Neither is a summary that
+	// Finalize did not derive.)
+	switch why := p.NoDropRate(); {
+	case s.DropRate != nil && s.NoDropRate != "":
+		return errors.New("drop_rate is given and no_drop_rate says there is none")
+	case s.DropRate != nil && why != "":
+		return fmt.Errorf("drop_rate is given but there can be none (%s)", why)
+	case s.DropRate != nil && !(*s.DropRate >= 0 && *s.DropRate <= 1):
+		return fmt.Errorf("drop_rate %v is outside [0, 1]", *s.DropRate)
 	}
 	if c := s.CutOff; c != nil && (c.Clients < 0 || c.Of < c.Clients || c.P50 < 0 || c.Max < c.P50 || c.AllP50 < c.P50 || c.Clients == 0 && c.AllP50 != Never) {
 		return fmt.Errorf("cut_off is inconsistent (%d of %d clients, p50 %v, max %v, all_p50 %v)", c.Clients, c.Of, c.P50, c.Max, c.AllP50)

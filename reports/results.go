@@ -11,8 +11,10 @@ import (
 // and the only one it reads. It changes whenever a field changes meaning or a
 // reader of the previous version could not read the new files. Version 3:
 // the session row (SessionKind) holds every server-ended session by reason,
-// and population totals leave it out.
-const SchemaVersion = 3
+// and population totals leave it out. Version 4: a population that wrote
+// raw bytes (RawKind) has no drop rate (drop_rate null, and no_drop_rate
+// says why), and the raw row's sent counts writes only.
+const SchemaVersion = 4
 
 // Drivers of a run.
 const (
@@ -184,7 +186,8 @@ type KindStats struct {
 	// Sent counts messages the schedule asked to send. Most end accepted
 	// or in exactly one drop reason (client-seen reasons included); the
 	// rest, Sent − Accepted − Dropped(), have no recorded outcome (see
-	// NoOutcome). For the raw kind, Sent counts writes of raw bytes.
+	// NoOutcome). For RawKind, Sent counts writes of raw bytes (see
+	// RawKind).
 	Sent int64 `json:"sent"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
@@ -216,6 +219,49 @@ const SessionKind = "session"
 // IsSessions reports whether k is the SessionKind record.
 func (k *KindStats) IsSessions() bool { return k.Kind == SessionKind }
 
+// RawKind is the kind under which a harness records bytes written as-is
+// (malformed frames, random bytes, lying lengths, a frame dribbled a few
+// bytes at a time) and the server's decisions on the frames it read that
+// no other kind describes. The client cannot know how the server will
+// delimit such bytes, so the row counts two things: Sent and the reasons
+// only the client sees (NotSent, Disconnected...) count writes, while
+// Accepted and the server's reasons (Malformed, Oversize...) count frames,
+// and may outnumber the writes. No rate divides the one by the other: the
+// row has no drop rate, nor has a population that wrote raw bytes (its raw
+// row's Sent is not 0: Summary.DropRate is nil), and NoOutcome means
+// nothing for it. Its counts are still added into the population's totals,
+// which are then partly in writes. (A raw row with no writes holds only
+// the server's decisions on frames the population sent as other kinds,
+// such as an oversize one: counted in frames like them.)
+const RawKind = "raw"
+
+// IsRaw reports whether k is the RawKind record.
+func (k *KindStats) IsRaw() bool { return k.Kind == RawKind }
+
+// NoRateRaw is Summary.NoDropRate for a population that wrote raw bytes.
+const NoRateRaw = "raw bytes: sent counts writes, the server's drops count the frames it read from them"
+
+// NoDropRate returns why p has no drop rate ("" when it has one): it wrote
+// raw bytes, which its raw row counts in writes (NoRateRaw).
+func (p *Population) NoDropRate() string {
+	for _, k := range p.Kinds {
+		if k.IsRaw() && k.Sent != 0 {
+			return NoRateRaw
+		}
+	}
+	return ""
+}
+
+// DropRate returns k's drop rate, Dropped() ÷ Sent, and true; false when
+// it has none: nothing was sent, or k is the session row (not messages)
+// or the raw row (see RawKind).
+func (k *KindStats) DropRate() (float64, bool) {
+	if k.Sent == 0 || k.IsSessions() || k.IsRaw() {
+		return 0, false
+	}
+	return float64(k.Dropped()) / float64(k.Sent), true
+}
+
 // MessageKinds yields p's kinds of message: every kind but the session row.
 // Totals, rates and charts of messages are over these.
 func (p *Population) MessageKinds() iter.Seq[*KindStats] {
@@ -236,7 +282,7 @@ func (p *Population) MessageKinds() iter.Seq[*KindStats] {
 // could not read a kind from, which it decides under the raw kind. A
 // request accepted and then timed out counts both as accepted and as a
 // Timeout drop, which lowers the remainder (it never goes below 0). It is
-// not meaningful for raw, whose Sent counts writes while the server
+// not meaningful for RawKind, whose Sent counts writes while the server
 // decides frames, nor for SessionKind.
 func (k *KindStats) NoOutcome() int64 { return max(0, k.Sent-k.Accepted-k.Dropped()) }
 
@@ -286,12 +332,18 @@ type Interval struct {
 // zero and omitted.
 type Summary struct {
 	// Sent, Accepted and Dropped total every kind but the session row
-	// (derived).
+	// (derived). With a raw row they add its writes to messages (see
+	// RawKind).
 	Sent     int64 `json:"sent"`
 	Accepted int64 `json:"accepted"`
 	Dropped  int64 `json:"dropped"`
-	// DropRate is Dropped / Sent, 0 when nothing was sent (derived).
-	DropRate float64 `json:"drop_rate"`
+	// DropRate is Dropped / Sent, 0 when nothing was sent (derived). It is
+	// nil (null in JSON) when the two do not count the same thing, and
+	// NoDropRate then says why: a population that wrote raw bytes counts
+	// them in writes and the server's drops of them in frames (NoRateRaw).
+	// Both are empty in a summary Finalize has not derived.
+	DropRate   *float64 `json:"drop_rate"`
+	NoDropRate string   `json:"no_drop_rate,omitempty"`
 	// ResponseP50 and ResponseP99 are percentiles of the response time of
 	// every kind together (derived).
 	ResponseP50 int64 `json:"response_p50_ns"`

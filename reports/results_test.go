@@ -297,7 +297,7 @@ func TestValidate(t *testing.T) {
 			s := r.Variants[0].Populations[0].Series
 			s[0], s[1] = s[1], s[0]
 		}, "series[1]"},
-		{"drop rate", func(r *Results) { r.Variants[0].Populations[0].Summary.DropRate = 2 }, "drop_rate"},
+		{"drop rate", func(r *Results) { two := 2.0; r.Variants[0].Populations[0].Summary.DropRate = &two }, "drop_rate"},
 		{"cut off", func(r *Results) { r.Variants[0].Populations[2].Summary.CutOff.Of = -1 }, "cut_off"},
 		{"threshold", func(r *Results) { r.Variants[0].Thresholds[0].Expr = "" }, "expr"},
 		{"rate Inf", func(r *Results) { r.Variants[0].Populations[0].Summary.AdmittedPerSec = math.Inf(1) }, "not finite"},
@@ -452,8 +452,8 @@ func TestFinalize(t *testing.T) {
 	if s.Sent != sent || s.Accepted != acc || s.Dropped != drop {
 		t.Fatalf("summary %+v", s)
 	}
-	if want := float64(drop) / float64(sent); s.DropRate != want {
-		t.Fatalf("drop rate %v, want %v", s.DropRate, want)
+	if want := float64(drop) / float64(sent); s.DropRate == nil || *s.DropRate != want || s.NoDropRate != "" {
+		t.Fatalf("drop rate %v (%q), want %v", s.DropRate, s.NoDropRate, want)
 	}
 	if want := float64(acc) / r.Run.Measured().Seconds(); s.AdmittedPerSec != want {
 		t.Fatalf("admitted/s %v, want %v", s.AdmittedPerSec, want)

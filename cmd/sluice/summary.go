@@ -31,8 +31,15 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
+		var noRate noRates
 		for _, p := range sortedPops(v.Populations) {
 			s := p.Summary
+			rate := "-"
+			if s.DropRate != nil {
+				rate = pct(*s.DropRate)
+			} else {
+				noRate.add(s.NoDropRate, p.Name)
+			}
 			disc, lock := s.FalseDisconnects, s.FalseLockouts
 			discText, lockText := fmt.Sprint(disc), fmt.Sprint(lock)
 			if p.Role == reports.Hostile {
@@ -46,10 +53,13 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 				p50, p99 = latency(s.ResponseP50), latency(s.ResponseP99)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
-				p.Name, p.Role, p.Clients, s.Sent, s.Accepted, pct(s.DropRate),
+				p.Name, p.Role, p.Clients, s.Sent, s.Accepted, rate,
 				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()
+		for _, g := range noRate {
+			fmt.Fprintf(w, "  no drop rate: %s (%s)\n", strings.Join(g.pops, ", "), g.why)
+		}
 		for _, t := range v.Thresholds {
 			mark := "PASS"
 			if !t.Pass {
@@ -64,6 +74,29 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 	if len(r.Variants) > 1 {
 		printComparison(w, r)
 	}
+}
+
+// noRates groups the populations with no drop rate by the reason they
+// give, in order of first appearance.
+type noRates []struct {
+	why  string
+	pops []string
+}
+
+func (n *noRates) add(why, pop string) {
+	if why == "" {
+		why = "not derived"
+	}
+	for i := range *n {
+		if (*n)[i].why == why {
+			(*n)[i].pops = append((*n)[i].pops, pop)
+			return
+		}
+	}
+	*n = append(*n, struct {
+		why  string
+		pops []string
+	}{why, []string{pop}})
 }
 
 // sortedPops lists honest populations before hostile ones, keeping order.

@@ -2,9 +2,12 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sluicedev/sluice/reports"
 )
@@ -37,4 +40,43 @@ func TestTopReasonsLeaveOutSessions(t *testing.T) {
 	s.Sent = 60
 	s.Drop("Lockout", 60)
 	assert.Equal(t, "NotSent 50, Lockout 5", topReasons(p, 3))
+}
+
+// A population that wrote raw bytes has no drop rate: the table shows "-"
+// where 16 drops of 129 writes used to read 12.4%, and a line under it
+// says why.
+func TestSummaryShowsNoRawDropRate(t *testing.T) {
+	r := reports.New(reports.Run{Scenario: "raw", Driver: reports.DriverSim, Duration: 10 * time.Second, Complete: true}, reports.Environment{})
+	v, err := r.AddVariant("base", nil)
+	require.NoError(t, err)
+	h := v.AddPopulation("players", "honest", reports.Honest, 10)
+	chat := h.Kind("chat")
+	chat.Sent, chat.Accepted = 200, 190
+	chat.Drop("ChannelLimit", 10)
+	for _, name := range []string{"slow", "garbage"} {
+		p := v.AddPopulation(name, "slowloris", reports.Hostile, 4)
+		raw := p.Kind(reports.RawKind)
+		raw.Sent = 129
+		raw.Drop("NotSent", 5)
+		raw.Drop("Oversize", 6)
+		raw.Drop("Malformed", 5)
+	}
+	require.NoError(t, r.Finalize())
+	var out strings.Builder
+	printSummary(&out, r, nil)
+	lines := strings.Split(out.String(), "\n")
+	row := func(name string) []string {
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 5 && f[0] == name {
+				return f
+			}
+		}
+		t.Fatalf("no row for %s in\n%s", name, out.String())
+		return nil
+	}
+	assert.Equal(t, []string{"200", "190", "5%"}, row("players")[3:6])
+	assert.Equal(t, []string{"129", "0", "-"}, row("slow")[3:6])
+	assert.Equal(t, []string{"129", "0", "-"}, row("garbage")[3:6])
+	assert.Contains(t, out.String(), "\n  no drop rate: slow, garbage (raw bytes: sent counts writes, the server's drops count the frames it read from them)\n")
+	assert.NotContains(t, out.String(), "12.4")
 }

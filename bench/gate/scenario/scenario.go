@@ -51,7 +51,7 @@ const Package = "scenario"
 // is gated against a baseline the same way as a benchmark (gate.Compare
 // with Config). Each population of each variant is a benchmark named
 // "Scenario/<scenario>/<variant>/<population>"; honest populations give
-// drop-rate, p50-ns, p99-ns, false-disconnects and false-lockouts, hostile
+// drop-rate (when they have one: see reports.Summary.DropRate), p50-ns, p99-ns, false-disconnects and false-lockouts, hostile
 // ones admitted/s, admitted-B/s and, when any client was cut off,
 // cutoff-p50-ns and cutoff-max-ns. Runs that are incomplete or that a
 // variant marks invalid are refused: their numbers cannot be trusted.
@@ -85,7 +85,11 @@ func Set(label string, runs ...*reports.Results) (*gate.Set, error) {
 					}
 					continue
 				}
-				add(UnitDropRate, sm.DropRate)
+				// No drop rate (a population that writes raw bytes, whose
+				// sends are writes and its drops frames): no sample.
+				if sm.DropRate != nil {
+					add(UnitDropRate, *sm.DropRate)
+				}
 				add(UnitP50, float64(sm.ResponseP50))
 				add(UnitP99, float64(sm.ResponseP99))
 				add(UnitFalseDisconnects, float64(sm.FalseDisconnects))

@@ -31,7 +31,7 @@ func TestSet(t *testing.T) {
 		v, err := r.AddVariant("strict", nil)
 		require.NoError(t, err)
 		h := v.AddPopulation("players", "honest", reports.Honest, 100)
-		h.Summary = reports.Summary{DropRate: honestDrop, ResponseP50: 1e6, ResponseP99: 5e6}
+		h.Summary = reports.Summary{DropRate: &honestDrop, ResponseP50: 1e6, ResponseP99: 5e6}
 		x := v.AddPopulation("flooders", "tiny-flood", reports.Hostile, 10)
 		x.Summary = reports.Summary{AdmittedPerSec: leaked, CutOff: &reports.CutOff{Clients: 10, Of: 10, P50: time.Second, Max: 2 * time.Second, AllP50: time.Second}}
 		return r
