@@ -31,7 +31,9 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 // MetricValue returns one metric (see Metrics) of population pop ("all" for
 // every population) and kind ("" for every kind but the session row, which
 // counts sessions the server ended, not messages) in variant v, or NaN when
-// it cannot be computed.
+// it cannot be computed: a share (drop_rate, limited_rate) over raw bytes
+// written, which the raw row counts in writes and its drops in frames, has
+// none.
 func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric string) float64 {
 	var pops []*reports.Population
 	for _, p := range v.Populations {
@@ -62,6 +64,12 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 	if kind != "" && len(kinds) == 0 {
 		// A kind nobody sent (or a misspelt one) has no counts: 0 would
 		// let "hostile.chta.admitted_per_s <= 5" pass vacuously.
+		return math.NaN()
+	}
+	if fractionMetrics[metric] && slices.ContainsFunc(kinds, func(k *reports.KindStats) bool { return k.IsRaw() && k.Sent != 0 }) {
+		// Raw sends are writes, the server's drops of them frames: no
+		// share divides the one by the other (a scenario refuses such a
+		// threshold before it runs).
 		return math.NaN()
 	}
 	var sent, accepted, dropped, acceptedBytes int64

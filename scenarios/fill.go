@@ -38,6 +38,15 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				continue
 			}
 			fillKind(ks, server, client)
+			if k == loadgen.KindRaw {
+				// Raw sends are writes and the server decides frames, of
+				// which there may be more: Sent is the writes, every one
+				// the client recorded an outcome for.
+				ks.Sent = 0
+				for _, n := range client {
+					ks.Sent += n
+				}
+			}
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
 			// not bytes, so accepted bytes are estimated as the accepted
@@ -110,7 +119,8 @@ func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
 // overflows (frames the server usually did see and decide). A frame of the
 // second kind is counted twice, under the server's decision and the
 // client's outcome: a request the server accepted but answered late is one
-// accepted and one Timeout. Sent is at least the sum of all counts.
+// accepted and one Timeout. Sent is at least the sum of all counts (fill
+// then sets the raw row's to its writes).
 func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) {
 	ks.Accepted = server[loadgen.Accepted]
 	decided := ks.Accepted

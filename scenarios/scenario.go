@@ -331,9 +331,37 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
 				fmt.Sprintf("no population named %q", th.Population))
 		}
+		if msg := s.rawRate(th); msg != "" {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
+		}
 		s.thresholds = append(s.thresholds, th)
 	}
 	return nil
+}
+
+// rawRate says why threshold th, a share (drop_rate, limited_rate) over
+// every kind of message, has no value: a population it covers writes raw
+// bytes (loadgen.WritesRaw), and a results file gives such a population
+// no drop rate (see reports.RawKind). It returns "" when th has a value.
+func (s *Scenario) rawRate(th Threshold) string {
+	if !fractionMetrics[th.Metric] || th.Kind != "" {
+		return ""
+	}
+	var raw []string
+	for _, p := range s.Population {
+		if (th.Population == "all" || p.Name == th.Population) && loadgen.WritesRaw(p.behaviour) {
+			raw = append(raw, fmt.Sprintf("%q (%s)", p.Name, p.Behaviour))
+		}
+	}
+	if len(raw) == 0 {
+		return ""
+	}
+	what := "population " + raw[0] + " writes"
+	if len(raw) > 1 {
+		what = "populations " + strings.Join(raw, ", ") + " write"
+	}
+	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message (%s.hello.%s), or use dropped, drops.<reason> or admitted_per_s",
+		th.Metric, what, rawNoRate, th.Population, th.Metric)
 }
 
 // ThresholdList returns the parsed thresholds in file order.

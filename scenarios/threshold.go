@@ -36,11 +36,11 @@ type Threshold struct {
 
 // Metrics lists the metric names a threshold may use, with their meaning.
 var Metrics = map[string]string{
-	"sent":                 "messages the clients meant to send (of the session row, x.session.sent: sessions the server ended)",
-	"accepted":             "messages the server accepted",
-	"dropped":              "messages not accepted, for any reason",
-	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001), whatever the reason",
-	"limited_rate":         "dropped by the server's limits ÷ sent: drop_rate without what only the client saw (never sent, timeouts, disconnects)",
+	"sent":                 "messages the clients meant to send (of the raw row, x.raw.sent: writes of raw bytes; of the session row, x.session.sent: sessions the server ended)",
+	"accepted":             "messages the server accepted (of the raw row: frames the server read from raw bytes)",
+	"dropped":              "messages not accepted, for any reason (of the raw row: writes never sent or lost, and frames the server refused)",
+	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001), whatever the reason; none for the raw row, nor over a population that writes raw bytes (bad-length, malformed, slowloris), whose sends count writes while the server's drops count frames: name a kind of message there (x.hello.drop_rate)",
+	"limited_rate":         "dropped by the server's limits ÷ sent: drop_rate without what only the client saw (never sent, timeouts, disconnects); none where drop_rate has none",
 	"admitted_per_s":       "accepted messages per second of measured time",
 	"admitted_bytes_per_s": "accepted bytes per second of measured time, estimated per kind as bytes written × accepted ÷ frames written (exact when a kind's frames are one size)",
 	"p50":                  "median response time, from the intended send time",
@@ -72,8 +72,14 @@ func sessionMetric(metric string) bool {
 }
 
 // fractionMetrics are the metrics that are shares of what was sent,
-// written as fractions and shown as percentages too.
+// written as fractions and shown as percentages too. None has a value on
+// the raw row, nor over a population that writes raw bytes: see rawRate.
 var fractionMetrics = map[string]bool{"drop_rate": true, "limited_rate": true}
+
+// rawNoRate is why a share has no value over raw bytes: the row counts
+// its sends in writes and the server's drops in frames (see
+// reports.RawKind).
+const rawNoRate = "counted in writes when sent and in frames when the server decides them"
 
 var durationMetrics = map[string]bool{"p50": true, "p90": true, "p99": true, "p999": true, "max": true,
 	"cutoff_p50": true, "cutoff_max": true, "send_lag_p99": true}
@@ -127,6 +133,9 @@ func ParseThreshold(text string) (Threshold, error) {
 		}
 		if populationMetrics[t.Metric] {
 			return t, fmt.Errorf("%s counts clients, not messages of a kind: write %s.%s", t.Metric, t.Population, t.Metric)
+		}
+		if k == loadgen.KindRaw && fractionMetrics[t.Metric] {
+			return t, fmt.Errorf("%s has no value on the raw row: raw bytes are %s; use sent, accepted, dropped or drops.<reason>", t.Metric, rawNoRate)
 		}
 		if k == loadgen.KindSession && !sessionMetric(t.Metric) {
 			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use %s or drops.<reason>",
