@@ -66,6 +66,14 @@
 // A Hello's token is the account in decimal and its label the population's
 // name, so the server counts its decisions per population.
 //
+// Raw bytes are recorded per write (its outcome and its bytes): the client
+// cannot know how the server will delimit random bytes, a lying length or
+// a frame dribbled over many writes. The server's decisions on the frames
+// it reads from them, and on any frame that no other kind describes, are
+// counted per frame under raw. Writes and frames do not divide: the
+// results give a population that writes raw bytes (WritesRaw: bad-length,
+// malformed, slowloris) no drop rate.
+//
 // # Drivers
 //
 // sim (Sim, RunSim) simulates loadgen/server in virtual time, in-process,
