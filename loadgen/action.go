@@ -223,7 +223,7 @@ type Action struct {
 	Op Op
 	// OpSend: what to send, the request-id choice, the payload bytes per
 	// frame (inputs and requests) and the frames packed into the one
-	// write (≤ 0 means 1). (The one-byte fields come together, so that an
+	// write (≤ 0 means 1). OpRaw: Count > 0 dribbles Data (see Data). (The one-byte fields come together, so that an
 	// Action, which streams and the worker copy for every action, fills
 	// one 64-byte cache line.)
 	Kind  Kind
@@ -234,7 +234,11 @@ type Action struct {
 	// client's own).
 	Account uint64
 	// OpRaw: the bytes to write. They stay valid until the stream's next
-	// Next call, no longer.
+	// Next call, no longer. With Count > 0, Data is instead a whole frame
+	// to dribble: the write is the next Count bytes of the frame the
+	// connection is dribbling, and Data is that frame only when a new one
+	// starts (a frame is dribbled to its end on one connection, and every
+	// new connection starts one afresh, as a real slow client does).
 	Data []byte
 }
 

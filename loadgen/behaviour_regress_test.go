@@ -112,23 +112,86 @@ func TestByteFloodMaxFrameIsChecked(t *testing.T) {
 
 // A slowloris in session mode dribbles valid requests, each with an id of
 // its own: the same id every time was a replay from the second on, so more
-// than its pace was hostile.
+// than its pace was hostile. Each tick offers a whole request, of which the
+// worker dribbles BytesPerWrite bytes.
 func TestSlowlorisSessionRequestsHaveTheirOwnIDs(t *testing.T) {
 	acts := actionsOf(t, planOf(1, 2*time.Minute, &Slowloris{Session: true, BytesPerWrite: 8, Every: 100 * time.Millisecond}, 1))[0]
-	var stream []byte
-	for _, a := range acts {
-		if a.Op == OpRaw {
-			stream = append(stream, a.Data...)
-		}
-	}
-	var d wire.Decoder
-	d.Reset(stream)
-	var m wire.Msg
 	ids := map[uint64]bool{}
-	for d.Next(&m) == nil {
+	for _, a := range acts {
+		if a.Op != OpRaw {
+			continue
+		}
+		require.Equal(t, 8, a.Count, "bytes per write")
+		var m wire.Msg
+		n, err := wire.Decode(a.Data, 64, &m)
+		require.NoError(t, err)
+		require.Equal(t, len(a.Data), n, "one whole frame")
 		require.Equal(t, wire.TypeRequest, m.Type)
 		require.False(t, ids[m.ID], "id %d twice", m.ID)
 		ids[m.ID] = true
 	}
 	assert.Greater(t, len(ids), 10)
+}
+
+// A slowloris whose connection ends mid-frame (the server's partial-frame
+// timeout, 5 s, cuts a frame dribbled a byte every 500 ms) starts its frame
+// afresh on the next connection. Continuing it there sent the tail of a
+// frame as the new connection's first bytes, which the server read as a
+// malformed or oversize frame: after its first cut a slowloris sent
+// garbage. Every connection's bytes, as the simulated server received
+// them, must be whole frames and then the start of a frame of the kind the
+// slowloris dribbles.
+func TestSlowlorisRestartsItsFrameOnANewConnection(t *testing.T) {
+	for _, session := range []bool{false, true} {
+		t.Run(map[bool]string{false: "hello", true: "session"}[session], func(t *testing.T) {
+			plan := planOf(3, 40*time.Second, &Slowloris{Session: session}, 2)
+			require.NoError(t, plan.Validate())
+			clients := plan.Clients()
+			sim, err := NewSim(DefaultPolicy(), SimConfig{}, clients)
+			require.NoError(t, err)
+			d := &connBytes{Sim: sim, got: map[ConnID][]byte{}}
+			rec, err := NewRecorder(plan.Labels(), HistConfig{})
+			require.NoError(t, err)
+			w, err := NewWorker(d, rec, clients, RunConfig{})
+			require.NoError(t, err)
+			require.NoError(t, w.Run(context.Background()))
+
+			dribbled := wire.TypeRequest
+			if !session {
+				dribbled = wire.TypeHello
+			}
+			midFrame := 0 // connections that ended inside a frame
+			for id, b := range d.got {
+				var dec wire.Decoder
+				dec.Reset(b)
+				var m wire.Msg
+				for dec.Next(&m) == nil {
+				}
+				rest := dec.Rest()
+				if len(rest) == 0 {
+					continue
+				}
+				midFrame++
+				_, err := wire.Decode(rest, 0, &m)
+				require.ErrorIs(t, err, wire.ErrIncomplete, "connection %v ends in %x, not the start of a frame (all: %x)", id, rest, b)
+				if len(rest) > wire.LenSize {
+					require.Equal(t, byte(dribbled), rest[wire.LenSize], "connection %v ends in %x, not the start of a %v (all: %x)", id, rest, dribbled, b)
+				}
+			}
+			t.Logf("%d connections, %d ended mid-frame", len(d.got), midFrame)
+			require.Greater(t, len(d.got), len(clients), "no client reconnected")
+			require.Greater(t, midFrame, len(clients), "connections did not end mid-frame: nothing to restart")
+		})
+	}
+}
+
+// connBytes is the sim, recording the bytes each connection wrote.
+type connBytes struct {
+	*Sim
+	got map[ConnID][]byte
+}
+
+func (d *connBytes) Write(id ConnID, p []byte) error {
+	d.got[id] = append(d.got[id], p...)
+	return d.Sim.Write(id, p)
 }

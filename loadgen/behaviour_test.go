@@ -397,20 +397,38 @@ func TestMalformedFramesNeverDecode(t *testing.T) {
 	}
 }
 
+// A slowloris's actions each offer its whole Hello, to be dribbled
+// BytesPerWrite bytes a write (see TestDribblePiece and
+// TestSlowlorisRestartsItsFrameOnANewConnection for the writes).
 func TestSlowlorisDribblesAWholeFrame(t *testing.T) {
 	acts := actionsOf(t, planOf(1, 60*time.Second, &Slowloris{BytesPerWrite: 2, Every: 100 * time.Millisecond}, 1))[0]
 	assert.Equal(t, OpDial, acts[0].Op)
-	var all []byte
-	for _, a := range filter(acts, func(a Action) bool { return a.Op == OpRaw }) {
-		assert.LessOrEqual(t, len(a.Data), 2)
-		all = append(all, a.Data...)
+	raw := filter(acts, func(a Action) bool { return a.Op == OpRaw })
+	assert.Greater(t, len(raw), 500)
+	for _, a := range raw {
+		assert.Equal(t, 2, a.Count)
+		var m wire.Msg
+		n, err := wire.Decode(a.Data, 0, &m)
+		require.NoError(t, err)
+		assert.Equal(t, len(a.Data), n)
+		assert.Equal(t, wire.TypeHello, m.Type)
+		assert.Equal(t, "slowloris", string(m.Label))
 	}
-	var m wire.Msg
-	n, err := wire.Decode(all, 0, &m)
-	require.NoError(t, err)
-	assert.Equal(t, wire.TypeHello, m.Type)
-	assert.Equal(t, "slowloris", string(m.Label))
-	assert.Greater(t, len(all), n, "it starts over after a frame")
+}
+
+// A dribble writes its frame n bytes at a time to its end, then starts the
+// frame it is offered next; a new connection starts it afresh.
+func TestDribblePiece(t *testing.T) {
+	var cs clientState
+	var got []string
+	for _, f := range []string{"abcde", "abcde", "abcde", "vwxyz", "vwxyz"} {
+		got = append(got, string(cs.dribblePiece([]byte(f), 2)))
+	}
+	assert.Equal(t, []string{"ab", "cd", "e", "vw", "xy"}, got)
+	cs.dribbleOff = 0 // as connect does
+	assert.Equal(t, "12", string(cs.dribblePiece([]byte("123"), 2)))
+	assert.Equal(t, "3", string(cs.dribblePiece([]byte("zzz"), 5)), "the frame under way, not the one offered")
+	assert.Empty(t, cs.dribblePiece(nil, 2))
 }
 
 func TestReplaySendsDuplicatesAndReplays(t *testing.T) {

@@ -214,9 +214,10 @@
 //	MaxGarbage      256        largest garbage write
 //
 // slowloris (Slowloris): a valid frame dribbled a few bytes at a time.
-// By default it dials without a Hello and dribbles one. (Its dribble does
-// not restart when it reconnects: a new connection picks the frame up
-// where the last one stopped.)
+// By default it dials without a Hello and dribbles one. A frame is
+// dribbled to its end on one connection, then the next starts; a new
+// connection (after the server cut the last one mid-frame, say) starts a
+// frame afresh, as a real slow client does.
 //
 //	BytesPerWrite  1      bytes per write
 //	Every          500ms  gap between writes, ±10%

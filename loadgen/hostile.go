@@ -364,28 +364,27 @@ func (s Slowloris) Validate() error {
 // Stream returns the dribble.
 func (s Slowloris) Stream(c *Client) Stream {
 	subs, t0 := s.Persist.streams(c, !s.Session)
-	d := &dribble{n: orInt(s.BytesPerWrite, 1), requests: s.Session}
-	if s.Session {
-		d.frame = d.request()
-	} else {
+	d := &dribble{requests: s.Session}
+	if !s.Session {
 		var tok [8]byte
 		d.frame, _ = wire.AppendHello(nil, tok[:], []byte(c.Label))
 	}
 	every := orDur(s.Every, 500*time.Millisecond)
 	r := subRand(c, subAttack)
-	d.ticker = newTicker(r, Action{Op: OpRaw}, t0+every, every, every/10, c.End)
+	d.ticker = newTicker(r, Action{Op: OpRaw, Count: orInt(s.BytesPerWrite, 1)}, t0+every, every, every/10, c.End)
 	return newMerge(append(subs, d)...)
 }
 
-// dribble yields frame n bytes per tick, over and over. With requests,
-// the frames are valid requests (on the chat channel of DefaultChannels),
-// each with an id of its own, so that only their pace is hostile; each is
-// a new slice, as the actions already yielded keep theirs.
+// dribble yields, each tick, a frame to dribble (OpRaw with Count, the
+// bytes per write): the worker writes Count bytes of the frame its
+// connection is dribbling and starts the tick's frame when none is under
+// way, so a frame is never continued on a new connection. With requests,
+// every tick's frame is a valid request (on the chat channel of
+// DefaultChannels) with an id of its own, so that whichever frames the
+// worker starts, only their pace is hostile.
 type dribble struct {
 	*ticker
 	frame    []byte
-	n        int
-	off      int
 	requests bool
 	made     uint64 // requests made
 }
@@ -393,23 +392,16 @@ type dribble struct {
 // dribblePayload is every dribbled request's payload.
 var dribblePayload [32]byte
 
-// request makes the next request frame.
-func (d *dribble) request() []byte {
-	f, _ := wire.AppendRequest(nil, uint8(DefaultChannels[KindChat]), 1<<62+d.made, dribblePayload[:])
-	d.made++
-	return f
-}
-
 func (d *dribble) Next(a *Action) bool {
 	if !d.ticker.Next(a) {
 		return false
 	}
-	end := min(d.off+d.n, len(d.frame))
-	a.Data = d.frame[d.off:end]
-	d.off = end % len(d.frame)
-	if d.off == 0 && d.requests {
-		d.frame = d.request()
+	if d.requests {
+		// The previous action's Data is done with: it lasts until this call.
+		d.frame, _ = wire.AppendRequest(d.frame[:0], uint8(DefaultChannels[KindChat]), 1<<62+d.made, dribblePayload[:])
+		d.made++
 	}
+	a.Data = d.frame
 	return true
 }
 

@@ -114,6 +114,11 @@ type clientFields struct {
 	nextID   uint64 // last fresh request id issued
 	lastID   uint64 // latest request id sent
 	doneID   uint64 // latest request id answered
+	// The frame an OpRaw with Count dribbles on the current connection (a
+	// copy: the action's Data lasts until the stream's next action) and
+	// how much of it is written.
+	dribble    []byte
+	dribbleOff int
 
 	// What the run reports per client (see Result).
 	firstDial, firstSend int64 // -1 until the first dial, the first write
@@ -341,8 +346,12 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 			w.add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
-		w.wbuf = append(w.wbuf[:0], a.Data...)
-		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, intended: a.At, n: 1, bytes: int64(len(a.Data))})
+		data := a.Data
+		if a.Count > 0 {
+			data = cs.dribblePiece(a.Data, a.Count)
+		}
+		w.wbuf = append(w.wbuf[:0], data...)
+		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, intended: a.At, n: 1, bytes: int64(len(data))})
 		w.transmit(i, cs, now)
 	case OpFreeze:
 		cs.frozen = true
@@ -368,6 +377,7 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	}
 	w.record(now, pop, KindHello, SendLag, now-a.At)
 	cs.gen++
+	cs.dribbleOff = 0 // a new connection starts a dribbled frame afresh
 	conn := ConnID{i, cs.gen}
 	if cs.firstDial < 0 {
 		cs.firstDial = now
@@ -539,6 +549,21 @@ func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
 		}
 	}
 	return pending{}, false
+}
+
+// dribblePiece returns the next n bytes of the frame the connection is
+// dribbling, starting frame (a copy of it) when none is under way.
+func (cs *clientState) dribblePiece(frame []byte, n int) []byte {
+	if cs.dribbleOff == 0 {
+		cs.dribble = append(cs.dribble[:0], frame...)
+	}
+	if len(cs.dribble) == 0 {
+		return nil
+	}
+	end := min(cs.dribbleOff+n, len(cs.dribble))
+	piece := cs.dribble[cs.dribbleOff:end]
+	cs.dribbleOff = end % len(cs.dribble)
+	return piece
 }
 
 // lost ends the client's connection: what was awaited is Disconnected,
