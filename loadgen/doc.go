@@ -36,7 +36,8 @@
 //
 // RunSim and RunLoopback run a RunSpec (plan, warm-up, series interval,
 // bounds) against a policy and return a Result: the measured window's
-// Recorder, a time series per population (Interval), the clients the
+// Recorder, a time series per population (Interval; its response
+// histograms packed, so a long series stays small), the clients the
 // server cut off and when, the server's frame count and time. Every run is
 // bounded in time (the plan's Duration, then at most RunConfig.Timeout for
 // the last replies) and in count (RunConfig.MaxActions), stops by itself,

@@ -81,7 +81,7 @@ func goldenCases(t testing.TB) []struct {
 			require.NoError(t, err)
 			w, err = NewWorker(sim, rec, clients, RunConfig{})
 			require.NoError(t, err)
-			w.series, w.acc = ser, make([]Interval, len(labels))
+			w.setSeries(ser)
 			require.NoError(t, w.Run(context.Background()))
 			res := newResult(labels, rec, ser, []*Worker{w}, true, plan.Duration, plan.Duration)
 			res.Frames = sim.Frames()

@@ -227,7 +227,8 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		return nil, err
 	}
 	w.SetChannels(chans)
-	w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
+	w.warmup = int64(sp.Warmup)
+	w.setSeries(ser)
 	total := sp.Plan.Duration
 	if sp.Progress != nil {
 		last := time.Now()
@@ -331,7 +332,8 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		w := workers[i]
 		w.SetChannels(chans)
-		w.warmup, w.series, w.acc = int64(sp.Warmup), ser, make([]Interval, len(labels))
+		w.warmup = int64(sp.Warmup)
+		w.setSeries(ser)
 	}
 
 	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
@@ -472,7 +474,7 @@ func (m *monitor) read(k int) server.Stats {
 			}
 		}
 		d.Accepted = d.Outcomes[Accepted]
-		m.ser.add(pop, k, &d)
+		m.ser.add(pop, k, &d, nil)
 		m.prev[pop] = cur
 	}
 	return st
@@ -674,6 +676,22 @@ func (r *Result) Canonical() ([]byte, error) {
 		}
 		num(-1)
 	}
+	// A series point's packed histogram is encoded as the dense one of
+	// its counts (the same bytes as when the series kept dense ones).
+	var dense *hdrhistogram.Histogram
+	packed := func(p *hdrhistogram.PackedHistogram) {
+		if p == nil {
+			hist(nil)
+			return
+		}
+		if dense == nil {
+			dense = NewSeriesHistogram()
+		} else {
+			dense.Reset()
+		}
+		p.MergeInto(dense)
+		hist(dense)
+	}
 	num(int64(len(r.Labels)))
 	for _, l := range r.Labels {
 		str(l)
@@ -718,7 +736,7 @@ func (r *Result) Canonical() ([]byte, error) {
 			for _, v := range pt.Outcomes {
 				num(v)
 			}
-			hist(pt.Response)
+			packed(pt.Response)
 		}
 	}
 	num(int64(len(r.CutOffs)))

@@ -27,14 +27,21 @@ type Interval struct {
 	Outcomes [NumOutcomes]int64
 	// Response holds the response times (from the intended send time, in
 	// ns) of every reply and pong the population received, all kinds
-	// together, in SeriesHist's geometry; nil when there were none.
-	Response *hdrhistogram.Histogram
+	// together, in SeriesHist's geometry; nil when there were none. It is
+	// packed (it stores its populated buckets only, a few hundred bytes
+	// where a dense histogram of that geometry is 30 KiB, so that a run of
+	// MaxIntervals points keeps megabytes, not gigabytes): MergeInto a
+	// dense histogram of SeriesHist's geometry (NewSeriesHistogram) gives
+	// the same counts, percentiles and encoding as recording the values
+	// into it would.
+	Response *hdrhistogram.PackedHistogram
 }
 
 // SeriesHist is the geometry of the series' response histograms: coarser
 // than a Recorder's default (two significant digits where it keeps three),
-// since a run holds one per population per interval: 30 KiB each, where a
-// Recorder's take 216 KiB. Like a Recorder's they resolve 1 ns, from 0 to
+// since a run holds one per population per interval (packed; a worker
+// records into a dense one of 30 KiB per population, where a Recorder's
+// take 216 KiB). Like a Recorder's they resolve 1 ns, from 0 to
 // one minute: values below 256 ns are exact (0 is 0), larger ones are
 // reported as the highest value of their bucket, less than 1% above the
 // value. (A floor of 1µs would save 9 KiB a histogram but make the first
@@ -47,7 +54,10 @@ var SeriesHist = HistConfig{Lowest: 1, Highest: int64(time.Minute), Digits: 2}
 const MaxIntervals = 10_000
 
 // series is a run's time series, shared by its workers: each adds its
-// accumulation of one interval at a time under the mutex.
+// accumulation of one interval at a time under the mutex. A point's
+// response histogram is packed from the first add (see Interval.Response);
+// the dense histograms are the workers' own, one per population each,
+// reused from one interval to the next.
 type series struct {
 	mu    sync.Mutex
 	width int64
@@ -73,15 +83,23 @@ func (s *series) index(t int64) int {
 	return min(max(int(t/s.width), 0), n-1)
 }
 
-func newSeriesHist() *hdrhistogram.Histogram {
+// NewSeriesHistogram returns an empty dense histogram in SeriesHist's
+// geometry: what a series point's Response merges into (MergeInto) for
+// its percentiles and encoding.
+func NewSeriesHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
 }
 
-// add merges from into point k of population pop. Both histograms have
-// SeriesHist's geometry and their values are clamped into it, so the merge
-// drops nothing. When the point has no histogram yet it takes from's (what
-// a merge into a new one would hold) and sets from.Response to nil.
-func (s *series) add(pop, k int, from *Interval) {
+func newSeriesPacked() *hdrhistogram.PackedHistogram {
+	return hdrhistogram.NewPacked(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
+}
+
+// add adds from's counts and resp's response times (nil: none) to point k
+// of population pop; it keeps neither. resp has SeriesHist's geometry and
+// its values are clamped into it, so the merge into the point's packed
+// histogram drops nothing. The merge scans resp's counts once (30 KiB) and
+// allocates only as the point's populated buckets grow.
+func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	to := &s.pts[pop][k]
@@ -90,12 +108,11 @@ func (s *series) add(pop, k int, from *Interval) {
 	for o := range from.Outcomes {
 		to.Outcomes[o] += from.Outcomes[o]
 	}
-	if h := from.Response; h != nil && h.TotalCount() > 0 {
+	if resp != nil && resp.TotalCount() > 0 {
 		if to.Response == nil {
-			to.Response, from.Response = h, nil
-			return
+			to.Response = newSeriesPacked()
 		}
-		to.Response.Merge(h)
+		to.Response.MergeFrom(resp)
 	}
 }
 
@@ -131,17 +148,23 @@ func (w *Worker) nextPoint(t int64) {
 	}
 }
 
+// setSeries makes the worker feed s, one accumulation per population.
+func (w *Worker) setSeries(s *series) {
+	w.series = s
+	w.acc = make([]Interval, len(s.pts))
+	w.resp = make([]*hdrhistogram.Histogram, len(s.pts))
+}
+
 // flushSeries hands the worker's accumulation to the series.
 func (w *Worker) flushSeries() {
 	if w.series == nil || w.cur < 0 {
 		return
 	}
 	for pop := range w.acc {
-		a := &w.acc[pop]
-		w.series.add(pop, w.cur, a) // may take a.Response
-		h := a.Response
-		*a = Interval{Response: h}
-		if h != nil {
+		h := w.resp[pop]
+		w.series.add(pop, w.cur, &w.acc[pop], h)
+		w.acc[pop] = Interval{}
+		if h != nil && h.TotalCount() > 0 {
 			h.Reset()
 		}
 	}
@@ -153,11 +176,13 @@ func (w *Worker) record(t int64, pop int, k Kind, m Metric, ns int64) {
 		w.rec.Record(pop, k, m, ns)
 	}
 	if m == Response && w.series != nil {
-		a := w.point(t, pop)
-		if a.Response == nil {
-			a.Response = newSeriesHist()
+		w.point(t, pop) // moves the accumulation to t's interval
+		h := w.resp[pop]
+		if h == nil {
+			h = NewSeriesHistogram()
+			w.resp[pop] = h
 		}
-		a.Response.RecordValue(min(max(ns, 0), SeriesHist.Highest))
+		h.RecordValue(min(max(ns, 0), SeriesHist.Highest))
 	}
 }
 

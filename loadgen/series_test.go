@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +21,7 @@ func TestSeriesResolveSubMicrosecond(t *testing.T) {
 	w, err := NewWorker(&lateDriver{}, rec, nil, RunConfig{})
 	require.NoError(t, err)
 	sec := int64(time.Second)
-	w.series, w.acc = newSeries(1, sec, 3*sec), make([]Interval, 1)
+	w.setSeries(newSeries(1, sec, 3*sec))
 
 	for range 10 {
 		w.record(0, 0, KindPing, Response, 0)
@@ -33,15 +35,13 @@ func TestSeriesResolveSubMicrosecond(t *testing.T) {
 	w.flushSeries()
 	pts := w.series.pts[0]
 
-	zero := pts[0].Response
-	require.NotNil(t, zero)
+	zero := denseResponse(t, pts[0])
 	assert.EqualValues(t, 10, zero.TotalCount())
 	assert.Zero(t, zero.ValueAtQuantile(50), "p50 of zeros")
 	assert.Zero(t, zero.ValueAtQuantile(99), "p99 of zeros")
 	assert.Zero(t, zero.Max(), "max of zeros")
 
-	sub := pts[1].Response
-	require.NotNil(t, sub)
+	sub := denseResponse(t, pts[1])
 	for _, q := range []float64{50, 99} {
 		v := sub.ValueAtQuantile(q)
 		assert.GreaterOrEqual(t, v, int64(700), "p%g of 700 ns", q)
@@ -49,9 +49,116 @@ func TestSeriesResolveSubMicrosecond(t *testing.T) {
 	}
 
 	// Below 256 ns the series' buckets are 1 ns wide: values are exact.
-	low := pts[2].Response
-	require.NotNil(t, low)
+	low := denseResponse(t, pts[2])
 	assert.EqualValues(t, 100, low.ValueAtQuantile(50))
 	assert.EqualValues(t, 255, low.ValueAtQuantile(99))
 	assert.EqualValues(t, 0, low.Min())
+}
+
+// denseResponse returns pt's response times as the dense histogram the
+// reports take their percentiles and encoding from.
+func denseResponse(t *testing.T, pt Interval) *hdrhistogram.Histogram {
+	t.Helper()
+	require.NotNil(t, pt.Response)
+	h := NewSeriesHistogram()
+	require.Zero(t, pt.Response.MergeInto(h), "dropped")
+	return h
+}
+
+// retainedBy returns the heap that run's result keeps alive: the heap in
+// use after a collection with the result held, less that before the run.
+func retainedBy(t *testing.T, run func() *Result) (*Result, int64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := run()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(res)
+	return res, int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// A run may ask for MaxIntervals points per population, each with its
+// own response histogram: the series must keep them at a cost that grows
+// with the values in them, not with the histogram's geometry (a dense
+// counts array in SeriesHist's geometry is 30 KiB: 300 MB per population
+// at MaxIntervals). Two sim runs of the same traffic differ only in their
+// interval: one point, or 2,000 of 5ms with responses in nearly every one.
+// What the second keeps beyond the first is its series' points.
+func TestSeriesHeapPerPoint(t *testing.T) {
+	const (
+		d     = 10 * time.Second
+		width = 5 * time.Millisecond
+		n     = int(d / width)
+		bound = 2048 // bytes per point, its Interval (counts) included
+	)
+	plan := Plan{Seed: 3, Duration: d, Populations: []Population{{
+		Name: "pinger", Clients: 200,
+		Behaviour: &Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: 250 * time.Millisecond},
+	}}}
+	run := func(iv time.Duration) func() *Result {
+		return func() *Result { return runSim(t, RunSpec{Plan: plan, Interval: iv}, DefaultPolicy()) }
+	}
+	one, heapOne := retainedBy(t, run(d))
+	many, heapMany := retainedBy(t, run(width))
+	require.Len(t, one.Series[0], 1)
+	require.Len(t, many.Series[0], n)
+
+	var with, responses int64
+	for _, pt := range many.Series[0] {
+		if pt.Response != nil && pt.Response.TotalCount() > 0 {
+			with++
+			responses += pt.Response.TotalCount()
+		}
+	}
+	require.Equal(t, one.Series[0][0].Response.TotalCount(), responses, "the same traffic")
+	require.Greater(t, with, int64(n)*9/10, "responses in nearly every point")
+
+	per := (heapMany - heapOne) / int64(n-1)
+	t.Logf("%d points (%d with responses, %d responses): %d bytes retained, %d with one point: %d bytes per point", n, with, responses, heapMany, heapOne, per)
+	assert.LessOrEqual(t, per, int64(bound), "heap per series point")
+}
+
+// Recording a response time into the series allocates nothing once the
+// worker has its population's histogram: the dense one it records into is
+// its own, reset and reused from one interval to the next, not handed to
+// the series.
+func TestSeriesRecordDoesNotAllocate(t *testing.T) {
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	w, err := NewWorker(&lateDriver{}, rec, nil, RunConfig{})
+	require.NoError(t, err)
+	ms := int64(time.Millisecond)
+	w.setSeries(newSeries(1, ms, 1000*ms))
+	w.record(0, 0, KindPing, Response, 1234)
+	h := w.resp[0]
+	require.NotNil(t, h)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { w.record(0, 0, KindPing, Response, 5678) }))
+	w.record(5*ms, 0, KindPing, Response, 1234) // the next interval
+	assert.Same(t, h, w.resp[0], "the worker keeps its histogram")
+	assert.EqualValues(t, 1, h.TotalCount(), "reset when handed on")
+	assert.EqualValues(t, 1002, w.series.pts[0][0].Response.TotalCount())
+}
+
+// Workers adding to the same point (a loopback run's) leave it what one
+// dense histogram of all their values would hold.
+func TestSeriesAddMergesWorkers(t *testing.T) {
+	s := newSeries(1, int64(time.Second), int64(time.Second))
+	all := NewSeriesHistogram()
+	for wk := range 3 {
+		h := NewSeriesHistogram()
+		for i := range 200 {
+			v := int64(wk*1000+i*i*37) % SeriesHist.Highest
+			require.NoError(t, h.RecordValue(v))
+			require.NoError(t, all.RecordValue(v))
+		}
+		s.add(0, 0, &Interval{Sent: 1}, h)
+		s.add(0, 0, &Interval{Sent: 1}, nil) // counts only, as the monitor adds
+	}
+	pt := s.pts[0][0]
+	assert.EqualValues(t, 6, pt.Sent)
+	got := denseResponse(t, pt)
+	assert.Equal(t, all.Export(), got.Export())
+	assert.Equal(t, all.TotalCount(), got.TotalCount())
 }

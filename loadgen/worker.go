@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
@@ -173,9 +174,10 @@ type Worker struct {
 	warmup int64
 	clock  int64 // the latest record time: records are placed at max(t, clock)
 	series *series
-	cur    int        // the series interval acc holds
-	curEnd int64      // the end of interval cur (0 before the first record)
-	acc    []Interval // per population, not yet merged into series
+	cur    int                       // the series interval acc holds
+	curEnd int64                     // the end of interval cur (0 before the first record)
+	acc    []Interval                // per population, not yet merged into series (Response unused)
+	resp   []*hdrhistogram.Histogram // per population: acc's response times, reused
 	// onLoop, if set, is called with the driver's time every loopEvery
 	// iterations of Run's loop.
 	onLoop func(now int64)

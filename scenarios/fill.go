@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"fmt"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 )
@@ -11,6 +14,7 @@ import (
 // population's disconnects, lockouts and cut-off times.
 func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 	rec := r.Recorder
+	var dense *hdrhistogram.Histogram
 	v.SetServerCPU(r.ServerCPU, r.Frames)
 	for pi, label := range r.Labels {
 		sp := s.Population[pi]
@@ -69,6 +73,21 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			}
 		}
 		for _, iv := range r.Series[pi] {
+			// The interval's response times, dense for their percentiles
+			// and encoding: one histogram reused for every interval
+			// (AddInterval keeps none).
+			var rt *hdrhistogram.Histogram
+			if iv.Response != nil && iv.Response.TotalCount() > 0 {
+				if dense == nil {
+					dense = loadgen.NewSeriesHistogram()
+				} else {
+					dense.Reset()
+				}
+				if n := iv.Response.MergeInto(dense); n != 0 {
+					return fmt.Errorf("scenarios: population %q: interval at %v: %d response times outside the series' histogram", label, iv.Start, n)
+				}
+				rt = dense
+			}
 			drops := map[string]int64{}
 			for o, n := range iv.Outcomes {
 				out := loadgen.Outcome(o)
@@ -85,7 +104,7 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			if end := iv.Start + length; end > s.Duration {
 				length = s.Duration - iv.Start
 			}
-			if err := p.AddInterval(iv.Start, length, iv.Sent, iv.Accepted, drops, iv.Response); err != nil {
+			if err := p.AddInterval(iv.Start, length, iv.Sent, iv.Accepted, drops, rt); err != nil {
 				return err
 			}
 		}
