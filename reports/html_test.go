@@ -508,11 +508,7 @@ func TestWriteHTMLWithoutVariants(t *testing.T) {
 // and dropped), except for raw, whose sent counts writes, and the session
 // row, whose counts are session ends, which no total includes.
 func TestHTMLShowsNoOutcome(t *testing.T) {
-	r := New(Run{Scenario: "s", Driver: "sim", Duration: 10 * time.Second, Complete: true}, Environment{})
-	v, err := r.AddVariant("base", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, v := simVariant(t, "s")
 	p := v.AddPopulation("flood", "tiny-flood", Hostile, 2)
 	k := p.Kind("move")
 	k.Sent, k.Accepted = 1000, 10

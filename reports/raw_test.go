@@ -11,16 +11,25 @@ import (
 	"time"
 )
 
-// rawResults is one variant with an honest population and a slowloris
-// whose raw row holds 129 writes (5 of them never sent) and the 11 frames
-// the server read from them and dropped, as flood-mix's "slow" measured.
-func rawResults(t *testing.T) (*Results, *Population, *Population) {
+// simVariant returns a complete 10 s sim run of scenario with one variant,
+// "base", to fill.
+func simVariant(t *testing.T, scenario string) (*Results, *Variant) {
 	t.Helper()
-	r := New(Run{Scenario: "raw", Driver: DriverSim, Duration: 10 * time.Second, Complete: true}, Environment{})
+	r := New(Run{Scenario: scenario, Driver: DriverSim, Duration: 10 * time.Second, Complete: true}, Environment{})
 	v, err := r.AddVariant("base", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, v
+}
+
+// rawResults is one variant with an honest population and a slowloris
+// whose raw row holds 129 writes (5 of them never sent) and the 11 frames
+// the server read from them and dropped (as flood-mix's "slow" measured
+// when its dribble still carried a cut frame's tail to a new connection).
+func rawResults(t *testing.T) (*Results, *Population, *Population) {
+	t.Helper()
+	r, v := simVariant(t, "raw")
 	h := v.AddPopulation("players", "honest", Honest, 10)
 	chat := h.Kind("chat")
 	chat.Sent, chat.Accepted = 200, 190
@@ -186,11 +195,7 @@ func htmlEscape(s string) string {
 // the population sent as other kinds (an oversize move): those are frames
 // like the rest, and the population keeps its drop rate.
 func TestRawRowWithoutWritesKeepsTheRate(t *testing.T) {
-	r := New(Run{Scenario: "raw", Driver: DriverSim, Duration: 10 * time.Second, Complete: true}, Environment{})
-	v, err := r.AddVariant("base", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, v := simVariant(t, "raw")
 	p := v.AddPopulation("bytes", "byte-flood", Hostile, 1)
 	move := p.Kind("move")
 	move.Sent, move.Accepted = 40, 30
