@@ -90,9 +90,11 @@
 // FlagMalformed); refusals are dropped, rejected with a Reply, or
 // disconnect, as the verdict says. The Hello and pings are answered at
 // once (a refused Hello too, before the Disconnect); an accepted request
-// is answered (StatusOK, or StatusFailed for one sent before the Hello) and Done in the gate after a service time of
-// half a tick (SimConfig.Service; the tick rate is RunSpec.TickRate,
-// default 30 Hz); every tick runs Gate.Step and the server's idle (30s),
+// is answered (StatusOK, or StatusFailed for one sent before the Hello)
+// and Done in the gate at the next tick, as the reference server answers
+// its queued requests (a wait of up to one tick, 33.3 ms at the default
+// RunSpec.TickRate of 30 Hz; SimConfig.Service sets a constant instead);
+// every tick runs Gate.Step and the server's idle (30s),
 // partial-frame (5s) and Hello (10s) timeouts. Network latency is zero, so response
 // times are service times plus any held time (a freeze, a login); a
 // SimConfig.Stalls interval stops the simulated server, to show how a

@@ -23,9 +23,13 @@ import (
 type SimConfig struct {
 	// TickRate is the simulated server's tick rate in Hz; default 30.
 	TickRate float64
-	// Service is how long after it is accepted a request is answered, and
-	// Done in the gate; default half a tick (the mean wait for the next
-	// tick of a server that answers requests on its tick).
+	// Service, if set, is how long after it is accepted a request is
+	// answered, and Done in the gate: a constant. By default a request is
+	// answered at the next tick, as the reference server answers the
+	// requests it queued on its tick: a wait spread over (0, one tick], as
+	// a real server's is, where a constant (such as the mean wait, half a
+	// tick) would report every request's response time as that constant,
+	// its p99 included.
 	Service time.Duration
 	// As in server.Config: connections open at once (more are accepted
 	// and closed at once), the framer buffer, the idle, partial-frame and
@@ -77,9 +81,9 @@ type Stall struct {
 // refusal is dropped, rejected with a Reply, or disconnects with a
 // Disconnect frame, as the verdict says. Accepted pings are answered at
 // once, the Hello too; accepted requests are answered (StatusOK, or
-// StatusFailed before a Hello) and Done in the gate Service later; every
-// tick runs Gate.Step and the idle and partial-frame timeouts. Network
-// latency is zero. Everything happens in the order of virtual time, ties
+// StatusFailed before a Hello) and Done in the gate at the next tick (or
+// SimConfig.Service later); every tick runs Gate.Step and the idle and
+// partial-frame timeouts. Network latency is zero. Everything happens in the order of virtual time, ties
 // in the order of calls, so the same calls give the same events; the
 // gate's keyed tables are laid out from SimConfig.TableSeed, so a table
 // that fills refuses the same keys every time.
@@ -94,8 +98,6 @@ type Stall struct {
 //     deadline; the server re-arms its socket deadline lazily, and closes
 //     up to an eighth of the timeout later (a frame completed in that slack
 //     is read there, and the connection lives on);
-//   - a request holds its queue place until its reply, Service later; the
-//     server frees it at its next tick;
 //   - the server's write buffer and write timeout (the disconnects of a
 //     client that does not read) are not modelled;
 //   - a client that closes during a stall loses what the stall held.
@@ -127,7 +129,7 @@ type Sim struct {
 	conns   conns
 	live    []*simConn // server-side open connections, in order of opening
 	nopen   int
-	done    []completion // requests awaiting their reply, by time (Service is constant)
+	done    []completion // requests awaiting their reply, by time (see answerAt)
 	dhead   int
 	inputs  int // inputs queued for the next tick
 	queued  int // inputs + requests awaiting their reply
@@ -285,9 +287,6 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		conns:    conns{byClient: make([]*simConn, len(clients))},
 	}
 	s.service = int64(cfg.Service)
-	if s.service == 0 {
-		s.service = s.period / 2
-	}
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
@@ -856,9 +855,19 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 		if id == 0 {
 			s.inputs++
 		} else {
-			s.done = append(s.done, completion{at: now + s.service, c: c, id: id, authed: c.authed})
+			s.done = append(s.done, completion{at: s.answerAt(now), c: c, id: id, authed: c.authed})
 		}
 	}
+}
+
+// answerAt is when a request accepted at now is answered: Service later,
+// or at the next tick (see SimConfig.Service). Either way it never
+// decreases as now grows, so the done queue stays in order.
+func (s *Sim) answerAt(now int64) int64 {
+	if s.service > 0 {
+		return now + s.service
+	}
+	return (now/s.period + 1) * s.period
 }
 
 // verdict acts on a refusal of a frame of kind k (or a shadow-mode
