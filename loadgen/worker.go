@@ -348,13 +348,17 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 			w.add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
-		data := a.Data
+		data, off := a.Data, cs.dribbleOff
 		if a.Count > 0 {
 			data = cs.dribblePiece(a.Data, a.Count)
 		}
 		w.wbuf = append(w.wbuf[:0], data...)
 		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, intended: a.At, n: 1, bytes: int64(len(data))})
-		w.transmit(i, cs, now)
+		if !w.transmit(i, cs, now) {
+			// A piece never sent is not part of the frame: the next one
+			// goes on from where this one started.
+			cs.dribbleOff = off
+		}
 	case OpFreeze:
 		cs.frozen = true
 	case OpFlush:
@@ -476,18 +480,20 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 }
 
 // transmit writes w.wbuf (described by w.meta) now, or holds it while the
-// client is frozen or logging in.
-func (w *Worker) transmit(i int32, cs *clientState, now int64) {
+// client is frozen or logging in. It reports false when it refused to hold
+// it (MaxHeld), counting it NotSent.
+func (w *Worker) transmit(i int32, cs *clientState, now int64) bool {
 	if cs.frozen || cs.state == handshake {
 		if len(cs.held)+len(w.wbuf) > w.cfg.MaxHeld {
 			w.countAll(now, cs, w.meta, NotSent)
-			return
+			return false
 		}
 		cs.held = append(cs.held, w.wbuf...)
 		cs.heldMeta = append(cs.heldMeta, w.meta...)
-		return
+		return true
 	}
 	w.write(i, cs, w.wbuf, w.meta, now)
+	return true
 }
 
 func (w *Worker) countAll(t int64, cs *clientState, meta []frameMeta, o Outcome) {

@@ -81,3 +81,42 @@ func TestHeldFramesSentWhenWritten(t *testing.T) {
 	resp := rec.Histogram(0, KindPurchase, Response)
 	require.True(t, resp.ValuesAreEquivalent(resp.Max(), 59*ms), "response time %v, want 59ms (from the intended 1ms)", time.Duration(resp.Max()))
 }
+
+// bytesDriver is a lateDriver that keeps what was written.
+type bytesDriver struct {
+	lateDriver
+	got []byte
+}
+
+func (d *bytesDriver) Write(c ConnID, p []byte) error {
+	d.got = append(d.got, p...)
+	return d.lateDriver.Write(c, p)
+}
+
+// A dribbled piece the client refuses to hold (MaxHeld) is not part of the
+// frame: the next piece goes on from where the refused one started, so the
+// server never receives a frame with bytes missing from its middle.
+func TestRefusedDribblePieceDoesNotAdvanceTheFrame(t *testing.T) {
+	ms := int64(time.Millisecond)
+	d := &bytesDriver{lateDriver: lateDriver{script: []lateEvent{{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}}}}}
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	frame := []byte("ABCDEFGHIJ")
+	piece := func(at int64) Action { return Action{At: at, Op: OpRaw, Count: 3, Data: frame} }
+	b := &scripted{acts: []Action{
+		{At: 0, Op: OpConnect},
+		{At: 2 * ms, Op: OpFreeze},
+		piece(3 * ms), // held: 3 of MaxHeld's 4 bytes
+		piece(4 * ms), // refused: 6 > 4
+		{At: 5 * ms, Op: OpFlush},
+		piece(6 * ms),
+	}}
+	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
+	w, err := NewWorker(d, rec, clients, RunConfig{MaxHeld: 4})
+	require.NoError(t, err)
+	require.NoError(t, w.Run(context.Background()))
+	require.Equal(t, int64(1), rec.Count(0, KindRaw, NotSent), "the refused piece")
+	hello := len(d.got) - 6
+	require.Positive(t, hello)
+	require.Equal(t, "ABCDEF", string(d.got[hello:]))
+}
