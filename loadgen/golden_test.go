@@ -97,6 +97,12 @@ func goldenCases(t testing.TB) []struct {
 		}}
 		cases = append(cases, gc{"behaviour-" + name, spec(RunSpec{Plan: plan, Config: RunConfig{Timeout: 500 * time.Millisecond}})})
 	}
+	// A slowloris long enough for the server's partial-frame timeout (5 s)
+	// to cut its frames, and for it to reconnect and start them afresh.
+	cases = append(cases, gc{"slowloris-reconnects", spec(RunSpec{Plan: Plan{Seed: 17, Duration: 16 * time.Second, Populations: []Population{
+		{Name: "slow", Clients: 3, Behaviour: &Slowloris{}},
+		{Name: "slow-session", Clients: 2, Behaviour: &Slowloris{Session: true}},
+	}}})})
 	return cases
 }
 
