@@ -360,7 +360,9 @@ func (s *Scenario) rawRate(th Threshold) string {
 	if len(raw) > 1 {
 		what = "populations " + strings.Join(raw, ", ") + " write"
 	}
-	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message (%s.hello.%s), or use dropped, drops.<reason> or admitted_per_s",
+	// No kind is suggested by name: which kinds a behaviour sends depends
+	// on its parameters (a slowloris that only dials sends none).
+	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message it sends (%s.<kind>.%s, such as hello if it logs in), or use dropped, drops.<reason> or admitted_per_s",
 		th.Metric, what, rawNoRate, th.Population, th.Metric)
 }
 
