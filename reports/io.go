@@ -361,6 +361,17 @@ func (r *Results) Validate() error {
 				if err := validateDrops(iv.Drops); err != nil {
 					return bad("%s: series[%d].drops: %v", where, l, err)
 				}
+				if iv.HDR != "" {
+					// Read here, so that a damaged one is named where it is
+					// rather than failing the chart or the .hlog export.
+					d, err := (&Histogram{HDR: iv.HDR}).Decode()
+					if err != nil {
+						return bad("%s: series[%d].hdr: %v", where, l, err)
+					}
+					if d.TotalCount() != iv.Responses {
+						return bad("%s: series[%d]: responses is %d but the hdr encoding holds %d values", where, l, iv.Responses, d.TotalCount())
+					}
+				}
 			}
 		}
 	}
@@ -399,6 +410,11 @@ func validateSummary(p *Population) error {
 		return fmt.Errorf("drop_rate is given but there can be none (%s)", why)
 	case s.DropRate != nil && !(*s.DropRate >= 0 && *s.DropRate <= 1):
 		return fmt.Errorf("drop_rate %v is outside [0, 1]", *s.DropRate)
+	case s.DropRate == nil && s.NoDropRate != "" && s.NoDropRate != why:
+		if why == "" {
+			return fmt.Errorf("no_drop_rate says there is none (%s), but the population has one", s.NoDropRate)
+		}
+		return fmt.Errorf("no_drop_rate is %q, but the reason there is none is %q", s.NoDropRate, why)
 	}
 	if c := s.CutOff; c != nil && (c.Clients < 0 || c.Of < c.Clients || c.P50 < 0 || c.Max < c.P50 || c.AllP50 < c.P50 || c.Clients == 0 && c.AllP50 != Never) {
 		return fmt.Errorf("cut_off is inconsistent (%d of %d clients, p50 %v, max %v, all_p50 %v)", c.Clients, c.Of, c.P50, c.Max, c.AllP50)

@@ -110,8 +110,8 @@ func TestRawPopulationHasNoDropRate(t *testing.T) {
 	}
 }
 
-// A file that gives a raw population a drop rate, or both a rate and the
-// reason for none, is refused.
+// A file that gives a raw population a drop rate, both a rate and the
+// reason for none, or a reason that is not the population's, is refused.
 func TestValidateRefusesARawDropRate(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -120,6 +120,8 @@ func TestValidateRefusesARawDropRate(t *testing.T) {
 	}{
 		{"rate for raw", func(h, s *Summary) { x := 16.0 / 129; s.DropRate, s.NoDropRate = &x, "" }, "there can be none"},
 		{"rate and reason", func(h, s *Summary) { h.NoDropRate = "because" }, "no_drop_rate says there is none"},
+		{"reason where there is a rate", func(h, s *Summary) { h.DropRate, h.NoDropRate = nil, "because" }, "but the population has one"},
+		{"another reason", func(h, s *Summary) { s.NoDropRate = "because" }, "but the reason there is none is"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, h, s := rawResults(t)

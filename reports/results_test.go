@@ -297,6 +297,8 @@ func TestValidate(t *testing.T) {
 			s := r.Variants[0].Populations[0].Series
 			s[0], s[1] = s[1], s[0]
 		}, "series[1]"},
+		{"series hdr garbage", func(r *Results) { firstHDR(t, r).HDR = "!!!" }, "series[0].hdr"},
+		{"series hdr count", func(r *Results) { firstHDR(t, r).Responses++ }, "the hdr encoding holds"},
 		{"drop rate", func(r *Results) { two := 2.0; r.Variants[0].Populations[0].Summary.DropRate = &two }, "drop_rate"},
 		{"cut off", func(r *Results) { r.Variants[0].Populations[2].Summary.CutOff.Of = -1 }, "cut_off"},
 		{"threshold", func(r *Results) { r.Variants[0].Thresholds[0].Expr = "" }, "expr"},
@@ -323,6 +325,20 @@ func TestValidate(t *testing.T) {
 	if err := r.Validate(); !errors.Is(err, ErrVersion) {
 		t.Fatalf("schema version 7: %v", err)
 	}
+}
+
+// firstHDR returns the first interval of r's first population that keeps
+// its histogram.
+func firstHDR(t *testing.T, r *Results) *Interval {
+	t.Helper()
+	s := r.Variants[0].Populations[0].Series
+	for i := range s {
+		if s[i].HDR != "" {
+			return &s[i]
+		}
+	}
+	t.Fatal("no interval keeps its histogram")
+	return nil
 }
 
 func TestAtomicWriteKeepsOldFile(t *testing.T) {
