@@ -679,6 +679,7 @@ func (r *Result) Canonical() ([]byte, error) {
 	// A series point's packed histogram is encoded as the dense one of
 	// its counts (the same bytes as when the series kept dense ones).
 	var dense *hdrhistogram.Histogram
+	var lost int64 // response times a series point could not hold
 	packed := func(p *hdrhistogram.PackedHistogram) {
 		if p == nil {
 			hist(nil)
@@ -689,7 +690,7 @@ func (r *Result) Canonical() ([]byte, error) {
 		} else {
 			dense.Reset()
 		}
-		p.MergeInto(dense)
+		lost += p.MergeInto(dense) // nothing, in the same geometry
 		hist(dense)
 	}
 	num(int64(len(r.Labels)))
@@ -737,6 +738,7 @@ func (r *Result) Canonical() ([]byte, error) {
 				num(v)
 			}
 			packed(pt.Response)
+			lost += pt.Dropped
 		}
 	}
 	num(int64(len(r.CutOffs)))
@@ -763,6 +765,9 @@ func (r *Result) Canonical() ([]byte, error) {
 		num(1)
 	} else {
 		num(0)
+	}
+	if lost != 0 {
+		return nil, fmt.Errorf("loadgen: the series lost %d response times", lost)
 	}
 	return b, nil
 }

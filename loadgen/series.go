@@ -35,6 +35,11 @@ type Interval struct {
 	// the same counts, percentiles and encoding as recording the values
 	// into it would.
 	Response *hdrhistogram.PackedHistogram
+	// Dropped counts the response times Response could not hold (a merge
+	// into it refused them). The workers record in its geometry and clamp
+	// into its range, so it stays 0; a reader that finds it is not has
+	// lost values and must say so.
+	Dropped int64
 }
 
 // SeriesHist is the geometry of the series' response histograms: coarser
@@ -97,7 +102,7 @@ func newSeriesPacked() *hdrhistogram.PackedHistogram {
 // add adds from's counts and resp's response times (nil: none) to point k
 // of population pop; it keeps neither. resp has SeriesHist's geometry and
 // its values are clamped into it, so the merge into the point's packed
-// histogram drops nothing. The merge scans resp's counts once (30 KiB) and
+// histogram drops nothing (what it would drop is counted in Dropped). The merge scans resp's counts once (30 KiB) and
 // allocates only as the point's populated buckets grow.
 func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 	s.mu.Lock()
@@ -112,7 +117,7 @@ func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 		if to.Response == nil {
 			to.Response = newSeriesPacked()
 		}
-		to.Response.MergeFrom(resp)
+		to.Dropped += to.Response.MergeFrom(resp)
 	}
 }
 

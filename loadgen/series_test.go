@@ -162,3 +162,22 @@ func TestSeriesAddMergesWorkers(t *testing.T) {
 	assert.Equal(t, all.Export(), got.Export())
 	assert.Equal(t, all.TotalCount(), got.TotalCount())
 }
+
+// A response time a series point cannot hold is counted in its Dropped,
+// not lost without a trace, and Canonical refuses a result that lost any.
+func TestSeriesAddCountsWhatThePointCannotHold(t *testing.T) {
+	s := newSeries(1, int64(time.Second), int64(time.Second))
+	wide := hdrhistogram.New(1, 2*int64(time.Hour), SeriesHist.Digits)
+	require.NoError(t, wide.RecordValue(int64(time.Millisecond)))
+	require.NoError(t, wide.RecordValue(int64(time.Hour))) // beyond SeriesHist.Highest
+	s.add(0, 0, &Interval{}, wide)
+	pt := s.pts[0][0]
+	assert.Equal(t, int64(1), pt.Response.TotalCount())
+	assert.Equal(t, int64(1), pt.Dropped)
+
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	r := &Result{Labels: []string{"p"}, Recorder: rec, Series: s.pts}
+	_, err = r.Canonical()
+	require.ErrorContains(t, err, "lost 1 response times")
+}

@@ -83,7 +83,7 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				} else {
 					dense.Reset()
 				}
-				if n := iv.Response.MergeInto(dense); n != 0 {
+				if n := iv.Dropped + iv.Response.MergeInto(dense); n != 0 {
 					return fmt.Errorf("scenarios: population %q: interval at %v: %d response times outside the series' histogram", label, iv.Start, n)
 				}
 				rt = dense
