@@ -223,9 +223,10 @@ type Action struct {
 	Op Op
 	// OpSend: what to send, the request-id choice, the payload bytes per
 	// frame (inputs and requests) and the frames packed into the one
-	// write (≤ 0 means 1). OpRaw: Count > 0 dribbles Data (see Data). (The one-byte fields come together, so that an
-	// Action, which streams and the worker copy for every action, fills
-	// one 64-byte cache line.)
+	// write (≤ 0 means 1). OpRaw: Count > 0 dribbles Data (see Data).
+	// (The one-byte fields come together, so that an Action, which
+	// streams and the worker copy for every action, fills one 64-byte
+	// cache line.)
 	Kind  Kind
 	Reuse Reuse
 	Size  int
@@ -249,6 +250,9 @@ func (a Action) String() string {
 	case OpSend:
 		s += fmt.Sprintf(" %v size=%d count=%d reuse=%d", a.Kind, a.Size, a.Count, a.Reuse)
 	case OpRaw:
+		if a.Count > 0 {
+			s += fmt.Sprintf(" dribble=%d", a.Count)
+		}
 		s += fmt.Sprintf(" %x", a.Data)
 	case OpConnect, OpRetry:
 		if a.Account != 0 {

@@ -311,6 +311,7 @@ func BenchmarkTakeAnatomy(b *testing.B) {
 // every one carrying the mark m.MakeMark(count, held, deadline), and its
 // keys.
 func markedTable(b *testing.B, count int, held bool, deadline int64) (*Map, []uint64) {
+	b.Helper()
 	m := newMap(b, 1e6, 1000, Config{MaxKeys: 1000})
 	keys := fillTable(b, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
 	mk := m.MakeMark(count, held, deadline)

@@ -51,9 +51,10 @@ const Package = "scenario"
 // is gated against a baseline the same way as a benchmark (gate.Compare
 // with Config). Each population of each variant is a benchmark named
 // "Scenario/<scenario>/<variant>/<population>"; honest populations give
-// drop-rate (when they have one: see reports.Summary.DropRate), p50-ns, p99-ns, false-disconnects and false-lockouts, hostile
-// ones admitted/s, admitted-B/s and, when any client was cut off,
-// cutoff-p50-ns and cutoff-max-ns. Runs that are incomplete or that a
+// drop-rate (when they have one: see reports.Summary.DropRate), p50-ns,
+// p99-ns, false-disconnects and false-lockouts, hostile ones admitted/s,
+// admitted-B/s and, when any client was cut off, cutoff-p50-ns and
+// cutoff-max-ns. Runs that are incomplete or that a
 // variant marks invalid are refused: their numbers cannot be trusted.
 func Set(label string, runs ...*reports.Results) (*gate.Set, error) {
 	s := &gate.Set{Label: label}
