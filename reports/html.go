@@ -798,7 +798,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		}
 	}
 	if c := v.ServerCPU; c != nil {
-		vv.ServerCPU = fmt.Sprintf("%s per frame (%s CPU over %s frames)", formatNs(c.NsPerFrame), fmtDuration(c.CPU), fmtInt(c.Frames))
+		vv.ServerCPU = fmt.Sprintf("%s per frame (%s over %s frames, warm-up included)", formatNs(c.NsPerFrame), fmtDuration(c.CPU), fmtInt(c.Frames))
 	}
 	colorOf := map[string]string{}
 	for j, p := range vs.pops {

@@ -119,7 +119,9 @@ type Variant struct {
 	Policy json.RawMessage `json:"policy,omitempty"`
 	// Populations holds one entry per client population, in scenario order.
 	Populations []*Population `json:"populations"`
-	// ServerCPU is the server's CPU cost per inbound frame, when measured.
+	// ServerCPU is the server's service time per inbound frame, when
+	// measured (see ServerCPU: a time the harness measures, not CPU time;
+	// the name is the file format's).
 	ServerCPU *ServerCPU `json:"server_cpu,omitempty"`
 	// Thresholds are the scenario's thresholds evaluated on this variant.
 	Thresholds []Threshold `json:"thresholds,omitempty"`
@@ -392,8 +394,9 @@ func (c *CutOff) MaxAll() time.Duration {
 	return c.Max
 }
 
-// ServerCPU is the server's CPU cost per inbound frame for one variant. The
-// zero value means nothing was measured.
+// ServerCPU is the server's service time per inbound frame for one
+// variant (its name, and its JSON keys', is older than that meaning; see
+// CPU). The zero value means nothing was measured.
 type ServerCPU struct {
 	// Frames is the number of inbound frames the server handled over the
 	// whole run, warm-up included.
