@@ -102,8 +102,9 @@ func newSeriesPacked() *hdrhistogram.PackedHistogram {
 // add adds from's counts and resp's response times (nil: none) to point k
 // of population pop; it keeps neither. resp has SeriesHist's geometry and
 // its values are clamped into it, so the merge into the point's packed
-// histogram drops nothing (what it would drop is counted in Dropped). The merge scans resp's counts once (30 KiB) and
-// allocates only as the point's populated buckets grow.
+// histogram drops nothing (what it would drop is counted in Dropped). The
+// merge scans resp's counts once (30 KiB) and allocates only as the point's
+// populated buckets grow.
 func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -83,10 +83,11 @@ type Stall struct {
 // once, the Hello too; accepted requests are answered (StatusOK, or
 // StatusFailed before a Hello) and Done in the gate at the next tick (or
 // SimConfig.Service later); every tick runs Gate.Step and the idle and
-// partial-frame timeouts. Network latency is zero. Everything happens in the order of virtual time, ties
-// in the order of calls, so the same calls give the same events; the
-// gate's keyed tables are laid out from SimConfig.TableSeed, so a table
-// that fills refuses the same keys every time.
+// partial-frame timeouts. Network latency is zero. Everything happens in
+// the order of virtual time, ties in the order of calls, so the same calls
+// give the same events; the gate's keyed tables are laid out from
+// SimConfig.TableSeed, so a table that fills refuses the same keys every
+// time.
 //
 // Where it differs from the server, deliberately or because a socket is not
 // deterministic:
@@ -98,6 +99,8 @@ type Stall struct {
 //     deadline; the server re-arms its socket deadline lazily, and closes
 //     up to an eighth of the timeout later (a frame completed in that slack
 //     is read there, and the connection lives on);
+//   - with SimConfig.Service set, a request holds its queue place until
+//     its reply, Service later; the server frees it at its next tick;
 //   - the server's write buffer and write timeout (the disconnects of a
 //     client that does not read) are not modelled;
 //   - a client that closes during a stall loses what the stall held.
@@ -861,13 +864,17 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 }
 
 // answerAt is when a request accepted at now is answered: Service later,
-// or at the next tick (see SimConfig.Service). Either way it never
-// decreases as now grows, so the done queue stays in order.
+// or at the next tick the sim has not run yet (see SimConfig.Service).
+// That tick is after now (a tick due at now runs before what is read at
+// now), except at the end of a stall, where the tick that fell due in it
+// runs after the writes it held and answers their requests with their
+// inputs, as the server's one queue does. Either way it never decreases
+// as now grows, so the done queue stays in order.
 func (s *Sim) answerAt(now int64) int64 {
 	if s.service > 0 {
 		return now + s.service
 	}
-	return (now/s.period + 1) * s.period
+	return s.tick * s.period
 }
 
 // verdict acts on a refusal of a frame of kind k (or a shadow-mode

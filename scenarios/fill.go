@@ -77,16 +77,18 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			// and encoding: one histogram reused for every interval
 			// (AddInterval keeps none).
 			var rt *hdrhistogram.Histogram
+			lost := iv.Dropped // even when none was kept
 			if iv.Response != nil && iv.Response.TotalCount() > 0 {
 				if dense == nil {
 					dense = loadgen.NewSeriesHistogram()
 				} else {
 					dense.Reset()
 				}
-				if n := iv.Dropped + iv.Response.MergeInto(dense); n != 0 {
-					return fmt.Errorf("scenarios: population %q: interval at %v: %d response times outside the series' histogram", label, iv.Start, n)
-				}
+				lost += iv.Response.MergeInto(dense)
 				rt = dense
+			}
+			if lost != 0 {
+				return fmt.Errorf("scenarios: population %q: interval at %v: %d response times outside the series' histogram", label, iv.Start, lost)
 			}
 			drops := map[string]int64{}
 			for o, n := range iv.Outcomes {

@@ -102,7 +102,7 @@ func TestRawSendsAreWritesWithNoDropRate(t *testing.T) {
 func TestRawDropRateThresholdsAreRefused(t *testing.T) {
 	base := strings.SplitAfter(rawUnits, "thresholds:\n")[0]
 	for _, c := range []struct{ threshold, want string }{
-		{"slow.drop_rate < 50%", `raw-units.yaml:18:5: thresholds[0]: drop_rate has no value: population "slow" (slowloris) writes raw bytes, counted in writes when sent and in frames when the server decides them; name a kind of message it sends (slow.<kind>.drop_rate, such as hello if it logs in), or use dropped, drops.<reason> or admitted_per_s`},
+		{"slow.drop_rate < 50%", `raw-units.yaml:18:5: thresholds[0]: drop_rate has no value: population "slow" (slowloris) writes raw bytes, counted in writes when sent and in frames when the server decides them; name a kind of message sent (slow.<kind>.drop_rate, such as hello for a population that logs in), or use dropped, drops.<reason> or admitted_per_s`},
 		{"all.limited_rate < 1", `limited_rate has no value: populations "bad" (malformed), "slow" (slowloris) write raw bytes`},
 		{"slow.raw.drop_rate < 1", `drop_rate has no value on the raw row: raw bytes are counted in writes when sent and in frames when the server decides them`},
 		{"bad.raw.limited_rate < 1", `limited_rate has no value on the raw row`},

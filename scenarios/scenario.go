@@ -362,7 +362,7 @@ func (s *Scenario) rawRate(th Threshold) string {
 	}
 	// No kind is suggested by name: which kinds a behaviour sends depends
 	// on its parameters (a slowloris that only dials sends none).
-	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message it sends (%s.<kind>.%s, such as hello if it logs in), or use dropped, drops.<reason> or admitted_per_s",
+	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message sent (%s.<kind>.%s, such as hello for a population that logs in), or use dropped, drops.<reason> or admitted_per_s",
 		th.Metric, what, rawNoRate, th.Population, th.Metric)
 }
 
