@@ -241,6 +241,8 @@ const RawKind = "raw"
 func (k *KindStats) IsRaw() bool { return k.Kind == RawKind }
 
 // NoRateRaw is Summary.NoDropRate for a population that wrote raw bytes.
+// Validate holds a file to this exact text, so it is part of the file
+// format: rewording it is a change of SchemaVersion.
 const NoRateRaw = "raw bytes: sent counts writes, the server's drops count the frames it read from them"
 
 // NoDropRate returns why p has no drop rate ("" when it has one): it wrote
