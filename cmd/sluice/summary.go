@@ -78,7 +78,10 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 
 // noRates groups the populations with no drop rate by the reason they
 // give, in order of first appearance.
-type noRates []struct {
+type noRates []noRate
+
+// noRate is the populations that give one reason for having no drop rate.
+type noRate struct {
 	why  string
 	pops []string
 }
@@ -93,10 +96,7 @@ func (n *noRates) add(why, pop string) {
 			return
 		}
 	}
-	*n = append(*n, struct {
-		why  string
-		pops []string
-	}{why, []string{pop}})
+	*n = append(*n, noRate{why, []string{pop}})
 }
 
 // sortedPops lists honest populations before hostile ones, keeping order.
