@@ -51,13 +51,13 @@
 // the word is that of a denial.
 //
 // Held keys are refused without reading their marks on every take: each
-// shard counts its marks that have the held bit (ended holds included,
-// until the key's next take or a sweep clears them, or the key goes). The count is raised before
-// such a mark is stored and lowered only after it is gone, so a take that
-// reads 0 there may skip the mark: no hold was in place when it read the
-// count, which is where it is ordered against the hold, as a take that
-// read a mark before a hold was stored always was. While the count is not
-// 0 the take reads the mark of the key it found and refuses it if held.
+// shard counts its marks that have the held bit (ended holds included, until
+// the key's next take or a sweep clears them, or the key goes). The count is
+// raised before such a mark is stored and lowered only after it is gone, so
+// a take that reads 0 there may skip the mark: no hold was in place when it
+// read the count, which is where it is ordered against the hold, as a take
+// that read a mark before a hold was stored always was. While the count is
+// not 0 the take reads the mark of the key it found and refuses it if held.
 //
 // A cell whose key is 0 is either empty or holds the key 0; only the mark
 // tells. An insert stores the word, then the key, then the mark, so a take
@@ -71,16 +71,17 @@
 //
 // A take that passes on a tracked key that is not held does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved
-// at the take's time; a full bucket, the common case, on a branch of its
-// own whose new word does not wait for the old one), so that it calls
-// nothing: on random keys each instruction between one take's cache miss
-// and the next one's costs time (BenchmarkTakeAnatomy); it retries its CompareAndSwap while another take
-// changes the word. A take on that cell that does not pass is decided
-// there by Pass.TakeLiveAt, on the clock already converted (a denial and
-// its wait). Every other take (a held key, a hold that has expired, a dead
-// slot, a key not found by the cells alone) probes again with the marks
-// and decides with the same Pass. Pass.TakeLiveAt agrees with Pass.Next on
-// every pass.
+// at the take's time; a full bucket, the common case, on a branch of its own
+// whose new word does not wait for the old one), so that it calls nothing:
+// on random keys each instruction between one take's cache miss and the next
+// one's costs time (BenchmarkTakeAnatomy); it retries its CompareAndSwap
+// while another take changes the word. A take on that cell that does not
+// pass is decided there by Pass.TakeLiveAt, on the clock already converted
+// (a denial and its wait). So is a take on a key the cells found whose mark
+// is held (refused at once) or whose hold has ended (cleared first): neither
+// probes again. Every other take (a dead slot, a mark not yet published, a
+// key not found by the cells alone) probes again with the marks and decides
+// with the same Pass. Pass.TakeLiveAt agrees with Pass.Next on every pass.
 //
 // Removing a key (Delete, sweep, eviction) kills the slot: the word, then
 // the mark, are swapped to reserved dead values by CompareAndSwap, so a take

@@ -207,3 +207,27 @@ func TestLostMarkSwapKeepsTheCount(t *testing.T) {
 		t.Fatalf("a lost swap from the wrong mark: count %d", sh.held.Load())
 	}
 }
+
+// The key 0 is always decided by takeAt (the probe of cells alone cannot
+// tell it from an empty cell), which clears an ended hold as takeMarked
+// does for other keys: the shard's count falls back to 0.
+func TestKeyZerosEndedHoldIsCleared(t *testing.T) {
+	m := newMap(t, 10, 2, Config{MaxKeys: 100, Shards: 1, EvictBackoff: -1})
+	sh := &m.shards[0]
+	m.TakeAt(0, 0, 1)
+	if _, ok := m.UpdateMark(0, func(Mark) (Mark, bool) { return m.MakeMark(0, true, 5e9), true }); !ok {
+		t.Fatal("UpdateMark(0)")
+	}
+	if o := take(m, 0, 1e9, 1); o.Status != Held {
+		t.Fatalf("key 0 while held: %+v", o)
+	}
+	if o := take(m, 0, 6e9, 1); o.Status != Taken || !o.Result.OK() {
+		t.Fatalf("key 0 after its hold: %+v", o)
+	}
+	if n := sh.held.Load(); n != 0 {
+		t.Fatalf("after a take past key 0's hold: count %d", n)
+	}
+	if mk, ok := m.MarkOf(0); !ok || mk != MarkNone {
+		t.Fatalf("key 0 after that take: %v %v", mk, ok)
+	}
+}

@@ -532,13 +532,26 @@ func (m *Map) takeMarked(sh *shard, s slot, key, h uint64, pass atomicbucket.Pas
 	if mk == markDead || mk&markPresent == 0 {
 		return m.takeAt(key, h, pass, now, n)
 	}
-	if d, held := m.HeldAt(mk, now); held {
+	if d, held := m.holdAt(sh, s, mk, now); held {
 		return atomicbucket.DeniedFor(d), Held // the hold only: see takeAt
 	}
-	if mk.Held() { // a hold that has ended: cleared as takeAt clears it
+	return m.takeFound(s.cell, pass, key, h, now, n)
+}
+
+// holdAt reports the rest of the hold of a live slot whose mark is mk, if
+// it is held at now. A hold that has ended carries no state: the first
+// take (or sweep) that meets it clears it (as UpdateMark ends a hold: the
+// shard's count falls after the mark changed), so that the shard's takes
+// skip marks again without waiting for a sweep, which a caller may never
+// run.
+func (m *Map) holdAt(sh *shard, s slot, mk Mark, now int64) (time.Duration, bool) {
+	if d, held := m.HeldAt(mk, now); held {
+		return d, true
+	}
+	if mk.Held() { // and HeldAt says it has ended
 		sh.swapMark(s, mk, MarkNone)
 	}
-	return m.takeFound(s.cell, pass, key, h, now, n)
+	return 0, false
 }
 
 // takeFound decides a take on the cell the pass path found for key, not
@@ -551,11 +564,11 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 	return m.takeAt(key, h, pass, now, n) // the word died: moved or removed
 }
 
-// takeAt is TakeAt for every take the pass path does not finish: a key
-// not tracked, a held key or one whose hold has expired, a key the probe
-// of cells alone cannot find (the key 0, or a probe that crosses its
-// cell), and a slot that died under the take (removed, or moved by a
-// compaction). It probes again (the lines are in cache now), follows moved
+// takeAt is TakeAt for every take the pass path and takeMarked do not
+// finish: a key not tracked, a key the probe of cells alone cannot find
+// (the key 0, or a probe that crosses its cell), a slot whose mark that
+// probe cannot read (not yet published), and a slot that died under the
+// take (removed, or moved by a compaction). It probes again (the lines are in cache now), follows moved
 // slots to the next table, clears a hold that has ended, and decides with
 // pass.TakeLiveAt, which agrees with the pass path on every pass; a key it
 // does not find live is inserted by slowTake.
@@ -574,19 +587,11 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 				}
 				continue
 			}
-			if d, held := m.HeldAt(mk, now); held {
+			if d, held := m.holdAt(sh, s, mk, now); held {
 				// The hold only, not also the bucket's own wait: that
 				// costs the wait's reciprocal multiply, and under a
 				// flood most takes are held.
 				return atomicbucket.DeniedFor(d), Held
-			}
-			// A hold that has ended carries no state: the first take
-			// after it clears it (as UpdateMark ends a hold: the count
-			// falls after the mark changed), so that the shard's takes
-			// skip marks again without waiting for a sweep, which a
-			// caller may never run.
-			if mk.Held() { // and HeldAt says it has ended
-				sh.swapMark(s, mk, MarkNone)
 			}
 		}
 		// Limit.TakeLiveAt never writes into a dead word and never
@@ -1015,9 +1020,7 @@ func (m *Map) sweepShard(sh *shard, now int64) int {
 		// A hold that has ended is cleared, so that the shard's count
 		// of held marks goes back to 0 and its takes stop reading marks.
 		if mk := Mark(s.mark.Load()); mk.Held() {
-			if _, held := m.HeldAt(mk, now); !held {
-				sh.swapMark(s, mk, MarkNone)
-			}
+			m.holdAt(sh, s, mk, now)
 		}
 	}
 	if n > 0 {
