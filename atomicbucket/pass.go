@@ -32,7 +32,7 @@ type Pass struct {
 // the Limit's). Like TakeLiveAt it converts the clock once.
 func (s Snapshot) PassAt(now int64, n uint64) Pass {
 	// Not params.virtual: the fraction it also returns puts PassAt over
-	// Go's inlining budget (84 against 80).
+	// Go's inlining budget of 80.
 	return Pass{s.p, s.p.whole(s.p.clock(now)), n}
 }
 

@@ -43,8 +43,8 @@ func benchLimiter(b *testing.B) *limFixture {
 	// the benchmarks would time that instead of a take on a tracked key.
 	// Escalation is off, as in package bench's keyed fixture: the pass
 	// path is the same with it on.
-	held := 2 * namedKeys
-	l, err := NewLimiter(LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: held + held/8, DisableEscalation: true, Clock: func() int64 { return 0 }})
+	tracked := 2 * namedKeys
+	l, err := NewLimiter(LimiterConfig{Rate: 1e6, Burst: 1000, MaxKeys: tracked + tracked/8, DisableEscalation: true, Clock: func() int64 { return 0 }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -274,12 +274,12 @@ type Tables struct {
 	// Sessions is the number of session slots (at most 2^20); default
 	// 4,096. The slot table is allocated up front.
 	Sessions *uint32 `yaml:"sessions,omitempty" json:"sessions,omitempty"`
-	// Accounts, Addresses and Matches bound the keyed tables (at most
-	// 2^26 each); defaults 100,000, 100,000 and 10,000. A table on
-	// core.Limiter allocates its bound up front: 37 bytes a key at 1M
-	// keys, more for smaller bounds, whose shards keep a larger share
-	// spare for the spread of the hash: the tables take 39 bytes a key at
-	// 100,000 and 46 at 10,000 with the 16 shards of GOMAXPROCS 2, and 42
+	// Accounts, Addresses and Matches bound the keyed tables (at most 2^26
+	// each); defaults 100,000, 100,000 and 10,000. A table on core.Limiter
+	// allocates its bound up front: 37 bytes a key at 1M keys with 16 shards
+	// (38 with 64), more for smaller bounds, whose shards keep a larger
+	// share spare for the spread of the hash: the tables take 39 bytes a key
+	// at 100,000 and 46 at 10,000 with the 16 shards of GOMAXPROCS 2, and 42
 	// and 58 with the 64 shards of GOMAXPROCS 16.
 	Accounts  *uint32 `yaml:"accounts,omitempty" json:"accounts,omitempty"`
 	Addresses *uint32 `yaml:"addresses,omitempty" json:"addresses,omitempty"`

@@ -188,13 +188,16 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 			x, y := benchkeys.Start, benchkeys.Start
 			now := f.now
 			var s uint64
+			ok := 0
 			b.ResetTimer()
 			for done := 0; done < b.N; done += block {
 				t0 := time.Now()
 				for i := 0; i < block; i++ {
 					x = benchkeys.Next(x)
 					now += 1000
-					m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1)
+					if r, _ := m.TakeAt(keys[benchkeys.Pick(x, len(keys))], now, 1); r.OK() {
+						ok++
+					}
 				}
 				t1 := time.Now()
 				for i := 0; i < block; i++ {
@@ -214,6 +217,7 @@ func BenchmarkRatioTakeVsGoMap(b *testing.B) {
 			}
 			sink, f.now = s, now
 			ops := float64((b.N + block - 1) / block * block)
+			benchcheck.AllPassed(b, ok, int(ops))
 			b.ReportMetric(float64(tTake.Nanoseconds())/ops, "ns/take")
 			b.ReportMetric(float64(tMap.Nanoseconds())/ops, "ns/maplookup")
 			b.ReportMetric(float64(tChain.Nanoseconds())/ops, "ns/chainedlookup")

@@ -34,8 +34,8 @@ func Word(t reflect.Type) string {
 	return t.String()
 }
 
-// Integer reports whether k is a signed or unsigned integer kind.
-func Integer(k reflect.Kind) bool { return signed(k) || unsigned(k) }
+// integer reports whether k is a signed or unsigned integer kind.
+func integer(k reflect.Kind) bool { return signed(k) || unsigned(k) }
 
 func signed(k reflect.Kind) bool   { return reflect.Int <= k && k <= reflect.Int64 }
 func unsigned(k reflect.Kind) bool { return reflect.Uint <= k && k <= reflect.Uintptr }
@@ -76,7 +76,7 @@ func NotValid(shown string, t reflect.Type) string {
 // clients are not 2). Any other error of the decoder is returned as it is.
 func Decode(n *yaml.Node, v any) error {
 	t := reflect.TypeOf(v).Elem()
-	if n.ShortTag() == "!!float" && Integer(t.Kind()) {
+	if n.ShortTag() == "!!float" && integer(t.Kind()) {
 		return errors.New(NotValid(Shown(n), t))
 	}
 	if err := n.Decode(v); err != nil {

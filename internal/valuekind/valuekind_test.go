@@ -19,7 +19,7 @@ func TestWordsAndShown(t *testing.T) {
 			t.Errorf("Word(%T) = %q, want %q", c.v, got, c.want)
 		}
 	}
-	if !Integer(reflect.Uint8) || !Integer(reflect.Int) || Integer(reflect.Float64) {
+	if !integer(reflect.Uint8) || !integer(reflect.Int) || integer(reflect.Float64) {
 		t.Error("Integer")
 	}
 	for src, want := range map[string]string{"a: maybe": `"maybe"`, "a: -1": "-1", `a: "-1"`: `"-1"`, "a: 2.5": "2.5"} {
