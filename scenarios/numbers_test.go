@@ -2,7 +2,10 @@ package scenarios
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,4 +250,21 @@ func TestDurationOptionBreakingABoundIsTheOptions(t *testing.T) {
 	assert.Equal(t, "duration", oe.Option)
 	assert.Contains(t, oe.Msg, "24h0m0s: ")
 	assert.Contains(t, oe.Msg, "Arrival.Over")
+}
+
+// A bound the scenario breaks at its own duration is the file's error,
+// even when a duration is given as an option: the option did not cause it.
+func TestDurationOptionDoesNotTakeTheFilesError(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: crowd\nseed: 1\nduration: 6s\ndriver: sim\npolicy_file: policies/game.yaml\npopulations:\n")
+	for i := range 11 {
+		fmt.Fprintf(&b, "  - name: h%d\n    behaviour: honest\n    count: 100000\n", i)
+	}
+	s, err := Parse([]byte(b.String()), "crowd.yaml")
+	require.NoError(t, err)
+	_, err = Run(context.Background(), s, Options{Duration: 2 * time.Second})
+	require.Error(t, err)
+	var oe *OptionError
+	assert.False(t, errors.As(err, &oe), "blamed on an option: %v", err)
+	assert.Contains(t, err.Error(), "crowd.yaml")
 }

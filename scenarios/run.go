@@ -332,19 +332,33 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 			// policy with none, all of them would be NotSent.
 			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {}?)", eff.File, v.Name)
 		}
-		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
-		if err := loadgen.CheckRun(spec, v.Policy); err != nil {
+		if err := eff.checkRun(plan, v.Policy); err != nil {
 			// Under a duration the caller gave, a bound the run breaks (a
 			// ramp scaled with it past the longest run, say) is that
-			// option's doing, not the file's.
+			// option's doing, not the file's: when the scenario at its
+			// own duration keeps it.
 			var pe *loadgen.ParamError
-			if opt.Duration != 0 && errors.As(err, &pe) {
+			if opt.Duration != 0 && errors.As(err, &pe) && s.keepsBoundsAtOwnDuration(opt, v.Policy) {
 				return nil, nil, loadgen.Plan{}, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v: %v", opt.Duration, err), err: err}
 			}
 			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
 		}
 	}
 	return eff, variants, plan, nil
+}
+
+// checkRun checks a run of plan under p against the load generator's
+// bounds, with the scenario's warm-up and interval.
+func (s *Scenario) checkRun(plan loadgen.Plan, p core.Policy) error {
+	return loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval}, p)
+}
+
+// keepsBoundsAtOwnDuration reports whether the scenario, with opt but at its own
+// duration, passes checkRun under p.
+func (s *Scenario) keepsBoundsAtOwnDuration(opt Options, p core.Policy) bool {
+	opt.Duration = 0
+	own, err := s.withOptions(opt)
+	return err == nil && own.checkRun(own.plan(), p) == nil
 }
 
 // recorderInvalid says why a run's recording cannot be trusted, if it
