@@ -66,10 +66,11 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		// let "hostile.chta.admitted_per_s <= 5" pass vacuously.
 		return math.NaN()
 	}
-	if fractionMetrics[metric] && slices.ContainsFunc(kinds, func(k *reports.KindStats) bool { return k.IsRaw() && k.Sent != 0 }) {
-		// Raw sends are writes, the server's drops of them frames: no
-		// share divides the one by the other (a scenario refuses such a
-		// threshold before it runs).
+	if fractionMetrics[metric] && (kind == reports.RawKind ||
+		kind == "" && slices.ContainsFunc(pops, func(p *reports.Population) bool { return p.NoDropRate() != "" })) {
+		// A share over raw bytes, which a population with raw writes has
+		// none of and the raw row never has (see reports.RawKind); a
+		// scenario refuses such a threshold before it runs.
 		return math.NaN()
 	}
 	var sent, accepted, dropped, acceptedBytes int64

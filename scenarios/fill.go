@@ -41,16 +41,7 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				fillSessions(ks, client)
 				continue
 			}
-			fillKind(ks, server, client)
-			if k == loadgen.KindRaw {
-				// Raw sends are writes and the server decides frames, of
-				// which there may be more: Sent is the writes, every one
-				// the client recorded an outcome for.
-				ks.Sent = 0
-				for _, n := range client {
-					ks.Sent += n
-				}
-			}
+			fillKind(ks, server, client, k == loadgen.KindRaw)
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
 			// not bytes, so accepted bytes are estimated as the accepted
@@ -140,9 +131,11 @@ func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
 // overflows (frames the server usually did see and decide). A frame of the
 // second kind is counted twice, under the server's decision and the
 // client's outcome: a request the server accepted but answered late is one
-// accepted and one Timeout. Sent is at least the sum of all counts (fill
-// then sets the raw row's to its writes).
-func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) {
+// accepted and one Timeout. Sent is at least the sum of all counts, but
+// for raw bytes (raw): their sends are writes and the server decides
+// frames, of which there may be more, so Sent is the writes, every one the
+// client recorded an outcome for (see reports.RawKind).
+func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64, raw bool) {
 	ks.Accepted = server[loadgen.Accepted]
 	decided := ks.Accepted
 	for o, n := range server {
@@ -164,4 +157,7 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64) 
 		}
 	}
 	ks.Sent = max(written, decided)
+	if raw {
+		ks.Sent = written
+	}
 }

@@ -137,7 +137,7 @@ func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
 	client[loadgen.HeldAtEnd] = 3
 	client[loadgen.NotSent] = 1
 	ks := &reports.KindStats{}
-	fillKind(ks, server, client)
+	fillKind(ks, server, client, false)
 	assert.Equal(t, int64(6), ks.Sent)
 	assert.Equal(t, int64(2), ks.Accepted)
 	assert.Equal(t, map[string]int64{"NotSent": 1}, ks.Drops)
