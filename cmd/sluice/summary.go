@@ -31,14 +31,14 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
-		var noRate noRates
+		var noRate []string // populations with no drop rate (raw writes: see reports.RawKind)
 		for _, p := range sortedPops(v.Populations) {
 			s := p.Summary
 			rate := "-"
 			if s.DropRate != nil {
 				rate = pct(*s.DropRate)
 			} else {
-				noRate.add(s.NoDropRate, p.Name)
+				noRate = append(noRate, p.Name)
 			}
 			disc, lock := s.FalseDisconnects, s.FalseLockouts
 			discText, lockText := fmt.Sprint(disc), fmt.Sprint(lock)
@@ -57,8 +57,8 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()
-		for _, g := range noRate {
-			fmt.Fprintf(w, "  no drop rate: %s (%s)\n", strings.Join(g.pops, ", "), g.why)
+		if len(noRate) > 0 {
+			fmt.Fprintf(w, "  no drop rate: %s (%s)\n", strings.Join(noRate, ", "), reports.NoRateRaw)
 		}
 		for _, t := range v.Thresholds {
 			mark := "PASS"
@@ -74,29 +74,6 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 	if len(r.Variants) > 1 {
 		printComparison(w, r)
 	}
-}
-
-// noRates groups the populations with no drop rate by the reason they
-// give, in order of first appearance.
-type noRates []noRate
-
-// noRate is the populations that give one reason for having no drop rate.
-type noRate struct {
-	why  string
-	pops []string
-}
-
-func (n *noRates) add(why, pop string) {
-	if why == "" {
-		why = "not derived"
-	}
-	for i := range *n {
-		if (*n)[i].why == why {
-			(*n)[i].pops = append((*n)[i].pops, pop)
-			return
-		}
-	}
-	*n = append(*n, noRate{why, []string{pop}})
 }
 
 // sortedPops lists honest populations before hostile ones, keeping order.
