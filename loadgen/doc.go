@@ -88,18 +88,17 @@
 // an oversize or lying length prefix is Oversize and disconnects; a frame
 // that does not decode, or on a channel of the wrong class, is
 // FlagMalformed); refusals are dropped, rejected with a Reply, or
-// disconnect, as the verdict says. The Hello and pings are answered at
-// once (a refused Hello too, before the Disconnect); an accepted request
-// is answered (StatusOK, or StatusFailed for one sent before the Hello) and
+// disconnect, as the verdict says. The Hello and pings are answered at once
+// (a refused Hello too, before the Disconnect); an accepted request is
+// answered (StatusOK, or StatusFailed for one sent before the Hello) and
 // Done in the gate at the next tick, as the reference server answers its
 // queued requests (a wait of up to one tick, 33.3 ms at the default
-// RunSpec.TickRate of 30 Hz; SimConfig.Service sets a constant instead);
-// every tick runs Gate.Step and the server's idle (30s), partial-frame (5s)
-// and Hello (10s) timeouts. Network latency is zero, so response times are
-// service times plus any held time (a freeze, a login); a SimConfig.Stalls
-// interval stops the simulated server, to show how a server-side stall
-// reaches every response measured from its intended time. Result.ServerCPU
-// is the wall time spent simulating the server.
+// RunSpec.TickRate of 30 Hz); every tick runs Gate.Step and the server's
+// idle (30s), partial-frame (5s) and Hello (10s) timeouts. Network latency
+// is zero, so response times are service times plus any held time (a freeze,
+// a login); a SimConfig.Stalls interval stops the simulated server, to show
+// how a server-side stall reaches every response measured from its intended
+// time. Result.ServerCPU is the wall time spent simulating the server.
 // Sim's doc lists where the sim differs from the real server.
 //
 // loopback (Loopback, RunLoopback) starts a loadgen/server in-process on

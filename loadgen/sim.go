@@ -23,14 +23,6 @@ import (
 type SimConfig struct {
 	// TickRate is the simulated server's tick rate in Hz; default 30.
 	TickRate float64
-	// Service, if set, is how long after it is accepted a request is
-	// answered, and Done in the gate: a constant. By default a request is
-	// answered at the next tick, as the reference server answers the
-	// requests it queued on its tick: a wait spread over (0, one tick], as
-	// a real server's is, where a constant (such as the mean wait, half a
-	// tick) would report every request's response time as that constant,
-	// its p99 included.
-	Service time.Duration
 	// As in server.Config: connections open at once (more are accepted
 	// and closed at once), the framer buffer, the idle, partial-frame and
 	// Hello timeouts, the tick queue, and the ping channel and the
@@ -75,17 +67,16 @@ type Stall struct {
 // gate's pre-auth tables); each Write is read as the server reads a
 // socket (reads of at most the byte budget's burst and the framer's free
 // room, each charged with Gate.Read, then every whole frame in it decoded
-// with wire and checked with FlagCharged; a Hello authenticates; an
-// oversize length prefix is Oversize and disconnects; a frame that does
-// not decode, or on a channel of the wrong class, is FlagMalformed); a
-// refusal is dropped, rejected with a Reply, or disconnects with a
-// Disconnect frame, as the verdict says. Accepted pings are answered at
-// once, the Hello too; accepted requests are answered (StatusOK, or
-// StatusFailed before a Hello) and Done in the gate at the next tick (or
-// SimConfig.Service later); every tick runs Gate.Step and the idle and
-// partial-frame timeouts. Network latency is zero. Everything happens in
-// the order of virtual time, ties in the order of calls, so the same calls
-// give the same events; the gate's keyed tables are laid out from
+// with wire and checked with FlagCharged; a Hello authenticates; an oversize
+// length prefix is Oversize and disconnects; a frame that does not decode,
+// or on a channel of the wrong class, is FlagMalformed); a refusal is
+// dropped, rejected with a Reply, or disconnects with a Disconnect frame, as
+// the verdict says. Accepted pings are answered at once, the Hello too;
+// accepted requests are answered (StatusOK, or StatusFailed before a Hello)
+// and Done in the gate at the next tick; every tick runs Gate.Step and the
+// idle and partial-frame timeouts. Network latency is zero. Everything
+// happens in the order of virtual time, ties in the order of calls, so the
+// same calls give the same events; the gate's keyed tables are laid out from
 // SimConfig.TableSeed, so a table that fills refuses the same keys every
 // time.
 //
@@ -99,8 +90,6 @@ type Stall struct {
 //     deadline; the server re-arms its socket deadline lazily, and closes
 //     up to an eighth of the timeout later (a frame completed in that slack
 //     is read there, and the connection lives on);
-//   - with SimConfig.Service set, a request holds its queue place until
-//     its reply, Service later; the server frees it at its next tick;
 //   - the server's write buffer and write timeout (the disconnects of a
 //     client that does not read) are not modelled;
 //   - a client that closes during a stall loses what the stall held.
@@ -127,7 +116,6 @@ type Sim struct {
 	helloTO  int64
 
 	period  int64
-	service int64
 	tick    int64 // number of the next tick, at tick × period
 	conns   conns
 	live    []*simConn // server-side open connections, in order of opening
@@ -260,8 +248,6 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		cfg.PingRate = server.DefaultPingRate
 	}
 	switch {
-	case cfg.Service < 0 || cfg.Service > time.Hour:
-		return nil, &ParamError{"sim", "Service", cfg.Service, "must be in [0, 1h]"}
 	case cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.FrameTimeout < 0 || cfg.HelloTimeout < 0 || cfg.QueueSize < 0:
 		return nil, &ParamError{"sim", "MaxConns, IdleTimeout, FrameTimeout, HelloTimeout, QueueSize", nil, "must not be negative"}
 	case cfg.IdleTimeout > server.MaxTimeout || cfg.FrameTimeout > server.MaxTimeout || cfg.HelloTimeout > server.MaxTimeout:
@@ -289,7 +275,6 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 		tick:     1,
 		conns:    conns{byClient: make([]*simConn, len(clients))},
 	}
-	s.service = int64(cfg.Service)
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
@@ -858,24 +843,22 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 		if id == 0 {
 			s.inputs++
 		} else {
-			s.done = append(s.done, completion{at: s.answerAt(now), c: c, id: id, authed: c.authed})
+			s.done = append(s.done, completion{at: s.answerAt(), c: c, id: id, authed: c.authed})
 		}
 	}
 }
 
-// answerAt is when a request accepted at now is answered: Service later,
-// or at the next tick the sim has not run yet (see SimConfig.Service).
-// That tick is after now (a tick due at now runs before what is read at
-// now), except at the end of a stall, where the tick that fell due in it
-// runs after the writes it held and answers their requests with their
-// inputs, as the server's one queue does. Either way it never decreases
-// as now grows, so the done queue stays in order.
-func (s *Sim) answerAt(now int64) int64 {
-	if s.service > 0 {
-		return now + s.service
-	}
-	return s.tick * s.period
-}
+// answerAt is when a request accepted now is answered: at the next tick
+// the sim has not run yet, as the reference server answers the requests
+// it queued on its tick, a wait spread over (0, one tick] (a constant,
+// such as the mean wait of half a tick, would report it as every
+// request's response time, its p99 included). That tick is after now (a
+// tick due now runs before what is read now), except at the end of a
+// stall, where the tick that fell due in it runs after the writes it held
+// and answers their requests with their inputs, as the server's one queue
+// does. It never decreases as time goes on, so the done queue stays in
+// order.
+func (s *Sim) answerAt() int64 { return s.tick * s.period }
 
 // verdict acts on a refusal of a frame of kind k (or a shadow-mode
 // acceptance of a frame with nothing to run).
