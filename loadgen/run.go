@@ -678,19 +678,14 @@ func (r *Result) Canonical() ([]byte, error) {
 	}
 	// A series point's packed histogram is encoded as the dense one of
 	// its counts (the same bytes as when the series kept dense ones).
-	var dense *hdrhistogram.Histogram
+	dense := NewSeriesHistogram()
 	var lost int64 // response times a series point could not hold
-	packed := func(p *hdrhistogram.PackedHistogram) {
-		if p == nil {
+	point := func(pt *Interval) {
+		lost += pt.ResponseInto(dense)
+		if pt.Response == nil {
 			hist(nil)
 			return
 		}
-		if dense == nil {
-			dense = NewSeriesHistogram()
-		} else {
-			dense.Reset()
-		}
-		lost += p.MergeInto(dense) // nothing, in the same geometry
 		hist(dense)
 	}
 	num(int64(len(r.Labels)))
@@ -737,8 +732,7 @@ func (r *Result) Canonical() ([]byte, error) {
 			for _, v := range pt.Outcomes {
 				num(v)
 			}
-			packed(pt.Response)
-			lost += pt.Dropped
+			point(&pt)
 		}
 	}
 	num(int64(len(r.CutOffs)))

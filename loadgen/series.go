@@ -95,6 +95,19 @@ func NewSeriesHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
 }
 
+// ResponseInto resets dst, a dense histogram of SeriesHist's geometry
+// (NewSeriesHistogram), and adds iv's response times to it. It returns
+// how many response times iv lost: those its point could not hold
+// (Dropped) and any dst could not (none, in that geometry).
+func (iv *Interval) ResponseInto(dst *hdrhistogram.Histogram) (lost int64) {
+	dst.Reset()
+	lost = iv.Dropped
+	if iv.Response != nil {
+		lost += iv.Response.MergeInto(dst)
+	}
+	return lost
+}
+
 func newSeriesPacked() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
 }

@@ -61,7 +61,7 @@ func denseResponse(t *testing.T, pt Interval) *hdrhistogram.Histogram {
 	t.Helper()
 	require.NotNil(t, pt.Response)
 	h := NewSeriesHistogram()
-	require.Zero(t, pt.Response.MergeInto(h), "dropped")
+	require.Zero(t, pt.ResponseInto(h), "lost")
 	return h
 }
 

@@ -14,7 +14,7 @@ import (
 // population's disconnects, lockouts and cut-off times.
 func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 	rec := r.Recorder
-	var dense *hdrhistogram.Histogram
+	dense := loadgen.NewSeriesHistogram() // each interval's response times in turn
 	v.SetServerCPU(r.ServerCPU, r.Frames)
 	for pi, label := range r.Labels {
 		sp := s.Population[pi]
@@ -68,14 +68,8 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			// and encoding: one histogram reused for every interval
 			// (AddInterval keeps none).
 			var rt *hdrhistogram.Histogram
-			lost := iv.Dropped // even when none was kept
-			if iv.Response != nil && iv.Response.TotalCount() > 0 {
-				if dense == nil {
-					dense = loadgen.NewSeriesHistogram()
-				} else {
-					dense.Reset()
-				}
-				lost += iv.Response.MergeInto(dense)
+			lost := iv.ResponseInto(dense)
+			if dense.TotalCount() > 0 {
 				rt = dense
 			}
 			if lost != 0 {
