@@ -233,9 +233,11 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 
 // endRead counts the read's n bytes and the tally of its frames, and only
 // then publishes what the read staged: a client that sees a reply or a
-// Disconnect finds the read that sent it counted. The bytes count under
-// the population at the end of the read (t.pop, which a Hello moves), so
-// those of the read that carried the Hello count under its label.
+// Disconnect finds the read that sent it counted. The bytes count in the
+// stripe counted into at the end of the read (t.st, which countInto moves
+// when a Hello names a population), so those of the read that carried the
+// Hello count under its label. The read's service time is added after
+// this, by handleRead.
 func (c *conn) endRead(n int) {
 	c.t.st.bytes.Add(uint64(n))
 	c.t.flush()

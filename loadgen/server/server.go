@@ -489,9 +489,10 @@ func (s *Server) enqueue(cmd command) core.Reason {
 // deadline converts a time on the monotonic clock to a deadline.
 func (s *Server) deadline(nano int64) time.Time { return s.base.Add(time.Duration(nano - s.baseNano)) }
 
-// Stats returns a snapshot of the server's counters and its gate's. It
-// visits every open connection (each keeps its own read service time) under
-// the lock that adding and removing connections take.
+// Stats returns a snapshot of the server's counters and its gate's. Each
+// population's counts, and ReadService, are sums of the populations'
+// stripes (snapshot), for the populations known when Stats copies their
+// list; no connection is visited.
 func (s *Server) Stats() Stats {
 	st := Stats{
 		Populations: map[string]PopulationStats{},

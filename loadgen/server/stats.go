@@ -63,11 +63,12 @@ func (c cause) String() string {
 // striped: each connection adds only to the stripe it was given at
 // creation, and snapshot sums the stripes, so each count is in exactly one
 // stripe and the sums are what one set of counters would hold; a read's
-// adds are done before it publishes its replies (endRead), and snapshot
+// counts are added before it publishes its replies (endRead), and snapshot
 // loads every stripe, so a client that sees a reply still finds its read
-// counted. One set shared by every reader of a population cost a read,
-// with two readers in parallel, 1.6 times its CPU without limits and 1.1
-// times with the gate's, as the readers took its lines from each other
+// counted (its service time alone is added after that, by handleRead).
+// One set shared by every reader of a population cost a read, with two
+// readers in parallel, 1.7 times its CPU without limits and 1.1 times
+// with the gate's, as the readers took its lines from each other
 // (BenchmarkReadPath, medians of six interleaved runs on two processors:
 // 240 and 313 ns of CPU a read, against 145 and 280 striped; 144 and 271
 // with one reader). The other counters are updated with atomic adds
@@ -351,9 +352,10 @@ type Stats struct {
 	// calls), TickService the time spent in ticks (handlers, replies,
 	// Gate.Step). Divide by Frames for the server's service time per
 	// frame; unlike ProcessCPU it excludes whatever else runs in the
-	// process (the harness's clients). ReadService counts every read that
-	// had ended when Stats was called, on open connections and closed ones
-	// alike (a read in progress counts once it ends).
+	// process (the harness's clients). A read's time is added to
+	// ReadService just after the read publishes its replies, so a client
+	// that has seen a reply may not find that read's time here yet; once a
+	// connection has closed, all of its reads' time is (and stays) here.
 	ReadService, TickService time.Duration
 	// ProcessCPU is the user and system CPU time of the whole process
 	// (getrusage) since Start; 0 where unsupported. Standalone, it is the
