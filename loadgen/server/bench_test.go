@@ -73,7 +73,8 @@ func BenchmarkReadPath(b *testing.B) {
 				for pb.Next() {
 					n, _ := fr.Fill()
 					if _, stop := c.handleRead(n, atomicbucket.Nanotime()); stop {
-						b.Errorf("the connection ended: %v", c.pop.Load().snapshot(s.rowNames).Disconnects)
+						ps, _ := c.pop.Load().snapshot(s.rowNames)
+						b.Errorf("the connection ended: %v", ps.Disconnects)
 						return
 					}
 					c.mu.Lock()

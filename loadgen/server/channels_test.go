@@ -237,7 +237,7 @@ func TestTallySpills(t *testing.T) {
 	for i := range rows {
 		rows[i] = string(rune('A' + i))
 	}
-	ps := pc.snapshot(rows)
+	ps, _ := pc.snapshot(rows)
 	if ps.Frames != 80 || ps.Accepted != 40 || ps.Dropped["ChannelLimit"] != 40 || len(ps.Channels) != 40 {
 		t.Errorf("totals: %+v", ps)
 	}
@@ -285,7 +285,7 @@ func TestStripesSum(t *testing.T) {
 		}
 	}
 	n := uint64(len(tls))
-	ps := pc.snapshot([]string{"a", "b", "c", "d", "e"})
+	ps, _ := pc.snapshot([]string{"a", "b", "c", "d", "e"})
 	if wantFrames := n * (n + 1) / 2; ps.Frames != wantFrames || ps.Bytes != 10*wantFrames || ps.Dropped["ChannelLimit"] != n-1 || ps.Accepted != wantFrames-(n-1) {
 		t.Errorf("totals: %+v", ps)
 	}

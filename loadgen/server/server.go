@@ -521,8 +521,8 @@ func (s *Server) Stats() Stats {
 	pops := append([]*popCounters(nil), s.pops.order...)
 	s.pops.mu.RUnlock()
 	for _, p := range pops {
-		st.ReadService += time.Duration(p.readNanos())
-		ps := p.snapshot(s.rowNames)
+		ps, readNanos := p.snapshot(s.rowNames)
+		st.ReadService += time.Duration(readNanos)
 		st.Frames += ps.Frames
 		st.Bytes += ps.Bytes
 		if !ps.empty() || (p.name != PopulationNone && p.name != PopulationOther) {

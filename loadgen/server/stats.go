@@ -423,11 +423,12 @@ type ChannelStats struct {
 	Dropped, Rejected map[string]uint64
 }
 
-// snapshot reads the counters, summing the stripes; rows names the
-// channel rows. The population's Accepted, Dropped and Rejected are the
-// sums of its rows.
-func (c *popCounters) snapshot(rows []string) PopulationStats {
-	s := PopulationStats{
+// snapshot reads the counters, summing the stripes, and returns them with
+// the read service time counted in the stripes (readNanos); rows names
+// the channel rows. The population's Accepted, Dropped and Rejected are
+// the sums of its rows.
+func (c *popCounters) snapshot(rows []string) (s PopulationStats, readNanos int64) {
+	s = PopulationStats{
 		Connections: c.conns.Load(),
 		Inputs:      c.inputs.Load(),
 		Requests:    c.requests.Load(),
@@ -443,8 +444,7 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 		s.Frames += st.frames.Load()
 		s.Bytes += st.bytes.Load()
 		s.Pongs += st.pongs.Load()
-	}
-	for _, st := range c.stripes {
+		readNanos += st.readNanos.Load()
 		for i := range chans {
 			chans[i] += st.chans[i].Load()
 		}
@@ -464,16 +464,7 @@ func (c *popCounters) snapshot(rows []string) PopulationStats {
 			s.Disconnects[cause(i).String()] = n
 		}
 	}
-	return s
-}
-
-// readNanos returns the read service time counted in the population's
-// stripes.
-func (c *popCounters) readNanos() (n int64) {
-	for _, st := range c.stripes {
-		n += st.readNanos.Load()
-	}
-	return n
+	return s, readNanos
 }
 
 func (s PopulationStats) empty() bool {
