@@ -110,7 +110,11 @@ type popStripe struct {
 }
 
 // padWords is 128 bytes of uint64: two cache lines, so the adjacent-line
-// prefetcher does not pair neighbouring stripes either.
+// prefetcher does not pair neighbouring stripes either. The padding, the
+// padded allocations of newStripe and the power-of-two rounding of
+// GOMAXPROCS in popStripes are a copy of those of core's gate counters
+// (padWords and newGateStats in core/stats.go, unexported), which round
+// 4 × GOMAXPROCS up to at most 256 stripes.
 const padWords = 16
 
 // newStripe returns a stripe of rows channel rows, padded on each side.
