@@ -169,7 +169,10 @@ func writeResultsFile(path string, r *Results) error {
 // file is removed and path is untouched.
 //
 // Its errors name path, never the temporary file, which the caller never
-// asked for.
+// asked for: every error, fill's included, goes through cannot, which
+// replaces an *fs.PathError or *os.LinkError in it (the temporary file's,
+// from a write, sync, close or rename) with the error it carries, so
+// errors.Is still finds what went wrong.
 func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 	cannot := func(err error) error {
 		var pe *fs.PathError
@@ -199,19 +202,19 @@ func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 	}()
 	bw := bufio.NewWriterSize(f, 64<<10)
 	if err = fill(bw); err != nil {
-		return fmt.Errorf("reports: write %s: %w", path, err)
+		return cannot(err)
 	}
 	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("reports: write %s: %w", path, err)
+		return cannot(err)
 	}
 	if err = f.Chmod(0o644); err != nil {
 		return cannot(err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("reports: sync %s: %w", path, err)
+		return cannot(err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("reports: close %s: %w", path, err)
+		return cannot(err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		return cannot(err)

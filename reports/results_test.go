@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -373,6 +374,33 @@ func TestAtomicWriteKeepsOldFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "old" {
 		t.Fatal("invalid results overwrote the file")
+	}
+}
+
+// A failed write into the temporary file (a full disk) is reported naming
+// the file asked for, not the temporary one: here fill fails as writeHTML
+// does when its write fails, with the file's *fs.PathError wrapped.
+func TestAtomicWriteErrorNamesThePath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	full := errors.New("no space left on device")
+	var tmp string
+	err := writeFileAtomic(path, func(w io.Writer) error {
+		m, err := filepath.Glob(filepath.Join(dir, ".report.html.tmp-*"))
+		if err != nil || len(m) != 1 {
+			t.Fatalf("temporary file: %v, %v", m, err)
+		}
+		tmp = m[0]
+		return fmt.Errorf("reports: write html: %w", &fs.PathError{Op: "write", Path: tmp, Err: full})
+	})
+	if !errors.Is(err, full) {
+		t.Fatalf("got %v, want the write's error", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "cannot write "+path+": ") || strings.Contains(msg, tmp) || strings.Contains(msg, ".tmp-") {
+		t.Fatalf("message %q: want it to name %s and not the temporary file", msg, path)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
 	}
 }
 
