@@ -510,8 +510,8 @@ func group(s []Interval, limit int, latencies bool) ([]Interval, error) {
 				if err != nil {
 					return nil, err
 				}
-				v := h.ValueAtPercentilesSlice([]float64{50, 99})
-				g.P50, g.P99 = v[0], v[1]
+				q := Percentiles(h)
+				g.P50, g.P99 = q.P50, q.P99
 			}
 		}
 		out = append(out, g)
