@@ -105,7 +105,7 @@ func RenderFiles(dir string, r *Results) error {
 	if err := removeHistogramFiles(filepath.Join(dir, HDRDir)); err != nil {
 		return err
 	}
-	// r is validated once above; validating decodes every histogram, so
+	// r is validated once above; validating decodes every kind's histogram, so
 	// the files below are written without validating again.
 	if err := writeResultsFile(filepath.Join(dir, ResultsFile), r); err != nil {
 		return err

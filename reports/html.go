@@ -36,7 +36,7 @@ func WriteHTML(w io.Writer, r *Results) error {
 }
 
 // writeHTML is WriteHTML for results already validated: Validate decodes
-// every histogram, so callers that validated once skip it here.
+// every kind's histogram, so callers that validated once skip it here.
 func writeHTML(w io.Writer, r *Results) error {
 	pg, err := buildPage(r)
 	if err != nil {

@@ -38,7 +38,7 @@ func Marshal(r *Results) ([]byte, error) {
 }
 
 // encode is Marshal for results already validated: Validate decodes every
-// histogram, so callers that validated once (RenderFiles) skip it here.
+// kind's histogram, so callers that validated once (RenderFiles) skip it here.
 func encode(r *Results) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -50,8 +50,9 @@ func encode(r *Results) ([]byte, error) {
 // Unmarshal decodes and validates a results file's content. It rejects
 // truncated input (ErrTruncated), a missing, older or newer schema version
 // (ErrVersion, checked before anything else so a newer file is reported as
-// such), and malformed JSON, unknown fields, trailing data and content that
-// fails Validate (ErrInvalid).
+// such), and malformed JSON, unknown fields, trailing data, content that
+// fails Validate, and time-series interval histograms (Interval.HDR) that do
+// not decode or do not hold the interval's responses (ErrInvalid).
 func Unmarshal(data []byte) (*Results, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("reports: file is empty: %w", ErrTruncated)
@@ -88,6 +89,9 @@ func Unmarshal(data []byte) (*Results, error) {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
 	}
 	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkIntervalHistograms(r); err != nil {
 		return nil, err
 	}
 	// MarshalIndent re-indents the policies; keep them compact in memory
@@ -234,9 +238,12 @@ var reasonName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 // a scenario name, a known driver, non-negative durations with the warmup
 // inside the run, a well-formed SHA-256, unique non-empty names of variants,
 // populations and kinds, known roles, non-negative counts, reason names that
-// are identifiers, policies that are JSON objects, histograms that decode
-// with the count they claim, and time series in time order. Errors wrap
-// ErrInvalid (or ErrVersion) and name the offending field.
+// are identifiers, policies that are JSON objects, kinds' histograms that
+// decode with the count they claim, and time series in time order. The
+// intervals' histograms (Interval.HDR) are left to Unmarshal, which checks
+// those of a file read in; AddInterval builds them from the histogram it
+// counts. Errors wrap ErrInvalid (or ErrVersion) and name the offending
+// field.
 func (r *Results) Validate() error {
 	if r == nil {
 		return fmt.Errorf("reports: nil results: %w", ErrInvalid)
@@ -364,16 +371,31 @@ func (r *Results) Validate() error {
 				if err := validateDrops(iv.Drops); err != nil {
 					return bad("%s: series[%d].drops: %v", where, l, err)
 				}
-				if iv.HDR != "" {
-					// Read here, so that a damaged one is named where it is
-					// rather than failing the chart or the .hlog export.
-					d, err := (&Histogram{HDR: iv.HDR}).Decode()
-					if err != nil {
-						return bad("%s: series[%d].hdr: %v", where, l, err)
-					}
-					if d.TotalCount() != iv.Responses {
-						return bad("%s: series[%d]: responses is %d but the hdr encoding holds %d values", where, l, iv.Responses, d.TotalCount())
-					}
+			}
+		}
+	}
+	return nil
+}
+
+// checkIntervalHistograms checks that every time-series interval's HDR
+// decodes and holds the responses the interval claims, for results read
+// from a file: damaged ones are named where they are rather than failing
+// the chart or the .hlog export. Results built in memory skip it (Validate
+// does not decode them), since AddInterval encodes each one from the
+// histogram it counts. r has passed Validate. Errors wrap ErrInvalid.
+func checkIntervalHistograms(r *Results) error {
+	for _, v := range r.Variants {
+		for _, p := range v.Populations {
+			for l, iv := range p.Series {
+				if iv.HDR == "" {
+					continue
+				}
+				d, err := (&Histogram{HDR: iv.HDR}).Decode()
+				if err != nil {
+					return fmt.Errorf("reports: variant %q population %q: series[%d].hdr: %v: %w", v.Name, p.Name, l, err, ErrInvalid)
+				}
+				if d.TotalCount() != iv.Responses {
+					return fmt.Errorf("reports: variant %q population %q: series[%d]: responses is %d but the hdr encoding holds %d values: %w", v.Name, p.Name, l, iv.Responses, d.TotalCount(), ErrInvalid)
 				}
 			}
 		}

@@ -298,8 +298,6 @@ func TestValidate(t *testing.T) {
 			s := r.Variants[0].Populations[0].Series
 			s[0], s[1] = s[1], s[0]
 		}, "series[1]"},
-		{"series hdr garbage", func(r *Results) { firstHDR(t, r).HDR = "!!!" }, "series[0].hdr"},
-		{"series hdr count", func(r *Results) { firstHDR(t, r).Responses++ }, "the hdr encoding holds"},
 		{"drop rate", func(r *Results) { two := 2.0; r.Variants[0].Populations[0].Summary.DropRate = &two }, "drop_rate"},
 		{"cut off", func(r *Results) { r.Variants[0].Populations[2].Summary.CutOff.Of = -1 }, "cut_off"},
 		{"threshold", func(r *Results) { r.Variants[0].Thresholds[0].Expr = "" }, "expr"},
@@ -325,6 +323,42 @@ func TestValidate(t *testing.T) {
 	r.SchemaVersion = 7
 	if err := r.Validate(); !errors.Is(err, ErrVersion) {
 		t.Fatalf("schema version 7: %v", err)
+	}
+}
+
+// A results file whose interval histograms are damaged is refused when it
+// is read, naming the interval. (Validate leaves them alone: results built
+// in memory get them from AddInterval.) The file is encoded without
+// validating, as a damaged copy would be.
+func TestReadChecksIntervalHistograms(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(r *Results)
+		want   string
+	}{
+		{"series hdr garbage", func(r *Results) { firstHDR(t, r).HDR = "!!!" }, "series[0].hdr"},
+		{"series hdr count", func(r *Results) { firstHDR(t, r).Responses++ }, "the hdr encoding holds"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := synthCopy(t, 1)
+			c.mutate(r)
+			b, err := encode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "results.json")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = ReadFile(path)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("message %q does not name %q", err, c.want)
+			}
+		})
 	}
 }
 
