@@ -99,10 +99,13 @@
 // copied and the old field is swapped to dead, retrying if a take changed it
 // in between. A take that meets a dead field in a table whose next is set
 // follows next and finds the key there with the field's final value; so
-// takes during a compaction never wait, and none is lost. When every slot
-// is moved, the new table is published as the shard's table. A take that
-// meets a dead field with no next (a removed key) continues as an insert,
-// which locks the shard.
+// takes during a compaction never wait, and none is lost. A take that
+// follows a dead word from a slot whose mark it read live has decided the
+// hold on that mark, and neither reads nor writes the key's mark in next,
+// which is only a first copy until the compaction moves the old one. When
+// every slot is moved, the new table is published as the shard's table. A
+// take that meets a dead field with no next (a removed key) continues as
+// an insert, which locks the shard.
 //
 // # Bounds and eviction
 //

@@ -575,23 +575,33 @@ func (m *Map) takeFound(c *cell, pass atomicbucket.Pass, key, h uint64, now int6
 func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64) (atomicbucket.Result, Status) {
 	sh := m.shardOf(h)
 	t := sh.tab.Load()
+	// decided: the hold was decided on the mark of an earlier table, live
+	// there when read, whose word then turned out dead. A compaction moves
+	// the word before the mark, so the key's mark in next may still be the
+	// first copy, which the compaction overwrites when it moves the old
+	// mark: it is neither read nor written (clearing an ended hold there
+	// would lower the held count for a hold the old mark still has).
+	decided := false
 	for {
 		s, mk := t.lookup(key, h)
 		if s.cell == nil {
 			break
 		}
 		if mk != MarkNone {
-			if mk == markDead { // removed, or moved to next
+			if mk == markDead { // removed, or moved to next, where the mark is final
 				if t = t.next.Load(); t == nil {
 					break
 				}
+				decided = false
 				continue
 			}
-			if d, held := m.holdAt(sh, s, mk, now); held {
-				// The hold only, not also the bucket's own wait: that
-				// costs the wait's reciprocal multiply, and under a
-				// flood most takes are held.
-				return atomicbucket.DeniedFor(d), Held
+			if !decided {
+				if d, held := m.holdAt(sh, s, mk, now); held {
+					// The hold only, not also the bucket's own wait: that
+					// costs the wait's reciprocal multiply, and under a
+					// flood most takes are held.
+					return atomicbucket.DeniedFor(d), Held
+				}
 			}
 		}
 		// Limit.TakeLiveAt never writes into a dead word and never
@@ -601,10 +611,12 @@ func (m *Map) takeAt(key, h uint64, pass atomicbucket.Pass, now int64, n uint64)
 			return r, Taken
 		}
 		// The word was dead: moved (follow next, where the key already is
-		// with its final word) or removed (insert).
+		// with its final word, and perhaps not yet its final mark) or
+		// removed (insert).
 		if t = t.next.Load(); t == nil {
 			break
 		}
+		decided = true
 	}
 	return m.slowTake(sh, key, h, now, n)
 }
