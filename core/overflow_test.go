@@ -41,3 +41,17 @@ func TestGateLongStrikeLockoutDoesNotWrap(t *testing.T) {
 	assert.True(t, acct.lock.locked(now+sec), "the account is locked out")
 	assert.Positive(t, acct.lock.remaining(now+sec))
 }
+
+// A lockout that runs to the end of the int64 clock, started at a now
+// before 0 (the mark's deadline, rounded up to its microsecond, is then
+// more than math.MaxInt64 after now): the decision that starts it says to
+// retry after the lockout, not after the bucket's own wait.
+func TestLimiterLongLockoutRetryAfterBeforeZero(t *testing.T) {
+	l, err := NewLimiter(LimiterConfig{Rate: 1, Burst: 1, MaxSoftViolations: 1, LockoutDuration: math.MaxInt64, Clock: func() int64 { return 0 }})
+	require.NoError(t, err)
+	now := -int64(time.Hour)
+	require.True(t, l.TakeAt(1, now, 1).Allowed)
+	d := l.TakeAt(1, now, 1)
+	require.Equal(t, Lockout, d.Reason)
+	assert.Greater(t, d.RetryAfter, 100*365*24*time.Hour, "the decision that starts the lockout: %v", d)
+}

@@ -296,7 +296,7 @@ type shardCold struct {
 	tombs        int    // tombstones in tab (under mu)
 	hand         uint64 // eviction hand (under mu)
 	noEvictUntil int64  // caller's time before which a full shard does not scan; noBackoff if none (under mu)
-	evictableAt  int64  // after a scan that evicted nothing, the caller's time its first key becomes evictable if untouched (under mu)
+	evictableAt  int64  // after a scan that evicted nothing, the caller's time its first key becomes evictable if untouched; notKnown if none (under mu)
 	live         atomic.Int64
 	peak         atomic.Int64
 	inserted     atomic.Uint64
@@ -310,6 +310,11 @@ type shardCold struct {
 // noBackoff is the noEvictUntil of a shard not backing off: no time is
 // before it (any int64 is a valid time on the caller's clock).
 const noBackoff = math.MinInt64
+
+// notKnown is the evictableAt of a shard that does not know when its first
+// key becomes evictable: not a time any later now can be before (0 would
+// be one, for a now before 0).
+const notKnown = math.MinInt64
 
 // padBlock is the padding unit: two 64-byte lines, so that adjacent-line
 // prefetch does not pair two shards either, and a multiple of every cache
@@ -409,6 +414,7 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	for i := range m.shards {
 		m.shards[i].tab.Store(m.newTable())
 		m.shards[i].noEvictUntil = noBackoff
+		m.shards[i].evictableAt = notKnown
 	}
 	return m, nil
 }
@@ -688,11 +694,11 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 		// off (other shards' inserts took the room).
 		var wait time.Duration
 		next := sh.evictableAt
-		if next != 0 && now < sh.noEvictUntil {
+		if next != notKnown && now < sh.noEvictUntil {
 			next = max(next, sh.noEvictUntil)
 		}
 		if next > now {
-			wait = time.Duration(next - now)
+			wait = time.Duration(subSat(next, now))
 		}
 		return atomicbucket.DeniedFor(wait), Full
 	}
@@ -825,6 +831,14 @@ func addSat(now, d int64) int64 {
 	return now + d
 }
 
+// subSat returns t−now for t > now, saturating at math.MaxInt64.
+func subSat(t, now int64) int64 {
+	if now < 0 && t > math.MaxInt64+now {
+		return math.MaxInt64
+	}
+	return t - now
+}
+
 // evict scans the shard from its hand and kills up to m.batch idle slots.
 // It reports whether it killed any. Called with sh.mu held.
 func (m *Map) evict(sh *shard, t *table, now int64) bool {
@@ -846,21 +860,21 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 		// will be is worked out only now, in a second pass: a scan that
 		// kills has no use for it. It is when this shard can make room,
 		// unless it holds no live key at all (MaxKeys reached by other
-		// shards): then it does not know, 0.
+		// shards): then it does not know.
 		first := int64(math.MaxInt64)
 		for i := range t.m {
 			first = min(first, m.idleAt(t.at(i), now))
 		}
 		sh.evictableAt = first
 		if first == math.MaxInt64 {
-			sh.evictableAt = 0
+			sh.evictableAt = notKnown
 		}
 		if m.backoff >= 0 {
-			sh.noEvictUntil = now + m.backoff
+			sh.noEvictUntil = addSat(now, m.backoff)
 		}
 		return false
 	}
-	sh.evictableAt = 0 // a later Full here has not scanned: it does not know
+	sh.evictableAt = notKnown // a later Full here has not scanned: it does not know
 	m.removed(sh, int(killed))
 	sh.evicted.Add(uint64(killed))
 	return true

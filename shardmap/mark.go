@@ -88,7 +88,8 @@ func (m *Map) Active(mk Mark, now int64) bool {
 	return mk != MarkNone && mk != markEmpty && mk != markDead && now < m.Deadline(mk)
 }
 
-// HeldAt reports whether mk refuses takes at now, and for how long.
+// HeldAt reports whether mk refuses takes at now, and for how long
+// (saturating at math.MaxInt64).
 func (m *Map) HeldAt(mk Mark, now int64) (time.Duration, bool) {
 	if !mk.Held() {
 		return 0, false
@@ -97,5 +98,5 @@ func (m *Map) HeldAt(mk Mark, now int64) (time.Duration, bool) {
 	if now >= d {
 		return 0, false
 	}
-	return time.Duration(d - now), true
+	return time.Duration(subSat(d, now)), true
 }
