@@ -212,7 +212,9 @@ func (t *table) home(h uint64) uint64 { return (uint64(uint32(h)) * t.m) >> 32 }
 // key's cell and its index, or nil at the first cell whose key is 0 (an
 // empty slot, or a live key 0: the probe cannot tell them apart without
 // the marks, so it never finds the key 0). A cell whose key is set always
-// has its word: an insert stores the word before the key.
+// has a word: an insert stores it dead before the key, and live only once
+// the key's mark is, so a take that finds a key being inserted waits for
+// the shard lock.
 func (t *table) find(key, h uint64) (*cell, uint64) {
 	i := t.home(h)
 	for {
@@ -751,19 +753,24 @@ func (m *Map) ensure(sh *shard, key, h uint64, now int64) slot {
 	if fw == deadWord {
 		fw-- // one quantum more than full is still full
 	}
+	// The word stays dead until the mark is live: a take that finds the
+	// key by its cell before lookups see it (they read the mark) would
+	// otherwise pass, and its refund, which looks the key up, find nothing
+	// and be lost. A take that meets the dead word waits for the shard
+	// lock, held here.
 	if s.cell != nil {
 		// Revive key's own tombstone. A take that read this slot before it
 		// was killed is on the same key, and a word is the whole state of a
 		// bucket, so its CompareAndSwap is right if it succeeds.
-		s.word.Store(fw)
 		s.mark.Store(uint64(MarkNone))
 		sh.tombs--
 	} else {
 		s = t.empty(h)
-		s.word.Store(fw) // before the key: a take that finds the key uses the word
+		s.word.Store(deadWord) // before the key: a take that finds the key reads the word
 		s.key.Store(key)
 		s.mark.Store(uint64(MarkNone)) // publishes the slot to lookups
 	}
+	s.word.Store(fw)
 	live := sh.live.Add(1)
 	if live > sh.peak.Load() {
 		sh.peak.Store(live)
