@@ -128,12 +128,18 @@ func addSat(now, d int64) int64 {
 	return now + d
 }
 
-// lockState is a lockout deadline: locked while now < until.
+// lockState is a lockout deadline: locked while now < until. The deadline
+// is kept as offset(until), an order-preserving map of int64 onto uint64,
+// so that the zero value, the least deadline, is unlocked at every now,
+// including a now before 0.
 type lockState struct {
-	until atomic.Int64
+	until atomic.Uint64
 }
 
-func (l *lockState) locked(now int64) bool { return now < l.until.Load() }
+// offset maps t to uint64 keeping its order: math.MinInt64 to 0.
+func offset(t int64) uint64 { return uint64(t) ^ 1<<63 }
+
+func (l *lockState) locked(now int64) bool { return offset(now) < l.until.Load() }
 
 // lockUntil extends the lockout to at least t, and reports whether this
 // call started it (it was not locked at now before): of racing calls that
@@ -141,19 +147,21 @@ func (l *lockState) locked(now int64) bool { return now < l.until.Load() }
 func (l *lockState) lockUntil(t, now int64) (started bool) {
 	for {
 		old := l.until.Load()
-		if old >= t {
+		if old >= offset(t) {
 			return false
 		}
-		if l.until.CompareAndSwap(old, t) {
-			return old <= now
+		if l.until.CompareAndSwap(old, offset(t)) {
+			return old <= offset(now)
 		}
 	}
 }
 
-// remaining returns how long the lockout still runs at now.
+// remaining returns how long the lockout still runs at now, saturating at
+// the longest Duration.
 func (l *lockState) remaining(now int64) time.Duration {
-	if d := l.until.Load() - now; d > 0 {
-		return time.Duration(d)
+	u, n := l.until.Load(), offset(now)
+	if u <= n {
+		return 0
 	}
-	return 0
+	return time.Duration(min(u-n, math.MaxInt64))
 }
