@@ -362,7 +362,7 @@ type session struct {
 
 	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
 	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
-	closed      atomic.Bool     // set by Close before it releases the pending requests
+	closed      atomic.Bool     // set by Close before it releases the pending requests and emits the flood reports
 	done        []atomic.Uint64 // completed request ids, direct-mapped by id
 	queued      atomic.Int32
 	queuedBytes atomic.Int64
@@ -947,6 +947,12 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			s.floods[slot].note(size, limit)
 			if !s.floodDirty.Load() {
 				s.floodDirty.Store(true)
+			}
+			if s.closed.Load() {
+				// Close has emitted the session's reports, or is about
+				// to: a drop its flush may have missed is reported here
+				// (each count is swapped out by one flush only).
+				g.flushFloods(s, now)
 			}
 			st := g.stats.stripe(stripe)
 			st.floods.Add(1)
