@@ -60,14 +60,17 @@
 // not 0 the take reads the mark of the key it found and refuses it if held.
 //
 // A cell whose key is 0 is either empty or holds the key 0; only the mark
-// tells. An insert stores the word, then the key, then the mark, so a take
-// that finds its key in a cell finds its word there, and the probe of the
-// pass path stops at the first key 0 it meets: such takes (the key 0
-// itself, a key whose probe crosses its cell, a key not tracked) probe
-// again with the marks. So a take may pass on a key whose insert has stored
-// the key but not yet the mark (the next store, under the shard lock); the
-// readers of marks (MarkOf, Contains, LevelAt, RefundAt, UpdateMark) report
-// it as not tracked until then.
+// tells. An insert stores a dead word, then the key, then the mark, and
+// only then the key's full word (a revived tombstone: the mark, then the
+// word), so a take that finds its key in a cell always finds a word there,
+// and the probe of the pass path stops at the first key 0 it meets: such
+// takes (the key 0 itself, a key whose probe crosses its cell, a key not
+// tracked) probe again with the marks. A take that finds a key whose
+// insert is not done meets the dead word and waits for the shard lock,
+// which the insert holds; so no take passes on a key that the readers of
+// marks (MarkOf, Contains, LevelAt, RefundAt, UpdateMark) report as not
+// tracked, and a refund always finds the key its take passed on (unless it
+// was removed since).
 //
 // A take that passes on a tracked key that is not held does all of this
 // inline in TakeAt, deciding with an atomicbucket.Pass (the Limit resolved

@@ -237,11 +237,9 @@ func (t *table) find(key, h uint64) (*cell, uint64) {
 // t. A slot whose key is being written (key set, mark still 0) reads as
 // not found: a caller that finds no slot and must (a take) continues under
 // the shard lock, which the insert holds, so it finds the key once the
-// insert is done. The pass path of TakeAt, which reads no mark, may take
-// from such a slot in the two stores between the key and the mark (or,
-// for a revived tombstone, the word and the mark); a MarkOf, Contains,
-// LevelAt, RefundAt or UpdateMark in that window still reports the key as
-// not tracked.
+// insert is done. The pass path of TakeAt, which reads no mark, finds
+// such a slot's word dead until the insert has stored the mark, and so
+// never passes on a key that lookup does not find.
 //
 // The mark decides whether a cell whose key is 0 is empty or holds the
 // key 0. An insert stores the key before the mark, so once a non-empty mark
