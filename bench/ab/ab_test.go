@@ -3,6 +3,7 @@ package ab_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,9 +91,12 @@ func TestRun(t *testing.T) {
 	var progress bytes.Buffer
 	save := t.TempDir()
 	cfg := ab.Config{
-		BaseRev:   "HEAD",
-		Dir:       dir,
-		Count:     6,
+		BaseRev: "HEAD",
+		Dir:     dir,
+		// The tool's default: with 6 a side, a busy machine that slowed a
+		// few base samples left a 3x slowdown short of significance
+		// (p 0.09 once, on 2 loaded cores).
+		Count:     ab.DefaultCount,
 		BenchTime: "200000x", // about 10 ms a sample: one preemption cannot decide it
 		CandTags:  []string{"abtest_slow"},
 		Gate:      gateCfg(),
@@ -105,9 +109,9 @@ func TestRun(t *testing.T) {
 	regs := rep.Regressions()
 	require.Len(t, regs, 1)
 	assert.Equal(t, "Work", regs[0].Benchmark)
-	assert.Equal(t, 6, regs[0].BaseN)
-	assert.Equal(t, 6, regs[0].CandN)
-	assert.Contains(t, progress.String(), "sample 6/6")
+	assert.Equal(t, ab.DefaultCount, regs[0].BaseN)
+	assert.Equal(t, ab.DefaultCount, regs[0].CandN)
+	assert.Contains(t, progress.String(), fmt.Sprintf("sample %d/%d", ab.DefaultCount, ab.DefaultCount))
 	assert.NotEmpty(t, rep.Base.Facts["cpu-logical-cores"])
 	assert.Regexp(t, "^[0-9a-f]{40}$", rep.Base.Facts["commit"])
 	assert.Regexp(t, "^working tree on [0-9a-f]{40}$", rep.Cand.Facts["commit"])
@@ -115,10 +119,10 @@ func TestRun(t *testing.T) {
 	// The samples were saved, marked by run, and read back the same.
 	base, err := gate.ReadFiles(filepath.Join(save, "base.txt"))
 	require.NoError(t, err)
-	assert.Len(t, base.Results, 12)
+	assert.Len(t, base.Results, 2*ab.DefaultCount)
 	b, err := os.ReadFile(filepath.Join(save, "cand.txt"))
 	require.NoError(t, err)
-	assert.Contains(t, string(b), "run: 5\n")
+	assert.Contains(t, string(b), fmt.Sprintf("run: %d\n", ab.DefaultCount-1))
 
 	// The worktree is gone.
 	cmd := exec.Command("git", "worktree", "list")
