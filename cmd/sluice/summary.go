@@ -134,11 +134,18 @@ func pct(f float64) string {
 	return reports.FormatPercent(f)
 }
 
+// latency formats a latency in ns to 10 µs from 1 ms up, and below that to
+// three significant digits, as the report writes it: a fixed 10 µs would
+// print 174.6 µs as 170µs beside the report's 175 µs.
 func latency(ns int64) string {
 	if ns < 0 {
 		return "-"
 	}
-	return time.Duration(ns).Round(10 * time.Microsecond).String()
+	d, unit := time.Duration(ns), 10*time.Microsecond
+	for unit > 1 && d < 100*unit {
+		unit /= 10
+	}
+	return d.Round(unit).String()
 }
 
 // hasResponses reports whether any kind of p measured a response time.

@@ -28,6 +28,25 @@ func TestSummaryNumbers(t *testing.T) {
 	assert.Equal(t, "not measured", thresholdValue(reports.Threshold{Value: math.NaN(), Unit: reports.UnitFraction}))
 }
 
+// Latencies keep three significant digits below 1 ms, as the report shows
+// them, and 10 µs from 1 ms up (the README's sample lines).
+func TestSummaryLatency(t *testing.T) {
+	for ns, want := range map[int64]string{
+		-1:          "-",
+		0:           "0s",
+		7:           "7ns",
+		5432:        "5.43µs",
+		54321:       "54.3µs",
+		174591:      "175µs",
+		999_499:     "999µs",
+		8_317_790:   "8.32ms",
+		28_330_001:  "28.33ms",
+		731_914_000: "731.91ms",
+	} {
+		assert.Equal(t, want, latency(ns), "%d ns", ns)
+	}
+}
+
 // The top drop reasons are of messages, not of the sessions the server
 // ended.
 func TestTopReasonsLeaveOutSessions(t *testing.T) {
