@@ -91,9 +91,15 @@ const (
 //
 // Names are the variant, population and kind names with characters other
 // than letters, digits, '-', '_' and '.' replaced by '_'. Populations and
-// kinds without the histograms are skipped.
+// kinds without the histograms are skipped. What CheckDir refuses is
+// refused before anything is written.
 func RenderFiles(dir string, r *Results) error {
 	if err := r.Validate(); err != nil {
+		return err
+	}
+	// What CheckDir refuses is refused before anything is written or
+	// removed.
+	if err := CheckDir(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -196,11 +202,36 @@ func (n namer) name(s string) string {
 	return out
 }
 
-// removeHistogramFiles removes dir, an earlier run's histogram directory,
-// if it holds nothing but .hgrm and .hlog files (in directories); a
-// directory holding anything else is left as it is, with an error, rather
-// than deleting what sluice did not write.
-func removeHistogramFiles(dir string) error {
+// CheckDir reports, without writing anything, what would make RenderFiles
+// refuse dir: dir is not a directory, results.json or report.html is a
+// directory, or the histogram directory is not one RenderFiles would
+// replace (see removeHistogramFiles). A dir that does not exist yet is
+// fine: RenderFiles makes it. A caller can check before a long run that
+// its results can be written.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reports: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("reports: %s is not a directory: remove it, or write to another directory", dir)
+	}
+	for _, name := range []string{ResultsFile, ReportFile} {
+		path := filepath.Join(dir, name)
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return fmt.Errorf("reports: %s is a directory, where sluice writes a file: remove it, or write to another directory", path)
+		}
+	}
+	return checkHistogramDir(filepath.Join(dir, HDRDir))
+}
+
+// checkHistogramDir reports why dir, an earlier run's histogram directory,
+// is not one that RenderFiles may remove and write again: it is not a
+// directory, or it holds something other than .hgrm and .hlog files (in
+// directories). A dir that does not exist is fine.
+func checkHistogramDir(dir string) error {
 	foreign := ""
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -217,8 +248,21 @@ func removeHistogramFiles(dir string) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("reports: %w", err)
+	case foreign == dir:
+		return fmt.Errorf("reports: %s is not a directory, and sluice writes its histograms there: remove it, or write to another directory", dir)
 	case foreign != "":
-		return fmt.Errorf("reports: %s holds %s, which sluice did not write: not replacing it", dir, foreign)
+		return fmt.Errorf("reports: %s was not written by sluice, and sluice replaces its %s directory on each write: move the file out, or write to another directory", foreign, HDRDir)
+	}
+	return nil
+}
+
+// removeHistogramFiles removes dir, an earlier run's histogram directory,
+// if it holds nothing but .hgrm and .hlog files (in directories); a
+// directory holding anything else is left as it is, with an error, rather
+// than deleting what sluice did not write.
+func removeHistogramFiles(dir string) error {
+	if err := checkHistogramDir(dir); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("reports: %w", err)

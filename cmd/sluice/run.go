@@ -44,6 +44,12 @@ The default driver is the scenario's (sim: virtual time, deterministic and
 fast; loopback: real sockets to the reference server on 127.0.0.1). Ctrl-C
 stops the run cleanly: what was measured is written, marked incomplete.
 
+DIR is checked before the first variant runs: a DIR that is a file, a
+results.json or report.html that is a directory, or a DIR/hdr holding
+files sluice did not write (it replaces DIR/hdr on each run) stops the
+run at once. If the write still fails after the run, the summary is
+printed before the error.
+
 Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
 expected to fail passed, or the measurements are invalid: the load
 generator fell behind its schedule, a worker stopped at its action cap, or
@@ -90,7 +96,7 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// results cannot be written: Run calls Ready once the scenario and the
 	// options are checked (the directory is made last, so a refused run
 	// leaves none behind).
-	opt.Ready = func() error { return checkWritable(f.out) }
+	opt.Ready = func() error { return checkOutput(f.out) }
 
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,11 +127,15 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	if out == nil {
 		return optionUsage(runErr)
 	}
-	if err := reports.RenderFiles(f.out, out.Results); err != nil {
-		return err
-	}
+	// The summary first: if the results cannot be written after all (the
+	// disk filled, or the directory changed during the run), what was
+	// measured is still shown.
 	w := c.OutOrStdout()
 	printSummary(w, out.Results, out.Expected)
+	if err := reports.RenderFiles(f.out, out.Results); err != nil {
+		fmt.Fprintf(w, "\nthe results above were not written to %s\n", f.out)
+		return err
+	}
 	fmt.Fprintf(w, "\nwrote %s (open %s)\n", filepath.Join(f.out, reports.ResultsFile), filepath.Join(f.out, reports.ReportFile))
 	switch {
 	case !out.Results.Run.Complete && runErr != nil && !errors.Is(runErr, context.Canceled):
@@ -161,9 +171,13 @@ func optionUsage(err error) error {
 	return err
 }
 
-// checkWritable makes the results directory dir and checks that a file
-// can be created in it.
-func checkWritable(dir string) error {
+// checkOutput checks that the results can be written to dir: that the
+// writer would not refuse it (reports.CheckDir), and that dir can be made
+// and a file created in it.
+func checkOutput(dir string) error {
+	if err := reports.CheckDir(dir); err != nil {
+		return fmt.Errorf("results directory (-o): %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
