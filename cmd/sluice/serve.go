@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -26,7 +27,8 @@ documented in package loadgen/wire. The listen address must be a loopback
 address; port 0 picks a free port, printed on start.
 
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
-or is not valid, or the server failed (the address is taken), 2 usage.`,
+or is not valid, or the server failed (the address is taken), 2 usage
+(including a bad --listen, --tick or --max-conns value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777`,
 		Args: args(cobra.NoArgs),
@@ -46,7 +48,7 @@ or is not valid, or the server failed (the address is taken), 2 usage.`,
 				// command has no way to set it, on purpose.
 				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost)", listen)}
 			}
-			return err
+			return serveFlagError(c, err)
 		},
 	}
 	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
@@ -54,4 +56,26 @@ or is not valid, or the server failed (the address is taken), 2 usage.`,
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
 	return c
+}
+
+// serveFlags maps the server.Config fields that serve's flags set to the
+// flags.
+var serveFlags = map[string]string{"Addr": "listen", "TickRate": "tick", "MaxConns": "max-conns"}
+
+// serveFlagError returns err as a usage error naming the flag when it is
+// about a flag's value: a *server.ConfigError for a field a flag sets, or
+// a listen address net cannot use (a bad port). Other errors (the address
+// is taken) are returned as they are.
+func serveFlagError(c *cobra.Command, err error) error {
+	var ce *server.ConfigError
+	if errors.As(err, &ce) {
+		if name, ok := serveFlags[ce.Field]; ok {
+			return usageError{fmt.Errorf("--%s %s: %s", name, c.Flags().Lookup(name).Value, ce.Msg)}
+		}
+	}
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return usageError{fmt.Errorf("--listen %s: %v", c.Flags().Lookup("listen").Value, ae)}
+	}
+	return err
 }

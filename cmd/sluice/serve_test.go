@@ -1,0 +1,31 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A bad --listen, --tick or --max-conns value is a usage error (exit 2)
+// naming the flag and the value, not the server's Go config field.
+func TestServeBadFlagValuesAreUsageErrors(t *testing.T) {
+	policy := scenarioDir + "policies/game.yaml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "nonsense"}, "--listen nonsense: address nonsense: missing port in address"},
+		{[]string{"--listen", "127.0.0.1:99999"}, "--listen 127.0.0.1:99999: address 99999: invalid port"},
+		{[]string{"--tick", "-5"}, "--tick -5: -5 Hz not in (0, 10000]"},
+		{[]string{"--tick", "NaN"}, "--tick NaN: NaN Hz not in (0, 10000]"},
+		{[]string{"--max-conns", "-1"}, "--max-conns -1: -1 is negative"},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"serve", "--policy", policy}, c.args...)...)
+		assert.Equal(t, exitUsage, code, out+errOut)
+		assert.Contains(t, errOut, c.want)
+		assert.Contains(t, errOut, "run 'sluice serve --help' for usage")
+		for _, field := range []string{"Addr", "TickRate", "MaxConns", "config:"} {
+			assert.NotContains(t, errOut, field)
+		}
+	}
+}
