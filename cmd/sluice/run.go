@@ -64,7 +64,7 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.StringVarP(&f.out, "output", "o", "", "directory for results (default results/<scenario name>)")
 	fl.StringVar(&f.driver, "driver", "", "sim or loopback (default: the scenario's)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for every client generator (default: the scenario's)")
-	fl.DurationVar(&f.duration, "duration", 0, "run length; warmup and windows scale with it (default: the scenario's)")
+	fl.DurationVar(&f.duration, "duration", 0, "run length, more than 0; warmup, population windows and ramps scale with it, and a length at which the scenario's file would be refused is refused (default: the scenario's)")
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	return c
@@ -80,6 +80,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	if err := opt.Validate(); err != nil {
 		return optionUsage(err)
 	}
+	if err := checkDurationFlag(c.Flags().Changed("duration"), f.duration); err != nil {
+		return err
+	}
 	prog, err := newProgress(f.progress, c.ErrOrStderr())
 	if err != nil {
 		return usageError{err}
@@ -87,6 +90,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	opt.Progress = prog.update
 	s, err := scenarios.Load(file)
 	if err != nil {
+		return err
+	}
+	if err := checkScaled(s, f.duration); err != nil {
 		return err
 	}
 	if f.out == "" {
