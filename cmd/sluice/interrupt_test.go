@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,12 +27,13 @@ func TestMain(m *testing.M) {
 const cliEnv = "SLUICE_TEST_RUN_CLI"
 
 // A first Ctrl-C is answered at once, saying that the partial results are
-// being written; a second one quits without waiting for them.
+// being written; a second one quits without waiting for them, with the
+// interrupted exit code, and leaves no empty results directory behind.
 func TestSecondInterruptQuits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the CLI as a process for a few seconds")
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "results", "out") // made by the run
 	// An hour of virtual time: its results take a while to write, long
 	// after the first Ctrl-C has stopped the run.
 	cmd := exec.Command(os.Args[0], "run", "--duration", "1h", "--progress", "lines", "-o", dir, scenarioDir+"quickstart.yaml")
@@ -70,8 +72,10 @@ func TestSecondInterruptQuits(t *testing.T) {
 	waitFor("stopping and writing the partial results") // the run was going: not the message of one that had ended
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	done := make(chan error, 1)
+	var rest []string
 	go func() {
-		for range lines {
+		for l := range lines {
+			rest = append(rest, l)
 		}
 		done <- cmd.Wait()
 	}()
@@ -84,7 +88,16 @@ func TestSecondInterruptQuits(t *testing.T) {
 	require.Error(t, err)
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	require.True(t, ok)
-	assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGINT, "ended by the second Ctrl-C, not by finishing: %v", cmd.ProcessState)
+	assert.False(t, ws.Signaled(), "ended by the signal's default action: %v", cmd.ProcessState)
+	assert.Equal(t, exitInterrupted, cmd.ProcessState.ExitCode(), "the documented interrupted code")
+	assert.Contains(t, strings.Join(rest, "\n"), "interrupted again: quitting without writing the results", "ended by the second Ctrl-C, not by finishing")
+	// What was written before the second Ctrl-C stays; an empty
+	// directory the run made does not.
+	if entries, err := os.ReadDir(dir); err == nil {
+		assert.NotEmpty(t, entries, "an empty results directory is left behind")
+	} else {
+		assert.NoDirExists(t, filepath.Dir(dir), "the empty parent the run made is removed too")
+	}
 }
 
 // A Ctrl-C is answered for what it does: it stops a run that is going, and

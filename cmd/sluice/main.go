@@ -9,7 +9,8 @@
 //	2  usage (unknown command or flag, a bad flag value, wrong arguments)
 //	3  the run finished but a threshold failed, the gate found a
 //	   regression, or the audit found an error
-//	4  the run was interrupted (Ctrl-C); partial results were written
+//	4  the run was interrupted (Ctrl-C); partial results were written,
+//	   unless a second Ctrl-C quit without them
 package main
 
 import (
@@ -101,7 +102,7 @@ results.json, report.html and .hgrm files.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 a threshold failed (or a benchmark
 regressed, or the audit found an error), 4 interrupted (partial results
-written).`,
+written; a second Ctrl-C quits at once, also with 4, without them).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,7 +43,9 @@ comparison, and checks the thresholds.
 
 The default driver is the scenario's (sim: virtual time, deterministic and
 fast; loopback: real sockets to the reference server on 127.0.0.1). Ctrl-C
-stops the run cleanly: what was measured is written, marked incomplete.
+stops the run cleanly: what was measured is written, marked incomplete;
+a second Ctrl-C quits at once without it (exit 4 as well), removing the
+results directory if the run made it and it is still empty.
 
 DIR is checked before the first variant runs: a DIR that is a file, a
 results.json or report.html that is a directory, or a DIR/hdr holding
@@ -104,11 +107,16 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// leaves none behind).
 	opt.Ready = func() error { return checkOutput(f.out) }
 
+	// The directories a run makes for its results (Ready makes them),
+	// from the highest: a second Ctrl-C removes those it leaves empty.
+	made := missingDirs(f.out)
+
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first Ctrl-C stops the run; writing what it measured can take
-	// a while, so it is answered at once, and the signals' default action
-	// is back for a second Ctrl-C to quit without waiting.
+	// a while, so it is answered at once, and a second Ctrl-C quits
+	// without waiting, with the interrupted exit code, removing the
+	// results directory if the run made it and nothing is in it yet.
 	// A Ctrl-C that comes once the run has ended, while its results are
 	// written, stops nothing: those results are whole, and it says so.
 	// The watcher is done before runScenario returns, and before the
@@ -122,8 +130,18 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		defer close(watched)
 		select {
 		case <-ctx.Done():
-			stop()
-			prog.interrupted(ended.Load())
+		case <-ran:
+			return
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		stop()
+		prog.interrupted(ended.Load())
+		select {
+		case <-again:
+			prog.quit(removeEmpty(made))
+			quit(exitInterrupted)
 		case <-ran:
 		}
 	}()
@@ -194,6 +212,38 @@ func checkOutput(dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// quit ends the process at a second Ctrl-C.
+var quit = os.Exit
+
+// missingDirs returns the directories that do not exist on the way to dir,
+// dir's highest missing ancestor first and dir last; none if dir exists.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append([]string{d}, missing...)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return missing
+}
+
+// removeEmpty removes the directories dirs (missingDirs' list) that are
+// empty, the deepest first, and returns the highest it removed, or "".
+func removeEmpty(dirs []string) string {
+	removed := ""
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if os.Remove(dirs[i]) != nil { // not empty (or not there)
+			break
+		}
+		removed = dirs[i]
+	}
+	return removed
 }
 
 // safeName turns a scenario's name into a directory name under results/:
@@ -277,6 +327,21 @@ func (p *progress) interrupted(ended bool) {
 		return
 	}
 	fmt.Fprintln(p.w, "sluice: interrupted: stopping and writing the partial results (Ctrl-C again to quit at once)")
+}
+
+// quit says, on the progress writer, that a second Ctrl-C quits without
+// the results, and which empty results directory it removed, if any.
+func (p *progress) quit(removed string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	if removed != "" {
+		fmt.Fprintf(p.w, "sluice: interrupted again: quitting without writing the results (removed the empty %s)\n", removed)
+		return
+	}
+	fmt.Fprintln(p.w, "sluice: interrupted again: quitting without writing the results")
 }
 
 func (p *progress) finish() {
