@@ -244,9 +244,10 @@ func (w *Worker) advance(cs *clientState) bool {
 	return false
 }
 
-// Run carries out every action up to the end of the run (or MaxActions),
-// then waits up to Timeout for the replies still awaited, counts the rest
-// as Timeout, and closes every connection. It returns ctx's error if ctx
+// Run carries out every action (or MaxActions of them), those the worker
+// gets to only after the end of the run too (each is due before it), then
+// waits up to Timeout for the replies still awaited, counts the rest as
+// Timeout, and closes every connection. It returns ctx's error if ctx
 // ends first, or the driver's.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.rec.flush()
@@ -276,7 +277,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		if w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
 			w.expire(now)
 		}
-		if now >= w.end || w.sched.live == 0 && w.inflight == 0 {
+		// Every action is before the end of the run: one still due at or
+		// after it (the worker fell behind) is carried out late, never
+		// skipped.
+		if w.sched.live == 0 && (now >= w.end || w.inflight == 0) {
 			break
 		}
 		if !w.fireDue(now) {
