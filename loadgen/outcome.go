@@ -44,8 +44,10 @@ const (
 	Overflow
 	// UnknownReason: a rejection whose reason is 0 or not a known value.
 	UnknownReason
-	// HeldAtEnd: the client still held it (frozen, or logging in) when
-	// the run ended: never written, and in flight rather than dropped.
+	// HeldAtEnd: in flight rather than dropped when the run ended: the
+	// client still held it (frozen, or logging in), never written; or, in
+	// a run stopped early (cancelled), it was written and its reply,
+	// still within its timeout, was awaited.
 	HeldAtEnd
 	numOutcomes
 )
@@ -85,7 +87,7 @@ func (o Outcome) IsServerReason() bool { return o < ServerReasons }
 // Refused) or its reply never came (Timeout, Disconnected, Overflow). The
 // other client outcomes say it was written with no reply expected (Sent),
 // restate a decision the server counted itself (Failed, UnknownReason), or
-// that it was still held when the run ended (HeldAtEnd).
+// that it was still in flight when the run ended (HeldAtEnd).
 func (o Outcome) IsClientDrop() bool {
 	switch o {
 	case NotSent, Refused, Timeout, Disconnected, Overflow:

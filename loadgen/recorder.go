@@ -267,7 +267,8 @@ func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
 
 // Written returns the frames written for kind k (for KindRaw, the
 // writes): those Bytes counts. A frame the client never wrote (NotSent,
-// Refused, HeldAtEnd) is in neither.
+// Refused, HeldAtEnd but for a request awaiting its reply when a run was
+// cancelled) is in neither.
 func (r *Recorder) Written(pop int, k Kind) int64 { return r.pops[pop].written[k] }
 
 // Clamped returns how many values of metric m were out of the histogram's

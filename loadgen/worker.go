@@ -722,18 +722,32 @@ func (w *Worker) expire(now int64) {
 	}
 }
 
+// closeAll ends the run: it closes every connection still open. Replies
+// still awaited (only in a run stopped early: a finished run has waited for
+// them) are Timeout once past their deadline, else HeldAtEnd, as are the
+// frames still held: in flight at the end, not the Disconnected or NotSent
+// drops that lost would count them as.
 func (w *Worker) closeAll(now int64) {
+	w.expire(now)
 	for i := range w.clients {
 		cs := &w.clients[i]
-		// Frames still held (a client frozen, or logging in, when the run
-		// ended) were in flight at the end: HeldAtEnd, not the NotSent
-		// that lost would count them as.
-		w.countAll(now, cs, cs.heldMeta, HeldAtEnd)
-		cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
+		w.heldAtEnd(cs, now)
 		if cs.state != down {
 			w.lost(int32(i), cs, true, now)
 		}
 	}
+}
+
+// heldAtEnd counts what the client still holds or awaits a reply to as
+// HeldAtEnd, and forgets it.
+func (w *Worker) heldAtEnd(cs *clientState, now int64) {
+	for _, p := range cs.pending {
+		w.add(now, cs.pop, p.kind, HeldAtEnd, 1)
+	}
+	w.inflight -= len(cs.pending)
+	cs.pending = cs.pending[:0]
+	w.countAll(now, cs, cs.heldMeta, HeldAtEnd)
+	cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
 }
 
 // sched orders a worker's clients by next action, (At, index), so equal

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
 // slowDriver is a lateDriver whose every write takes a millisecond of its
@@ -36,4 +38,41 @@ func TestDueActionsAreCarriedOutAfterTheEnd(t *testing.T) {
 	require.NoError(t, w.Run(context.Background()))
 	require.Equal(t, int64(n+1), rec.Stats.Actions, "every action carried out")
 	require.Equal(t, int64(n), rec.Count(0, KindMove, Sent))
+}
+
+// cancelDriver is a lateDriver whose run is cancelled once its clock
+// reaches cancelAt: Poll then returns context.Canceled.
+type cancelDriver struct {
+	lateDriver
+	cancelAt int64
+}
+
+func (d *cancelDriver) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
+	if d.now >= d.cancelAt {
+		return false, context.Canceled
+	}
+	return d.lateDriver.Poll(ctx, until, ev)
+}
+
+// A request written and still awaiting its reply when the run is
+// cancelled was in flight at the end: HeldAtEnd, not a Disconnected drop
+// (the server ended nothing; the client stopped waiting).
+func TestCancelledRunCountsAwaitedRepliesHeldAtEnd(t *testing.T) {
+	ms := int64(time.Millisecond)
+	d := &cancelDriver{cancelAt: 5 * ms, lateDriver: lateDriver{script: []lateEvent{
+		{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}},
+	}}}
+	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	require.NoError(t, err)
+	b := &scripted{acts: []Action{
+		{At: 0, Op: OpConnect},
+		{At: 2 * ms, Op: OpSend, Kind: KindPurchase},
+	}}
+	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
+	w, err := NewWorker(d, rec, clients, RunConfig{})
+	require.NoError(t, err)
+	require.ErrorIs(t, w.Run(context.Background()), context.Canceled)
+	require.Equal(t, int64(1), rec.Written(0, KindPurchase))
+	require.Zero(t, rec.Count(0, KindPurchase, Disconnected), "no drop: the run stopped")
+	require.Equal(t, int64(1), rec.Count(0, KindPurchase, HeldAtEnd))
 }
