@@ -44,10 +44,10 @@ const (
 	Overflow
 	// UnknownReason: a rejection whose reason is 0 or not a known value.
 	UnknownReason
-	// HeldAtEnd: in flight rather than dropped when the run ended: the
-	// client still held it (frozen, or logging in), never written; or, in
-	// a run stopped early (cancelled), it was written and its reply,
-	// still within its timeout, was awaited.
+	// HeldAtEnd: in flight rather than dropped when the run (or its
+	// client's window) ended: the client still held it (frozen, or
+	// logging in), never written; or, in a run stopped early (cancelled),
+	// it was written and its reply, still within its timeout, was awaited.
 	HeldAtEnd
 	numOutcomes
 )

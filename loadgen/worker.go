@@ -341,6 +341,12 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	case OpConnect, OpRetry, OpDial:
 		w.connect(i, cs, a, now)
 	case OpDisconnect:
+		if cs.left {
+			// The leave: the client's window is over, and what it still
+			// holds (or awaits) was in flight at its end, as at the end
+			// of the run, not dropped.
+			w.heldAtEnd(cs, now)
+		}
 		if cs.state != down || len(cs.heldMeta) > 0 {
 			w.lost(i, cs, true, now)
 		}
