@@ -71,7 +71,9 @@ type LimiterConfig struct {
 	// Clock is the clock of the convenience methods without an At suffix
 	// and of the janitor, in nanoseconds; the limiter is anchored at its
 	// reading in NewLimiter. Every At method must be passed times on the
-	// same clock. nil means atomicbucket.Nanotime.
+	// same clock; times before that reading (a now below 0 on a clock that
+	// read 0) are served as exactly as later ones, windows and lockouts
+	// included. nil means atomicbucket.Nanotime.
 	Clock func() int64
 }
 
