@@ -147,6 +147,57 @@ func (v *Variant) Passed() bool {
 	return true
 }
 
+// AsExpected reports whether v's thresholds came out as v expected: all
+// held, or (ExpectFail) at least one failed. A variant with invalid
+// measurements is not as expected either way.
+func (v *Variant) AsExpected() bool {
+	return len(v.Invalid) == 0 && v.Passed() != v.ExpectsFail()
+}
+
+// Verdict is v's outcome as reports show it: "INVALID" when its
+// measurements cannot be trusted, "no thresholds", or "PASS n/m" or
+// "FAIL n/m" (n thresholds of m held), followed for a variant expected to
+// fail by ", expected" when one failed or ", expected to fail" when every
+// one held.
+func (v *Variant) Verdict() string {
+	passed := 0
+	for _, t := range v.Thresholds {
+		if t.Pass {
+			passed++
+		}
+	}
+	var s string
+	switch {
+	case len(v.Invalid) > 0:
+		return "INVALID"
+	case len(v.Thresholds) == 0:
+		s = "no thresholds"
+	case passed == len(v.Thresholds):
+		s = fmt.Sprintf("PASS %d/%d", passed, len(v.Thresholds))
+	default:
+		s = fmt.Sprintf("FAIL %d/%d", passed, len(v.Thresholds))
+	}
+	if v.ExpectsFail() {
+		if v.Passed() {
+			return s + ", expected to fail"
+		}
+		return s + ", expected"
+	}
+	return s
+}
+
+// ExpectNote says why v was expected to fail ("" when it was not): its
+// description, or "a bad policy kept for comparison" when it has none.
+func (v *Variant) ExpectNote() string {
+	switch {
+	case !v.ExpectsFail():
+		return ""
+	case v.Description != "":
+		return v.Description
+	}
+	return "a bad policy kept for comparison"
+}
+
 // Kind returns p's stats for message kind name, appending an empty record if
 // p has none.
 func (p *Population) Kind(name string) *KindStats {

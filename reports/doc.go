@@ -11,9 +11,14 @@
 // # The file format
 //
 // A results file is one JSON object whose "schema_version" is SchemaVersion.
-// Readers reject any other version, unknown fields, trailing data and
-// truncated files with errors that name the problem (see ErrVersion,
-// ErrTruncated, ErrInvalid). Files are written atomically: a temporary file in
+// Readers reject any other version, unknown fields, trailing data,
+// truncated files and files no run writes (no variants, a variant with no
+// populations, a threshold over a population the variant lacks, an unknown
+// drop reason) with errors that name the problem (see ErrVersion,
+// ErrTruncated, ErrInvalid). Each variant records its scenario description
+// and whether it was expected to pass or fail its thresholds (expect), so a
+// report rendered from the file alone shows a bad policy kept for comparison
+// as failing as expected. Files are written atomically: a temporary file in
 // the same directory, fsync, rename, so an interrupted run never leaves a
 // half-written file behind. Times are RFC 3339; durations and latencies are
 // integer nanoseconds in fields whose names end in _ns. Latency histograms are

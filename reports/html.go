@@ -177,8 +177,9 @@ type headline struct {
 	HonestDropRate, HonestP99      string
 	HostileAdmitted, HostileBytes  string
 	FalseDisconnects, FalseLockout string
-	Verdict                        string // PASS, FAIL, or "no thresholds"
-	Pass, HasThresholds            bool
+	Verdict                        string // Variant.Verdict
+	Badge                          string // the verdict's style: "pass", "fail", "expected" or "" (no thresholds)
+	Description, ExpectNote        string
 	Thresholds                     []thresholdView
 	Invalid                        []string
 }
@@ -186,6 +187,7 @@ type headline struct {
 type thresholdView struct {
 	Expr, Value string
 	Pass        bool
+	Expected    bool // failed in a variant expected to fail
 }
 
 type comparison struct {
@@ -207,6 +209,8 @@ type cmpCell struct {
 
 type variantView struct {
 	Anchor, Name    string
+	Description     string
+	ExpectNote      string
 	Policy          string
 	ServerCPU       string
 	Invalid         []string
@@ -411,8 +415,19 @@ func makeHeadline(i int, vs *variantStats) headline {
 		FalseDisconnects: "–",
 		FalseLockout:     "–",
 		Invalid:          v.Invalid,
-		HasThresholds:    len(v.Thresholds) > 0,
-		Pass:             v.Passed() && len(v.Invalid) == 0,
+		Verdict:          v.Verdict(),
+		Description:      v.Description,
+		ExpectNote:       v.ExpectNote(),
+	}
+	switch {
+	case len(v.Invalid) == 0 && len(v.Thresholds) == 0 && !v.ExpectsFail():
+		// no thresholds, nothing expected of them: a neutral badge
+	case v.AsExpected() && v.ExpectsFail():
+		h.Badge = "expected"
+	case v.AsExpected():
+		h.Badge = "pass"
+	default:
+		h.Badge = "fail"
 	}
 	if vs.hasHonest {
 		h.HonestDropRate = FormatPercent(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
@@ -432,22 +447,8 @@ func makeHeadline(i int, vs *variantStats) headline {
 		h.HostileAdmitted = fmtRate(vs.hostileAdmittedPS, "msg/s")
 		h.HostileBytes = fmtBytesRate(vs.hostileAdmittedBS)
 	}
-	passed := 0
 	for _, t := range v.Thresholds {
-		if t.Pass {
-			passed++
-		}
-		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: FormatThresholdValue(t, nil), Pass: t.Pass})
-	}
-	switch {
-	case len(v.Invalid) > 0:
-		h.Verdict = "INVALID"
-	case !h.HasThresholds:
-		h.Verdict = "no thresholds"
-	case h.Pass:
-		h.Verdict = fmt.Sprintf("PASS %d/%d", passed, len(v.Thresholds))
-	default:
-		h.Verdict = fmt.Sprintf("FAIL %d/%d", passed, len(v.Thresholds))
+		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: FormatThresholdValue(t, nil), Pass: t.Pass, Expected: !t.Pass && v.ExpectsFail()})
 	}
 	return h
 }
@@ -786,6 +787,8 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 	vv := variantView{
 		Anchor:          fmt.Sprintf("variant-%d", i+1),
 		Name:            v.Name,
+		Description:     v.Description,
+		ExpectNote:      v.ExpectNote(),
 		Invalid:         v.Invalid,
 		ThresholdsTotal: len(v.Thresholds),
 	}

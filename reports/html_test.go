@@ -565,3 +565,47 @@ func TestOutcomeChartLeavesOutSessions(t *testing.T) {
 		t.Errorf("legend %v, want %v", names, want)
 	}
 }
+
+// A variant kept as a bad example and expected to fail is shown as failing
+// as expected, with why, not as a plain failure; its description and its
+// expectation come from the results alone.
+func TestHTMLShowsExpectedFailures(t *testing.T) {
+	r := synthCopy(t, 1)
+	good, bad := r.Variants[0], r.Variants[1]
+	good.Description = "the policy as it ships"
+	bad.Expect = ExpectFail
+	bad.Thresholds = nil
+	bad.AddThreshold("players.drop_rate < 0.3%", 0.004, UnitFraction, false)
+	bad.AddThreshold("players.p99 < 150ms", 1e6, UnitNs, true)
+	b, err := Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Variants[1].Expect != ExpectFail || got.Variants[0].Description != "the policy as it ships" {
+		t.Fatalf("expect and description do not survive a round trip: %+v", got.Variants[:2])
+	}
+	page := renderHTML(t, got)
+	for _, want := range []string{
+		`<span class="badge expected">FAIL 1/2, expected</span>`,
+		`Expected to fail: a bad policy kept for comparison`,
+		`✘ fail (expected)`,
+		`the policy as it ships`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `<span class="badge fail">FAIL 1/2`) {
+		t.Error("the expected failure is shown as a plain failure")
+	}
+	// Expected to fail, but every threshold held: that is the surprise.
+	bad.Thresholds = nil
+	bad.AddThreshold("players.drop_rate < 0.3%", 0.001, UnitFraction, true)
+	if page := renderHTML(t, r); !strings.Contains(page, `<span class="badge fail">PASS 1/1, expected to fail</span>`) {
+		t.Error("a variant expected to fail that passed is not shown as unexpected")
+	}
+}

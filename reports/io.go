@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // Errors that reading a results file can return, wrapped with details;
@@ -51,8 +52,9 @@ func encode(r *Results) ([]byte, error) {
 // truncated input (ErrTruncated), a missing, older or newer schema version
 // (ErrVersion, checked before anything else so a newer file is reported as
 // such), and malformed JSON, unknown fields, trailing data, content that
-// fails Validate, and time-series interval histograms (Interval.HDR) that do
-// not decode or do not hold the interval's responses (ErrInvalid).
+// fails Validate, content that no run writes (see checkHollow), and
+// time-series interval histograms (Interval.HDR) that do not decode or do
+// not hold the interval's responses (ErrInvalid).
 func Unmarshal(data []byte) (*Results, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("reports: file is empty: %w", ErrTruncated)
@@ -89,6 +91,9 @@ func Unmarshal(data []byte) (*Results, error) {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
 	}
 	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkHollow(r); err != nil {
 		return nil, err
 	}
 	if err := checkIntervalHistograms(r); err != nil {
@@ -292,6 +297,9 @@ func (r *Results) Validate() error {
 				return bad("variant %q: policy: %v", v.Name, err)
 			}
 		}
+		if v.Expect != "" && v.Expect != ExpectPass && v.Expect != ExpectFail {
+			return bad("variant %q: expect is %q, want %q or %q", v.Name, v.Expect, ExpectPass, ExpectFail)
+		}
 		if v.Stopped < 0 || v.Stopped > run.Duration {
 			return bad("variant %q: stopped_ns %v is not within the run's %v", v.Name, v.Stopped, run.Duration)
 		}
@@ -369,6 +377,60 @@ func (r *Results) Validate() error {
 					return bad("%s: series[%d]: negative count", where, l)
 				}
 				if err := validateDrops(iv.Drops); err != nil {
+					return bad("%s: series[%d].drops: %v", where, l, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkHollow rejects a file read in whose content no run writes, which
+// would render a page that says nothing or contradicts itself (a hand-edited
+// file): no variants, a variant with no populations, a threshold whose
+// expression reads a population (population[.kind].metric) that the variant
+// does not have (other than "all"), a drop reason this version does not know
+// (see KnownReasons: a new reason comes with a new SchemaVersion), or a time
+// series with no interval length (run.interval_ns). Results built in memory
+// may still be partial (Validate allows them). r has passed Validate.
+// Errors wrap ErrInvalid and name the field.
+func checkHollow(r *Results) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("reports: "+format+": %w", append(a, ErrInvalid)...)
+	}
+	if len(r.Variants) == 0 {
+		return bad("variants is empty: a results file holds at least one variant")
+	}
+	known := func(m map[string]int64) error {
+		for _, reason := range sortedReasons(m) {
+			if reasonRank(reason) == len(knownReasons) {
+				return fmt.Errorf("reason %q is not a drop reason this version knows", reason)
+			}
+		}
+		return nil
+	}
+	for _, v := range r.Variants {
+		if len(v.Populations) == 0 {
+			return bad("variant %q: populations is empty: a variant holds at least one population", v.Name)
+		}
+		for j, t := range v.Thresholds {
+			lhs, _, _ := strings.Cut(strings.TrimSpace(t.Expr), " ")
+			if pop, _, ok := strings.Cut(lhs, "."); ok && pop != "all" && v.Population(pop) == nil {
+				return bad("variant %q: thresholds[%d].expr %q reads population %q, which the variant does not have", v.Name, j, t.Expr, pop)
+			}
+		}
+		for _, p := range v.Populations {
+			where := fmt.Sprintf("variant %q population %q", v.Name, p.Name)
+			for _, k := range p.Kinds {
+				if err := known(k.Drops); err != nil {
+					return bad("%s kind %q: drops: %v", where, k.Kind, err)
+				}
+			}
+			if len(p.Series) > 0 && r.Run.Interval <= 0 {
+				return bad("%s: series has %d intervals but run.interval_ns is %d", where, len(p.Series), r.Run.Interval)
+			}
+			for l, iv := range p.Series {
+				if err := known(iv.Drops); err != nil {
 					return bad("%s: series[%d].drops: %v", where, l, err)
 				}
 			}

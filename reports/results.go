@@ -13,8 +13,13 @@ import (
 // the session row (SessionKind) holds every server-ended session by reason,
 // and population totals leave it out. Version 4: a population that wrote
 // raw bytes (RawKind) has no drop rate (drop_rate null, and no_drop_rate
-// says why), and the raw row's sent counts writes only.
-const SchemaVersion = 4
+// says why), and the raw row's sent counts writes only. Version 5: a
+// variant records its description and what it was expected to do
+// (description, expect), and a reader refuses a file with no variants, a
+// variant with no populations, a threshold over a population the variant
+// lacks, a drop reason it does not know, or a time series without an
+// interval length.
+const SchemaVersion = 5
 
 // Drivers of a run.
 const (
@@ -114,6 +119,12 @@ type Environment struct {
 type Variant struct {
 	// Name is the variant's name, unique within the results (required).
 	Name string `json:"name"`
+	// Description is the variant's description from the scenario, if any.
+	Description string `json:"description,omitempty"`
+	// Expect is what the variant was expected to do with its thresholds:
+	// ExpectPass (or empty) to hold them all, ExpectFail to fail at least
+	// one (a bad policy kept for comparison).
+	Expect string `json:"expect,omitempty"`
 	// Policy is a short summary of the policy as a JSON object, opaque to
 	// this package (the harness chooses what matters). It may be absent.
 	Policy json.RawMessage `json:"policy,omitempty"`
@@ -134,6 +145,20 @@ type Variant struct {
 	// ran to the end. Its rates per second are over what it measured.
 	Stopped time.Duration `json:"stopped_ns,omitempty"`
 }
+
+// Values of Variant.Expect.
+const (
+	ExpectPass = "pass" // every threshold should hold
+	ExpectFail = "fail" // at least one threshold should fail: a bad policy kept for comparison
+)
+
+// ExpectsFail reports whether v was expected to fail its thresholds.
+func (v *Variant) ExpectsFail() bool { return v.Expect == ExpectFail }
+
+// Incomplete reports whether v's run was stopped before its end (see
+// Stopped): its counts cover only part of the run, so they do not compare
+// with those of a complete variant.
+func (v *Variant) Incomplete() bool { return v.Stopped > 0 }
 
 // MeasuredOf is the measured window of variant v: Run.Measured(), or
 // what v measured before it was stopped.
@@ -455,8 +480,9 @@ var knownReasons = []string{
 // order reports list them: the server's reasons (the names of core.Reason)
 // followed by the client-seen NotSent, Timeout, Disconnected, Refused and
 // Overflow.
-// Results may carry other reason names (a newer limiter's); reports list
-// those after the known ones, by name.
+// Results built in memory may carry other reason names; reports list those
+// after the known ones, by name. A file read in may not (Unmarshal): a new
+// reason comes with a new SchemaVersion.
 func KnownReasons() []string {
 	return append([]string(nil), knownReasons...)
 }

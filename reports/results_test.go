@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,8 @@ func TestThresholdNonFiniteValues(t *testing.T) {
 	r := synthCopy(t, 1)
 	v := r.Variants[0]
 	v.Thresholds = nil
-	v.AddThreshold("nothing.p99 < 1ms", math.NaN(), "ns", false)
-	v.AddThreshold("flood.cutoff_max < 5s", math.Inf(1), "ns", false)
+	v.AddThreshold("players.nothing.p99 < 1ms", math.NaN(), "ns", false)
+	v.AddThreshold("chat-flood.cutoff_max < 5s", math.Inf(1), "ns", false)
 	v.AddThreshold("x > -1", math.Inf(-1), "", false)
 	v.AddThreshold("players.drop_rate < 1%", 0.004, "", true)
 	b, err := Marshal(r)
@@ -599,5 +600,41 @@ func TestStoppedVariantRatesAreOverWhatItMeasured(t *testing.T) {
 	}
 	if got := r.Variants[1].Population("honest").Summary.AdmittedPerSec; got != 100.0/2 {
 		t.Errorf("stopped at 4s: %v/s, want 100 over 2s", got)
+	}
+}
+
+// A hand-edited file that no run writes, which would render a page that
+// says nothing or contradicts itself, is refused by the reader, naming the
+// field.
+func TestRejectHollowFiles(t *testing.T) {
+	cases := []struct {
+		name, want string
+		edit       func(r *Results)
+	}{
+		{"no variants", "variants is empty", func(r *Results) { r.Variants = []*Variant{} }},
+		{"no populations", `variant "baseline": populations is empty`, func(r *Results) { r.Variants[0].Populations = nil }},
+		{"threshold over a missing population", `thresholds[0].expr "players.drop_rate < 0.3%" reads population "players"`, func(r *Results) {
+			for _, v := range r.Variants {
+				v.Populations = slices.DeleteFunc(v.Populations, func(p *Population) bool { return p.Name == "players" })
+			}
+		}},
+		{"unknown reason", `kind "move": drops: reason "Bogus"`, func(r *Results) { r.Variants[0].Populations[0].Kinds[0].Drop("Bogus", 1) }},
+		{"unknown reason in a series", `series[0].drops: reason "Bogus"`, func(r *Results) { r.Variants[0].Populations[0].Series[0].Drops["Bogus"] = 1 }},
+		{"no interval", "run.interval_ns is 0", func(r *Results) { r.Run.Interval = 0 }},
+		{"bad expect", `expect is "maybe"`, func(r *Results) { r.Variants[0].Expect = "maybe" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := synthCopy(t, 1)
+			c.edit(r)
+			b, err := encode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Unmarshal(b)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), c.want) {
+				t.Fatalf("Unmarshal: %v, want ErrInvalid naming %q", err, c.want)
+			}
+		})
 	}
 }

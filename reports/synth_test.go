@@ -206,9 +206,9 @@ func synthWith(tb testing.TB, seed uint64, seconds, variants int) *Results {
 		}
 		dr := vs.honestDropRate()
 		p99 := float64(Percentiles(vs.honestResp).P99)
-		v.AddThreshold("honest.drop_rate < 0.3%", dr, "", dr < 0.003)
-		v.AddThreshold("honest.p99 < 150ms", p99, "ns", p99 < 150e6)
-		v.AddThreshold("hostile.admitted_per_s < 2000", vs.hostileAdmittedPS, "1/s", vs.hostileAdmittedPS < 2000)
+		v.AddThreshold("players.drop_rate < 0.3%", dr, "", dr < 0.003)
+		v.AddThreshold("players.p99 < 150ms", p99, "ns", p99 < 150e6)
+		v.AddThreshold("chat-flood.admitted_per_s < 2000", vs.hostileAdmittedPS, "1/s", vs.hostileAdmittedPS < 2000)
 	}
 	return r
 }

@@ -136,6 +136,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
+		rv.Description, rv.Expect = v.Description, reports.ExpectPass
+		if v.ExpectFail {
+			rv.Expect = reports.ExpectFail
+		}
 		if err := fill(rv, eff, r); err != nil {
 			return nil, fmt.Errorf("scenarios: variant %q: %w", v.Name, err)
 		}

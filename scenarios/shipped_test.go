@@ -114,3 +114,30 @@ func mustNode(t *testing.T, doc string) yaml.Node {
 	require.NoError(t, yaml.Unmarshal([]byte(doc), &n))
 	return *n.Content[0]
 }
+
+// The results record each variant's description and what it was expected
+// to do, so a report rendered from the file alone can say that a variant
+// kept as a bad example failed as expected.
+func TestResultsRecordDescriptionAndExpect(t *testing.T) {
+	s, err := Load("reconnect-reset.yaml")
+	require.NoError(t, err)
+	out, err := Run(context.Background(), s, Options{})
+	require.NoError(t, err)
+	data, err := reports.Marshal(out.Results)
+	require.NoError(t, err)
+	r, err := reports.Unmarshal(data)
+	require.NoError(t, err)
+	require.Len(t, r.Variants, 2)
+	for i, v := range s.Variants {
+		got := r.Variants[i]
+		assert.Equal(t, v.Description, got.Description, "variant %s", v.Name)
+		want := reports.ExpectPass
+		if v.Expect == "fail" {
+			want = reports.ExpectFail
+		}
+		assert.Equal(t, want, got.Expect, "variant %s", v.Name)
+		assert.True(t, got.AsExpected(), "variant %s: %s", v.Name, got.Verdict())
+	}
+	assert.Equal(t, reports.ExpectFail, r.Variants[1].Expect)
+	assert.NotEmpty(t, r.Variants[0].Description)
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/sluicedev/sluice/reports"
 	"github.com/spf13/cobra"
@@ -37,12 +39,35 @@ or the page cannot be written, 2 usage.`,
 			if err := reports.WriteHTMLFile(out, r); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "wrote %s\n", out)
+			w := c.OutOrStdout()
+			if !r.Run.Complete {
+				fmt.Fprintln(w, "run INCOMPLETE: the results cover only what was measured before it stopped")
+			}
+			for _, v := range r.Variants {
+				fmt.Fprintf(w, "policy %s: %s%s\n", v.Name, v.Verdict(), variantNote(v))
+			}
+			fmt.Fprintf(w, "wrote %s\n", out)
 			return nil
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "where to write the page (default: report.html beside RESULTS)")
 	return c
+}
+
+// variantNote is what report's line on v adds to its verdict: why it was
+// expected to fail, and whether its run was cut short.
+func variantNote(v *reports.Variant) string {
+	var parts []string
+	if n := v.ExpectNote(); n != "" {
+		parts = append(parts, n)
+	}
+	if v.Incomplete() {
+		parts = append(parts, fmt.Sprintf("incomplete: stopped %v into the run", v.Stopped.Round(time.Millisecond)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // checkPagePath says what to give instead when the page's path is a

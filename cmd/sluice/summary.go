@@ -14,8 +14,9 @@ import (
 
 // printSummary writes, per variant, a table of the populations (honest
 // measures first), the thresholds with pass or fail, and then the variants
-// side by side. expectPass says which variants are expected to pass their
-// thresholds (a variant missing from it is).
+// side by side. A variant is expected to fail its thresholds when its
+// results say so (reports.Variant.Expect), or expectPass maps its name to
+// false.
 func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 	status := "complete"
 	if !r.Run.Complete {
@@ -25,8 +26,16 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 		r.Run.Scenario, r.Run.Driver, r.Run.Seed, r.Run.Duration, r.Run.Warmup, status)
 	for _, v := range r.Variants {
 		note := ""
-		if pass, ok := expectPass[v.Name]; ok && !pass {
-			note = "  (a bad policy kept for comparison: expected to fail)"
+		if pass, ok := expectPass[v.Name]; ok && !pass && !v.ExpectsFail() {
+			c := *v
+			c.Expect = reports.ExpectFail
+			v = &c
+		}
+		switch {
+		case v.ExpectsFail():
+			note = "  (" + v.ExpectNote() + ": expected to fail)"
+		case v.Description != "":
+			note = "  (" + v.Description + ")"
 		}
 		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
