@@ -183,3 +183,45 @@ func TestRenderFilesReplacesOnlyItsOwnHistograms(t *testing.T) {
 	require.Error(t, err)
 	assert.FileExists(t, mine)
 }
+
+// A variant stopped part-way (interrupted) is marked wherever the
+// variants are compared, its deltas are not coloured better or worse, and
+// the Run table says what it measured rather than the full window.
+func TestIncompleteVariantIsMarkedInTheComparison(t *testing.T) {
+	r := twoVariants(t)
+	r.Run.Duration, r.Run.Warmup, r.Run.Complete = 20*time.Second, 2*time.Second, false
+	for i, v := range r.Variants {
+		f := v.Population("flood").Kind("move")
+		f.Sent, f.Accepted, f.AcceptedBytes = 1000, int64(50+50*i), int64(5000+5000*i)
+		f.Drop("ChannelLimit", int64(950-50*i))
+		k := v.Population("honest").Kind("move")
+		k.Sent, k.Accepted = 1000, int64(990-10*i)
+		k.Drop("ChannelLimit", int64(10+10*i))
+	}
+	other := r.Variants[1]
+	other.Stopped = 3 * time.Second
+	other.Invalid = []string{"stopped"}
+	c := comparisonOf(t, r)
+	assert.False(t, c.Variants[0].Incomplete)
+	assert.True(t, c.Variants[1].Incomplete)
+	for _, row := range c.Rows {
+		cell := row.Cells[1]
+		assert.True(t, cell.Partial, "%s %s", row.Group, row.Measure)
+		assert.Empty(t, cell.Class, "%s %s: %q %q", row.Group, row.Measure, cell.Value, cell.Delta)
+		assert.False(t, row.Cells[0].Partial)
+	}
+	rows, err := Compare(r)
+	require.NoError(t, err)
+	for _, row := range rows {
+		assert.True(t, row.Cells[1].Incomplete)
+		assert.False(t, row.Cells[0].Incomplete)
+	}
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, r))
+	page := b.String()
+	assert.Contains(t, page, `other<br><span class="badge partial">INCOMPLETE</span>`)
+	assert.Contains(t, page, "other stopped 3s into its 20s and measured 1s after the warm-up")
+	assert.NotContains(t, page, `td class="num better`)
+	assert.NotContains(t, page, `td class="num worse`)
+	assert.Contains(t, page, "measured 18s in a variant that ran to the end")
+}

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -191,8 +192,14 @@ type thresholdView struct {
 }
 
 type comparison struct {
-	Variants []string
-	Rows     []cmpRow
+	Variants   []cmpHead
+	Rows       []cmpRow
+	Incomplete []string // notes on the variants whose runs were stopped
+}
+
+type cmpHead struct {
+	Name       string
+	Incomplete bool // stopped before its end: not comparable, deltas not coloured
 }
 
 type cmpRow struct {
@@ -205,6 +212,7 @@ type cmpRow struct {
 type cmpCell struct {
 	Value, Delta string
 	Class        string // "better", "worse" or ""
+	Partial      bool   // the value of an incomplete variant
 }
 
 type variantView struct {
@@ -291,6 +299,14 @@ func runFacts(r *Results) []kv {
 		{"seed", strconv.FormatUint(run.Seed, 10)},
 		{"duration per variant", fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + ")"},
 	}
+	if slices.ContainsFunc(r.Variants, (*Variant).Incomplete) {
+		f[len(f)-1].V = fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + " in a variant that ran to the end)"
+	}
+	for _, v := range r.Variants {
+		if v.Incomplete() {
+			f = append(f, kv{"variant " + v.Name, "INCOMPLETE: " + incompleteNote(v, r)})
+		}
+	}
 	if run.Interval > 0 {
 		f = append(f, kv{"time-series interval", fmtDuration(run.Interval)})
 	}
@@ -310,6 +326,17 @@ func runFacts(r *Results) []kv {
 	}
 	f = append(f, kv{"variants", strconv.Itoa(len(r.Variants))})
 	return f
+}
+
+// incompleteNote says how much of the run variant v, which was stopped
+// before its end, covers.
+func incompleteNote(v *Variant, r *Results) string {
+	m := r.MeasuredOf(v)
+	measured := "measured nothing (it stopped in the warm-up)"
+	if m > 0 {
+		measured = "measured " + fmtDuration(m) + " after the warm-up"
+	}
+	return fmt.Sprintf("%s stopped %s into its %s and %s; its numbers cover only that and do not compare with complete variants", v.Name, fmtDuration(v.Stopped.Round(time.Millisecond)), fmtDuration(r.Run.Duration), measured)
 }
 
 func envFacts(e Environment) []kv {
@@ -532,7 +559,11 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		return c
 	}
 	for _, vs := range stats {
-		c.Variants = append(c.Variants, vs.v.Name)
+		v := vs.v
+		c.Variants = append(c.Variants, cmpHead{Name: v.Name, Incomplete: v.Incomplete()})
+		if v.Incomplete() {
+			c.Incomplete = append(c.Incomplete, incompleteNote(v, r))
+		}
 	}
 	var ms []measure
 	ms = append(ms,
@@ -656,13 +687,16 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		anyValue := false
 		for i, vs := range stats {
 			v, ok := m.get(vs)
-			cell := cmpCell{Value: "–"}
+			cell := cmpCell{Value: "–", Partial: vs.v.Incomplete()}
 			if ok {
 				anyValue = true
 				cell.Value = formatMeasure(m.kind, v)
+				partial := vs.v.Incomplete() || stats[0].v.Incomplete()
 				if i > 0 && haveBase {
 					cell.Delta = formatDelta(m.kind, base, v)
-					if m.better != 0 && v != base {
+					// A run cut short is not better or worse than a
+					// whole one: its numbers cover another window.
+					if m.better != 0 && v != base && !partial {
 						if (v < base) == (m.better < 0) {
 							cell.Class = "better"
 						} else {
@@ -700,9 +734,13 @@ type ComparisonRow struct {
 	Cells          []ComparisonCell
 }
 
-// ComparisonCell is one variant's value of a ComparisonRow.
+// ComparisonCell is one variant's value of a ComparisonRow. Incomplete
+// marks the value of a variant whose run was stopped before its end
+// (Variant.Incomplete): it covers less than the others, so its delta
+// says nothing about the policy.
 type ComparisonCell struct {
 	Value, Delta string
+	Incomplete   bool
 }
 
 // Compare returns the report's comparison of r's variants, for a caller
@@ -725,7 +763,7 @@ func Compare(r *Results) ([]ComparisonRow, error) {
 	for _, row := range c.Rows {
 		out := ComparisonRow{Group: row.Group, Measure: row.Measure}
 		for _, cell := range row.Cells {
-			out.Cells = append(out.Cells, ComparisonCell{Value: cell.Value, Delta: cell.Delta})
+			out.Cells = append(out.Cells, ComparisonCell{Value: cell.Value, Delta: cell.Delta, Incomplete: cell.Partial})
 		}
 		rows = append(rows, out)
 	}
@@ -874,9 +912,12 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
 			Hostile: pp.Role == Hostile, False: "–", CutOff: "–",
 		}
-		if p.noRate != "" {
+		switch {
+		case p.noRate != "":
 			row.DropRate = "–"
 			noRate = append(noRate, pp.Name)
+		case p.sent == 0:
+			row.DropRate = "–" // nothing sent: no rate, as the thresholds say
 		}
 		if pp.Role != Hostile {
 			row.False = fmtInt(pp.Summary.FalseDisconnects) + " / " + fmtInt(pp.Summary.FalseLockouts)

@@ -43,11 +43,12 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 		var noRate []string // populations with no drop rate (raw writes: see reports.RawKind)
 		for _, p := range sortedPops(v.Populations) {
 			s := p.Summary
-			rate := "-"
-			if s.DropRate != nil {
-				rate = pct(*s.DropRate)
-			} else {
+			rate := "-" // none: raw writes, or nothing sent (as the thresholds say: not measured)
+			switch {
+			case s.DropRate == nil:
 				noRate = append(noRate, p.Name)
+			case s.Sent > 0:
+				rate = pct(*s.DropRate)
 			}
 			disc, lock := s.FalseDisconnects, s.FalseLockouts
 			discText, lockText := fmt.Sprint(disc), fmt.Sprint(lock)
@@ -105,7 +106,11 @@ func printComparison(w io.Writer, r *reports.Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "measure\t")
 	for _, v := range r.Variants {
-		fmt.Fprintf(tw, "%s\t", v.Name)
+		if v.Incomplete() {
+			fmt.Fprintf(tw, "%s (INCOMPLETE)\t", v.Name)
+		} else {
+			fmt.Fprintf(tw, "%s\t", v.Name)
+		}
 	}
 	fmt.Fprintln(tw)
 	for _, row := range rows {
@@ -134,6 +139,12 @@ func printComparison(w io.Writer, r *reports.Results) {
 	}
 	fmt.Fprintln(tw)
 	tw.Flush()
+	for _, v := range r.Variants {
+		if v.Incomplete() {
+			fmt.Fprintf(w, "  %s is INCOMPLETE: stopped %v into its %v, %v measured after the warm-up; its numbers do not compare with complete variants\n",
+				v.Name, v.Stopped.Round(time.Millisecond), r.Run.Duration, r.MeasuredOf(v))
+		}
+	}
 }
 
 func pct(f float64) string {

@@ -99,3 +99,49 @@ func TestSummaryShowsNoRawDropRate(t *testing.T) {
 	assert.Contains(t, out.String(), "\n  no drop rate: slow, garbage (raw bytes: sent counts writes, the server's drops count the frames it read from them)\n")
 	assert.NotContains(t, out.String(), "12.4")
 }
+
+// A population that sent nothing has no drop rate: "-", as its thresholds
+// say "not measured", not "0%".
+func TestSummaryNothingSentHasNoDropRate(t *testing.T) {
+	r := reports.New(reports.Run{Scenario: "s", Driver: reports.DriverSim, Duration: 10 * time.Second, Complete: true}, reports.Environment{})
+	v, err := r.AddVariant("base", nil)
+	require.NoError(t, err)
+	v.AddPopulation("players", "honest", reports.Honest, 10).Kind("move").Sent = 0
+	busy := v.AddPopulation("busy", "honest", reports.Honest, 10).Kind("move")
+	busy.Sent, busy.Accepted = 100, 100
+	require.NoError(t, r.Finalize())
+	var out strings.Builder
+	printSummary(&out, r, nil)
+	var players, other []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		switch f := strings.Fields(l); {
+		case len(f) > 5 && f[0] == "players":
+			players = f
+		case len(f) > 5 && f[0] == "busy":
+			other = f
+		}
+	}
+	require.NotNil(t, players, out.String())
+	assert.Equal(t, []string{"0", "0", "-"}, players[3:6])
+	assert.Equal(t, []string{"100", "100", "0%"}, other[3:6])
+	assert.NotContains(t, out.String(), "no drop rate: players", "the raw-bytes note is not about it")
+}
+
+// A variant stopped part-way is marked in the comparison, with what it
+// measured, so its numbers are not read against complete variants.
+func TestSummaryMarksIncompleteVariants(t *testing.T) {
+	r := reports.New(reports.Run{Scenario: "s", Driver: reports.DriverLoopback, Duration: 4 * time.Second, Warmup: 400 * time.Millisecond}, reports.Environment{})
+	for _, name := range []string{"balanced", "tight"} {
+		v, err := r.AddVariant(name, nil)
+		require.NoError(t, err)
+		k := v.AddPopulation("flood", "tiny-flood", reports.Hostile, 3).Kind("move")
+		k.Sent, k.Accepted = 1000, 40
+		k.Drop("ChannelLimit", 960)
+	}
+	r.Variants[1].Stopped = 2437 * time.Millisecond
+	require.NoError(t, r.Finalize())
+	var out strings.Builder
+	printSummary(&out, r, nil)
+	assert.Contains(t, out.String(), "tight (INCOMPLETE)")
+	assert.Contains(t, out.String(), "tight is INCOMPLETE: stopped 2.437s into its 4s, 2.037s measured after the warm-up")
+}
