@@ -334,7 +334,7 @@ func incompleteNote(v *Variant, r *Results) string {
 	m := r.MeasuredOf(v)
 	measured := "measured nothing (it stopped in the warm-up)"
 	if m > 0 {
-		measured = "measured " + fmtDuration(m) + " after the warm-up"
+		measured = "measured " + fmtDuration(m.Round(time.Millisecond)) + " after the warm-up"
 	}
 	return fmt.Sprintf("%s stopped %s into its %s and %s; its numbers cover only that and do not compare with complete variants", v.Name, fmtDuration(v.Stopped.Round(time.Millisecond)), fmtDuration(r.Run.Duration), measured)
 }
