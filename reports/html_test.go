@@ -609,3 +609,14 @@ func TestHTMLShowsExpectedFailures(t *testing.T) {
 		t.Error("a variant expected to fail that passed is not shown as unexpected")
 	}
 }
+
+// The headline's honest measures are over every honest population
+// together, and say so as the comparison does ("all honest").
+func TestHTMLHeadlineSaysAllHonest(t *testing.T) {
+	page := renderHTML(t, synthCopy(t, 1))
+	for _, want := range []string{"<th>all honest drop rate</th>", "<th>all honest p99 response time</th>", "<th>all hostile admitted</th>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("headline lacks %q", want)
+		}
+	}
+}
