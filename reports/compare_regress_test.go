@@ -225,3 +225,33 @@ func TestIncompleteVariantIsMarkedInTheComparison(t *testing.T) {
 	assert.NotContains(t, page, `td class="num worse`)
 	assert.Contains(t, page, "measured 18s in a variant that ran to the end")
 }
+
+// In sim the server's time per frame is sampled wall time, which varies
+// between identical runs: it is shown without a delta or a colour, and
+// says it is not comparable. Over loopback it is compared.
+func TestSimServerTimeIsNotCompared(t *testing.T) {
+	for _, driver := range []string{DriverSim, DriverLoopback} {
+		r := twoVariants(t)
+		r.Run.Driver = driver
+		r.Variants[0].SetServerCPU(170*time.Millisecond, 1_000_000)
+		r.Variants[1].SetServerCPU(131*time.Millisecond, 1_000_000)
+		c := comparisonOf(t, r)
+		var row *cmpRow
+		for i := range c.Rows {
+			if c.Rows[i].Group == "server" {
+				row = &c.Rows[i]
+			}
+		}
+		require.NotNil(t, row, driver)
+		cell := row.Cells[1]
+		if driver == DriverSim {
+			assert.Contains(t, row.Measure, "not comparable")
+			assert.Empty(t, cell.Delta)
+			assert.Empty(t, cell.Class)
+		} else {
+			assert.Equal(t, "service time per frame", row.Measure)
+			assert.Equal(t, "-22.9%", cell.Delta)
+			assert.Equal(t, "better", cell.Class)
+		}
+	}
+}

@@ -565,6 +565,18 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 			c.Incomplete = append(c.Incomplete, incompleteNote(v, r))
 		}
 	}
+	serverTime := measure{"server", "service time per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
+		if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
+			return 0, false
+		}
+		return vs.v.ServerCPU.NsPerFrame, true
+	}}
+	noDelta := false // the server time's values do not compare between variants
+	if r.Run.Driver == DriverSim {
+		// The sim's server time is sampled wall time, not virtual time:
+		// it varies from run to run and with the order variants ran in.
+		serverTime.name, serverTime.better, noDelta = "service time per frame (sim: wall time, not comparable)", 0, true
+	}
 	var ms []measure
 	ms = append(ms,
 		// A variant that sent (or measured) nothing has no rate: shown as
@@ -590,12 +602,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedBS, vs.hostileSent > 0 && vs.measured > 0
 		}},
-		measure{"server", "service time per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
-			if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
-				return 0, false
-			}
-			return vs.v.ServerCPU.NsPerFrame, true
-		}},
+		serverTime,
 	)
 	// Per population, by name, in the order they first appear.
 	names := populationNames(stats)
@@ -692,7 +699,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 				anyValue = true
 				cell.Value = formatMeasure(m.kind, v)
 				partial := vs.v.Incomplete() || stats[0].v.Incomplete()
-				if i > 0 && haveBase {
+				if i > 0 && haveBase && !(noDelta && m.group == serverTime.group && m.name == serverTime.name) {
 					cell.Delta = formatDelta(m.kind, base, v)
 					// A run cut short is not better or worse than a
 					// whole one: its numbers cover another window.
