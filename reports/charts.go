@@ -298,6 +298,33 @@ type spectrumLine struct {
 
 // spectrumChart draws HdrHistogram-style percentile spectra: latency on a
 // log axis against log 1/(1-p).
+// coinciding says which of lines have identical distributions, and so draw
+// one over the other ("" when none do): "Lines coincide (identical data):
+// a, b."
+func coinciding(lines []spectrumLine) string {
+	var groups []string
+	used := make([]bool, len(lines))
+	for i, l := range lines {
+		if used[i] || l.Hist == nil || l.Hist.TotalCount() == 0 {
+			continue
+		}
+		names := []string{l.Name}
+		for j := i + 1; j < len(lines); j++ {
+			if m := lines[j]; !used[j] && m.Hist != nil && l.Hist.Equals(m.Hist) {
+				used[j] = true
+				names = append(names, m.Name)
+			}
+		}
+		if len(names) > 1 {
+			groups = append(groups, strings.Join(names, ", "))
+		}
+	}
+	if len(groups) == 0 {
+		return ""
+	}
+	return "Lines coincide (identical data), the last drawn on top: " + strings.Join(groups, "; ") + "."
+}
+
 func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	var maxN int64
 	yLo, yHi := math.Inf(1), 0.0
@@ -321,10 +348,16 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, math.Log10(xHi), math.Log10(yLo), math.Log10(yHi)
 	c := &chart{Title: title}
 	clamped := false
+	same := coinciding(lines)
 	defer func() {
-		if clamped {
-			c.Note = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
+		var notes []string
+		if same != "" {
+			notes = append(notes, same)
 		}
+		if clamped {
+			notes = append(notes, "Values below "+formatNs(yLo)+" (such as zero latencies) are drawn on the axis floor.")
+		}
+		c.Note = strings.Join(notes, " ")
 	}()
 	for _, l := range lines {
 		if l.Hist == nil || l.Hist.TotalCount() == 0 {

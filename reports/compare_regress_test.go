@@ -255,3 +255,27 @@ func TestSimServerTimeIsNotCompared(t *testing.T) {
 		}
 	}
 }
+
+// Variants with identical response times draw one line over the other, so
+// the chart says which lines coincide rather than seeming to miss one.
+func TestCoincidingLinesAreNamed(t *testing.T) {
+	r := twoVariants(t)
+	r.Variants = append(r.Variants, &Variant{Name: "third"})
+	r.Variants[2].AddPopulation("honest", "honest", Honest, 10)
+	r.Variants[2].AddPopulation("flood", "tiny-flood", Hostile, 3)
+	for i, v := range r.Variants {
+		k := v.Population("honest").Kind("move")
+		k.Sent, k.Accepted = 100, 100
+		h := hdrhistogram.New(1, int64(time.Minute), 3)
+		for n := range int64(100) {
+			require.NoError(t, h.RecordValue(1000+n*int64(1+i/2)))
+		}
+		require.NoError(t, k.AddHistogram(ResponseTime, h))
+	}
+	require.NoError(t, r.Finalize())
+	pg, err := buildPage(r)
+	require.NoError(t, err)
+	require.NotEmpty(t, pg.Compare)
+	assert.Contains(t, pg.Compare[0].Note, "Lines coincide (identical data), the last drawn on top: base, other.")
+	assert.NotContains(t, pg.Compare[0].Note, "third")
+}
