@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,52 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 		p.Hostile = &h
 	}
 	p.behaviour = b
+	p.behaviourAt = field(root, "populations", i, "behaviour")
+	return nil
+}
+
+// turnOff names the parameter of an honest behaviour (honest, laggy,
+// mass-reconnect) that turns a kind's stream off.
+var turnOff = map[loadgen.Kind]string{
+	loadgen.KindMove:     "tick_rate: -1",
+	loadgen.KindAbility:  "ability_every: -1s",
+	loadgen.KindChat:     "chat_every: -1s",
+	loadgen.KindPurchase: "purchase_every: -1s",
+}
+
+// checkChannels reports the first population whose behaviour sends a
+// kind of message that policy variant v has no channel for: a client
+// does not send such a message and counts it as NotSent, a drop, so an
+// honest population would look refused by a limiter that never saw it.
+func (s *Scenario) checkChannels(v NamedPolicy) error {
+	var names []string
+	for _, c := range v.Policy.Channels {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	for i := range s.Population {
+		p := &s.Population[i]
+		kinds, _ := loadgen.Sends(p.behaviour)
+		for _, k := range kinds {
+			if loadgen.DefaultChannels[k] < 0 || v.Policy.ChannelIndex(k.String()) >= 0 {
+				continue // no channel needed (ping), or it has one
+			}
+			pol := "the policy"
+			if len(s.Variants) > 0 {
+				pol = fmt.Sprintf("policy variant %q", v.Name)
+			}
+			msg := fmt.Sprintf("population %q (%s) sends %v, but %s has no channel named %q%s: every such message would count as dropped (NotSent) without reaching the server; add the channel",
+				p.Name, p.Behaviour, k, pol, k.String(), didYouMean(k.String(), names))
+			if off, ok := turnOff[k]; ok && honestBehaviours[p.Behaviour] {
+				msg += fmt.Sprintf(", or turn %v off (params: {%s})", k, off)
+			}
+			fe := &FieldError{File: s.File, Path: fmt.Sprintf("populations[%d].behaviour", i), Msg: msg}
+			if n := p.behaviourAt; n != nil {
+				fe.Line, fe.Col = n.Line, n.Column
+			}
+			return fe
+		}
+	}
 	return nil
 }
 

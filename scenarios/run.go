@@ -348,6 +348,14 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
 		}
 	}
+	// What the behaviours send is checked once the harness has taken
+	// every variant: a bound the run breaks is the run's, whichever the
+	// variant, and a variant it refuses is named for that first.
+	for _, v := range variants {
+		if err := eff.checkChannels(v); err != nil {
+			return nil, nil, loadgen.Plan{}, err
+		}
+	}
 	return eff, variants, plan, nil
 }
 

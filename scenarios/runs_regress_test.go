@@ -175,7 +175,10 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 // any variant runs: its error stops the run with nothing measured, and a
 // refused option never reaches it.
 func TestRunCallsReadyBetweenCheckAndRun(t *testing.T) {
-	s, err := Parse([]byte(minimal), "t.yaml")
+	// Only moves: minimal's policy has no other channel.
+	doc := strings.Replace(minimal, "    count: 3\n", "    count: 3\n    params: {ability_every: -1s, chat_every: -1s, purchase_every: -1s}\n", 1)
+	require.NotEqual(t, minimal, doc)
+	s, err := Parse([]byte(doc), "t.yaml")
 	require.NoError(t, err)
 	refuse := errors.New("cannot write the results")
 	calls, ran := 0, false

@@ -103,6 +103,9 @@ type Population struct {
 	Params yaml.Node `yaml:"params"`
 
 	behaviour loadgen.Behaviour
+	// behaviourAt is where the file names the behaviour, for errors
+	// about what it sends.
+	behaviourAt *yaml.Node
 }
 
 // Arrival says when a population's clients connect.

@@ -53,3 +53,36 @@ func TestCheckRefusesPoliciesTheHarnessCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// A population whose behaviour sends a kind of message the policy variant
+// has no channel for is refused, naming the population, its behaviour,
+// the kind and the variant, with a close channel name if there is one:
+// its clients would count every such message as dropped (NotSent). A
+// kind the population's params turn off needs no channel.
+func TestCheckRefusesAPolicyWithoutAChannelABehaviourSendsOn(t *testing.T) {
+	const four = "policy:\n  channels:\n    - {name: move, class: input}\n    - {name: ability, class: input}\n    - {name: chat, class: request}\n    - {name: Purchase, class: request}\n"
+	for _, c := range []struct{ name, doc, want string }{
+		{"no variants", "name: t\nduration: 2s\npolicy:\n  channels:\n    - {name: move, class: input}\npopulations:\n  - {name: honest, behaviour: honest, count: 2}\n",
+			`s.yaml:7:31: populations[0].behaviour: population "honest" (honest) sends ability, but the policy has no channel named "ability": ` +
+				"every such message would count as dropped (NotSent) without reaching the server; add the channel, or turn ability off (params: {ability_every: -1s})"},
+		{"a close name", "name: t\nduration: 2s\n" + four + "variants:\n  - name: a\npopulations:\n  - name: players\n    behaviour: laggy\n    count: 2\n",
+			`s.yaml:13:16: populations[0].behaviour: population "players" (laggy) sends purchase, but policy variant "a" has no channel named "purchase" (did you mean "Purchase"?): ` +
+				"every such message would count as dropped (NotSent) without reaching the server; add the channel, or turn purchase off (params: {purchase_every: -1s})"},
+		{"a hostile population", "name: t\nduration: 2s\n" + four + "populations:\n  - {name: honest, behaviour: honest, count: 2, params: {purchase_every: -1s}}\n  - {name: flood, behaviour: hot-key, count: 2}\n",
+			`s.yaml:11:30: populations[1].behaviour: population "flood" (hot-key) sends purchase, but the policy has no channel named "purchase" (did you mean "Purchase"?): ` +
+				"every such message would count as dropped (NotSent) without reaching the server; add the channel"},
+	} {
+		s, err := Parse([]byte(c.doc), "s.yaml")
+		require.NoError(t, err, c.name)
+		_, err = s.Check(Options{})
+		if assert.Error(t, err, c.name) {
+			assert.Equal(t, c.want, err.Error(), c.name)
+		}
+	}
+	doc := "name: t\nduration: 2s\npolicy:\n  channels:\n    - {name: move, class: input}\npopulations:\n" +
+		"  - {name: honest, behaviour: honest, count: 2, params: {ability_every: -1s, chat_every: -1s, purchase_every: -1s}}\n"
+	s, err := Parse([]byte(doc), "s.yaml")
+	require.NoError(t, err)
+	_, err = s.Check(Options{})
+	assert.NoError(t, err, "the kinds the policy lacks are turned off")
+}

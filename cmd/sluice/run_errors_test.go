@@ -77,7 +77,7 @@ variants:
   - name: kept-bad
     expect: fail
 populations:
-  - {name: honest, behaviour: honest, count: 2}
+  - {name: honest, behaviour: honest, count: 2, params: {ability_every: -1s, chat_every: -1s, purchase_every: -1s}}
 thresholds:
   - honest.sent > 0
 `), 0o644))

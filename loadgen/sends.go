@@ -1,0 +1,61 @@
+package loadgen
+
+import "time"
+
+// Sends returns the kinds of message that b's clients send (OpSend) under
+// its parameters, in kind order, each once: what a policy must have a
+// channel for (move, ability, chat, purchase; see ChannelsOf), and ping. A
+// kind whose stream the parameters turn off (an Honest ChatEvery < 0) is
+// not among them; one whose stream is merely rare (a purchase every 2m in a
+// 10s run) is. Raw bytes (see WritesRaw) are not messages and are not
+// listed. ok is false for a behaviour this function does not know.
+func Sends(b Behaviour) (kinds []Kind, ok bool) {
+	var set [NumKinds]bool
+	switch b := b.(type) {
+	case *Honest:
+		b.sends(&set)
+	case *Laggy:
+		b.Honest.sends(&set)
+	case *MassReconnect:
+		b.Honest.sends(&set)
+	case *TinyFlood:
+		set[orKind(b.Kind, KindMove)] = true
+	case *ByteFlood:
+		set[b.kind()] = true
+	case *BadLength, *Malformed, *Slowloris:
+		// Raw bytes only.
+	case *Replay:
+		set[b.kind()] = true
+	case *ChannelHop:
+		targets := b.Targets
+		if len(targets) == 0 {
+			targets = DefaultHopTargets
+		}
+		for _, t := range targets {
+			set[t.Kind] = true
+		}
+	case *ResetReconnect:
+		set[orKind(b.Kind, KindAbility)] = true
+	case *KeyChurn:
+		set[orKind(b.Kind, KindChat)] = true
+	case *HotKey:
+		set[orKind(b.Kind, KindPurchase)] = true
+	default:
+		return nil, false
+	}
+	for k, on := range set {
+		if on {
+			kinds = append(kinds, Kind(k))
+		}
+	}
+	return kinds, true
+}
+
+// sends marks the kinds h's streams send (see Honest.streams).
+func (h Honest) sends(set *[NumKinds]bool) {
+	set[KindMove] = orFloat(h.TickRate, 20) > 0
+	set[KindAbility] = orDur(h.AbilityEvery, 2*time.Second) > 0
+	set[KindChat] = orDur(h.ChatEvery, 15*time.Second) > 0
+	set[KindPurchase] = orDur(h.PurchaseEvery, 2*time.Minute) > 0
+	set[KindPing] = orDur(h.PingEvery, time.Second) > 0
+}
