@@ -29,7 +29,7 @@ populations:
     count: 3
 thresholds:
   - honest.drop_rate < 0.1%
-  - honest.move.p99 < 50ms
+  - honest.move.send_lag_p99 < 50ms
 `
 
 func TestParseMinimal(t *testing.T) {

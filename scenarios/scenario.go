@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -334,6 +335,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
 				fmt.Sprintf("no population named %q", th.Population))
 		}
+		if msg := s.unmeasured(th); msg != "" {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
+		}
 		if msg := s.rawRate(th); msg != "" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
 		}
@@ -368,6 +372,75 @@ func (s *Scenario) rawRate(th Threshold) string {
 	return fmt.Sprintf("%s has no value: %s raw bytes, %s; name a kind of message sent (%s.<kind>.%s, such as hello for a population that logs in), or use dropped, drops.<reason> or admitted_per_s",
 		th.Metric, what, rawNoRate, th.Population, th.Metric)
 }
+
+// unmeasured says why threshold th can never have a value, whatever the
+// run: a response time of a kind sent as input (no reply), a kind no
+// population it covers sends, a client metric of the wrong role. It
+// returns "" when th may have one. Evaluate gives such a threshold no
+// value and fails it at every run.
+func (s *Scenario) unmeasured(th Threshold) string {
+	var pops []*Population
+	for i := range s.Population {
+		if th.Population == "all" || s.Population[i].Name == th.Population {
+			pops = append(pops, &s.Population[i])
+		}
+	}
+	who := fmt.Sprintf("population %q", th.Population)
+	if th.Population == "all" {
+		who = "no population"
+	}
+	switch th.Metric {
+	case "false_disconnects", "lockouts":
+		if !slices.ContainsFunc(pops, func(p *Population) bool { return !*p.Hostile }) {
+			return fmt.Sprintf("%s has no value: it counts honest clients, and %s is hostile; use cutoff_p50 or cutoff_max for a hostile population",
+				th.Metric, strings.Replace(who, "no population", "every population", 1))
+		}
+	case "cutoff_p50", "cutoff_max":
+		if !slices.ContainsFunc(pops, func(p *Population) bool { return *p.Hostile }) {
+			return fmt.Sprintf("%s has no value: it times hostile clients being cut off, and %s is honest; use false_disconnects or lockouts for an honest population",
+				th.Metric, strings.Replace(who, "no population", "every population", 1))
+		}
+	}
+	if th.Kind == "" {
+		return ""
+	}
+	k, err := loadgen.ParseKind(th.Kind)
+	if err != nil {
+		return ""
+	}
+	if (k == loadgen.KindMove || k == loadgen.KindAbility) && latencyMetrics[th.Metric] {
+		return fmt.Sprintf("%s has no value for %s: it is sent as input, which gets no reply, so it has no response time; use send_lag_p99, or a kind sent as a request (chat, purchase)", th.Metric, k)
+	}
+	switch {
+	case k == loadgen.KindRaw:
+		if !slices.ContainsFunc(pops, func(p *Population) bool { return loadgen.WritesRaw(p.behaviour) }) {
+			return fmt.Sprintf("%s, so there is no raw row (only bad-length, malformed and slowloris write them)", noneSent(who, pops, "writes", "raw bytes"))
+		}
+	case loadgen.DefaultChannels[k] >= 0 || k == loadgen.KindPing:
+		sends := func(p *Population) bool {
+			kinds, ok := loadgen.Sends(p.behaviour)
+			return !ok || slices.Contains(kinds, k)
+		}
+		if !slices.ContainsFunc(pops, sends) {
+			return fmt.Sprintf("%s, so %s.%s has no value", noneSent(who, pops, "sends", k.String()), k, th.Metric)
+		}
+	}
+	return ""
+}
+
+// noneSent says that the populations a threshold covers (who, as
+// unmeasured words it) do not send what: "no population sends chat", or
+// "population "x" (honest) sends no chat".
+func noneSent(who string, pops []*Population, verb, what string) string {
+	if who == "no population" {
+		return fmt.Sprintf("no population %s %s", verb, what)
+	}
+	return fmt.Sprintf("%s (%s) %s no %s", who, pops[0].Behaviour, verb, what)
+}
+
+// latencyMetrics are the response-time metrics, which only a kind that
+// gets a reply has.
+var latencyMetrics = map[string]bool{"p50": true, "p90": true, "p99": true, "p999": true, "max": true}
 
 // ThresholdList returns the parsed thresholds in file order.
 func (s *Scenario) ThresholdList() []Threshold { return append([]Threshold(nil), s.thresholds...) }

@@ -86,3 +86,33 @@ func TestCheckRefusesAPolicyWithoutAChannelABehaviourSendsOn(t *testing.T) {
 	_, err = s.Check(Options{})
 	assert.NoError(t, err, "the kinds the policy lacks are turned off")
 }
+
+// A threshold that no run could measure is refused when the scenario is
+// read, at its line, saying why, rather than failed at every run as "not
+// measured": a response time of an input kind, a kind or a raw row that
+// no population it covers sends, a client metric of the other role.
+func TestValidateRefusesThresholdsThatCannotBeMeasured(t *testing.T) {
+	game, err := filepath.Abs("policies/game.yaml")
+	require.NoError(t, err)
+	head := "name: t\nduration: 2s\npolicy_file: " + game + "\npopulations:\n" +
+		"  - {name: honest, behaviour: honest, count: 2, params: {purchase_every: -1s}}\n" +
+		"  - {name: flood, behaviour: tiny-flood, count: 2}\nthresholds:\n  - honest.chat.p99 < 1s\n"
+	for _, c := range []struct{ thr, want string }{
+		{"honest.move.p99 < 1s", "p99 has no value for move: it is sent as input, which gets no reply, so it has no response time; use send_lag_p99, or a kind sent as a request (chat, purchase)"},
+		{"all.ability.max < 1s", "max has no value for ability: it is sent as input"},
+		{"flood.raw.sent >= 0", `population "flood" (tiny-flood) writes no raw bytes, so there is no raw row (only bad-length, malformed and slowloris write them)`},
+		{"all.raw.dropped == 0", "no population writes raw bytes, so there is no raw row"},
+		{"honest.purchase.sent >= 0", `population "honest" (honest) sends no purchase, so purchase.sent has no value`},
+		{"honest.cutoff_max < 1s", `cutoff_max has no value: it times hostile clients being cut off, and population "honest" is honest; use false_disconnects or lockouts for an honest population`},
+		{"flood.lockouts == 0", `lockouts has no value: it counts honest clients, and population "flood" is hostile; use cutoff_p50 or cutoff_max for a hostile population`},
+	} {
+		_, err := Parse([]byte(head+"  - "+c.thr+"\n"), "s.yaml")
+		if assert.Error(t, err, c.thr) {
+			assert.Contains(t, err.Error(), "s.yaml:9:5: thresholds[1]: "+c.want, c.thr)
+		}
+	}
+	for _, thr := range []string{"all.cutoff_max < 1s", "all.lockouts == 0", "flood.move.sent > 0", "all.chat.p99 < 1s", "honest.ping.p99 < 1s", "honest.move.send_lag_p99 < 1s"} {
+		_, err := Parse([]byte(head+"  - "+thr+"\n"), "s.yaml")
+		assert.NoError(t, err, thr)
+	}
+}
