@@ -242,3 +242,18 @@ func TestParseEmptyFileSaysSo(t *testing.T) {
 		assert.Contains(t, err.Error(), "e.yaml: the file is empty")
 	}
 }
+
+// A scenario file is one YAML document: a second one is refused at its
+// line, as a policy file's is, rather than ignored.
+func TestParseRefusesASecondDocument(t *testing.T) {
+	_, err := Parse([]byte(minimal+"---\nname: other\n"), "t.yaml")
+	require.Error(t, err)
+	assert.Equal(t, "t.yaml:18:1: more than one YAML document: a scenario file holds one (a second would be ignored)", err.Error())
+	_, err = Parse([]byte(minimal+"---\nname: [\n"), "t.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "t.yaml: a second YAML document: yaml: line")
+	_, err = Parse([]byte(minimal+"---\n"), "t.yaml")
+	assert.Error(t, err, "an empty second document")
+	_, err = Parse([]byte("---\n"+minimal+"...\n"), "t.yaml")
+	assert.NoError(t, err, "one document, with its markers")
+}

@@ -138,6 +138,15 @@ func Parse(data []byte, file string) (*Scenario, error) {
 		}
 		return nil, yamlSyntaxError(file, err)
 	}
+	// A scenario is one document, as a policy file is: a second would be
+	// ignored.
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, &FieldError{File: file, Line: extra.Line, Col: extra.Column, Msg: "more than one YAML document: a scenario file holds one (a second would be ignored)"}
+	case !errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("%s: a second YAML document: %v", file, err)
+	}
 	if fe := checkNode(&root, reflect.TypeOf(Scenario{}), ""); fe != nil {
 		fe.File = file
 		return nil, fe
