@@ -285,6 +285,10 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			if err := checkPolicy(&s.Variants[i].Set, s.File, p+".set"); err != nil {
 				return err
 			}
+			if fe := newChannel(&s.Policy, &s.Variants[i].Set, p+".set"); fe != nil {
+				fe.File = s.File
+				return fe
+			}
 		}
 	}
 	if len(s.Population) == 0 {

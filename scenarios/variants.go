@@ -3,9 +3,11 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/suggest"
 
 	"gopkg.in/yaml.v3"
 )
@@ -300,6 +302,47 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 		if n.Content[i].Value == key {
 			return unalias(n.Content[i+1])
 		}
+	}
+	return nil
+}
+
+// newChannel reports a channel of a variant's set (set, at path) that the
+// base policy has no channel of that name for, where it is likely a
+// misspelt name rather than a new channel: an item without a class, which
+// would merge into nothing and be refused as a channel without one, or a
+// name close to one of the base's, which would add a channel beside the
+// one meant and leave that one as it is. A complete channel of a name of
+// its own is added, as the merge adds any new named item.
+func newChannel(base, set *yaml.Node, path string) *FieldError {
+	over, have := mappingValue(set, "channels"), mappingValue(base, "channels")
+	if over == nil || have == nil || over.Kind != yaml.SequenceNode || have.Kind != yaml.SequenceNode ||
+		!namedItems(over) || !namedItems(have) {
+		return nil // replaced whole, not merged by name (see mergeNode)
+	}
+	var names []string
+	for _, c := range have.Content {
+		names = append(names, itemName(c))
+	}
+	slices.Sort(names)
+	for j, item := range over.Content {
+		name := itemNameNode(item)
+		if slices.Contains(names, name.Value) {
+			continue
+		}
+		close := suggest.Closest(name.Value, names)
+		class := mappingValue(item, "class")
+		if close == "" && class != nil && !isNull(class) {
+			continue
+		}
+		msg := fmt.Sprintf("no channel named %q in the base policy", name.Value)
+		if close == "" {
+			msg += fmt.Sprintf(" (have %s): to add a channel, give its class too", strings.Join(names, ", "))
+		} else {
+			msg += ": a set merges channels by name, and a new one this close to a base channel's name is taken for a misspelling"
+		}
+		fe := errAt(name, fmt.Sprintf("%s.channels[%d].name", path, j), msg)
+		fe.Suggestion = close
+		return fe
 	}
 	return nil
 }

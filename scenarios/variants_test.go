@@ -60,7 +60,8 @@ func TestPolicyErrorsAreTheSetsWhereTheSetWroteThem(t *testing.T) {
 
 // policyErrorOf loads a scenario whose base policy is policy, in the file
 // p.yaml, and whose one variant, v, has set on line 7 of s.yaml; it
-// returns the error of its policies, the folder left out of file names.
+// returns the error of its policies (or of reading it, if it is refused
+// then), the folder left out of file names.
 func policyErrorOf(t *testing.T, policy, set string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -68,8 +69,9 @@ func policyErrorOf(t *testing.T, policy, set string) string {
 	scen := "name: n\nduration: 3s\npolicy_file: p.yaml\nvariants:\n  - name: v\n    set:\n      " + set + "\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scen), 0o644))
 	s, err := Load(filepath.Join(dir, "s.yaml"))
-	require.NoError(t, err)
-	_, err = s.Policies()
+	if err == nil { // else refused when read
+		_, err = s.Policies()
+	}
 	require.Error(t, err)
 	return strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
 }
@@ -84,7 +86,7 @@ func TestPolicyErrorsAtASetsNulls(t *testing.T) {
 	for _, c := range []struct{ name, policy, set, want string }{
 		{"a null in the set's new item", move,
 			"channels: [{name: chat, class: ~, rate: 5}]",
-			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)"},
+			`s.yaml:7:25: variants[0].set.channels[0].name: no channel named "chat" in the base policy (have move): to add a channel, give its class too`},
 		{"a null for a field the base's item lacks", "channels:\n  - {name: move, rate: 30}\n",
 			"channels: [{name: move, class: ~}]",
 			`p.yaml:2: channels[0].class: is required (input, request or predicted) (with the set of policy variant "v")`},
@@ -129,4 +131,30 @@ func TestSetNullKeepsTheDefault(t *testing.T) {
 	require.Len(t, ps[1].Policy.Channels, 1)
 	require.NotNil(t, ps[1].Policy.Channels[0].Rate)
 	assert.Equal(t, 30.0, *ps[1].Policy.Channels[0].Rate, "a null over the base's rate keeps it")
+}
+
+// A channel a variant's set names that the base policy lacks is refused
+// when the scenario is read, at its name, with the close base name: an
+// item without a class (it would merge into nothing), or a name close to
+// a base channel's (it would be added beside the channel meant, leaving
+// that one as the base has it). A complete channel of a name of its own
+// is added.
+func TestVariantChannelTheBaseLacks(t *testing.T) {
+	const base = "name: n\nduration: 3s\npolicy:\n  channels:\n    - {name: move, class: input}\n    - {name: chat, class: request}\nvariants:\n  - name: v\n    set:\n      channels: "
+	const pops = "\npopulations:\n  - {name: h, behaviour: honest, count: 1}\n"
+	for _, c := range []struct{ set, want string }{
+		{"[{name: mvoe, rate: 24}]", `s.yaml:10:25: variants[0].set.channels[0].name: no channel named "mvoe" in the base policy: a set merges channels by name, and a new one this close to a base channel's name is taken for a misspelling (did you mean "move"?)`},
+		{"[{name: move, rate: 20}, {name: mvoe, class: input, rate: 24}]", `s.yaml:10:49: variants[0].set.channels[1].name: no channel named "mvoe" in the base policy: a set merges channels by name, and a new one this close to a base channel's name is taken for a misspelling (did you mean "move"?)`},
+		{"[{name: trade, rate: 2}]", `s.yaml:10:25: variants[0].set.channels[0].name: no channel named "trade" in the base policy (have chat, move): to add a channel, give its class too`},
+	} {
+		_, err := Parse([]byte(base+c.set+pops), "s.yaml")
+		if assert.Error(t, err, c.set) {
+			assert.Equal(t, c.want, err.Error(), c.set)
+		}
+	}
+	s, err := Parse([]byte(base+"[{name: trade, class: request, rate: 2}]"+pops), "s.yaml")
+	require.NoError(t, err)
+	ps, err := s.Policies()
+	require.NoError(t, err)
+	require.Len(t, ps[0].Policy.Channels, 3, "a complete new channel is added")
 }
