@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -295,6 +296,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		return s.fail(root, "populations", nil, "at least one population is required")
 	}
 	popNames := map[string]bool{} // for the thresholds below
+	var popList []string          // in file order
 	for i := range s.Population {
 		p := &s.Population[i]
 		path := fmt.Sprintf("populations[%d]", i)
@@ -312,6 +314,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, path+".start", at("start"), "must be at least 0 and before the end of the run")
 		}
 		popNames[p.Name] = true
+		popList = append(popList, p.Name)
 		if p.Stop == 0 {
 			p.Stop = s.Duration
 		}
@@ -346,7 +349,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		if !popNames[th.Population] && th.Population != "all" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i},
-				fmt.Sprintf("no population named %q", th.Population))
+				fmt.Sprintf("no population named %q (have %s, or all)%s", th.Population, strings.Join(popList, ", "), didYouMean(th.Population, append(slices.Sorted(maps.Keys(popNames)), "all"))))
 		}
 		if msg := s.unmeasured(th); msg != "" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)

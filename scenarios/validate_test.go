@@ -116,3 +116,15 @@ func TestValidateRefusesThresholdsThatCannotBeMeasured(t *testing.T) {
 		assert.NoError(t, err, thr)
 	}
 }
+
+// A threshold's unknown population is named with the populations there
+// are, and the close one.
+func TestThresholdUnknownPopulationSuggests(t *testing.T) {
+	game, err := filepath.Abs("policies/game.yaml")
+	require.NoError(t, err)
+	doc := "name: t\nduration: 2s\npolicy_file: " + game + "\npopulations:\n  - {name: honest, behaviour: honest, count: 2}\n" +
+		"  - {name: flood, behaviour: tiny-flood, count: 2}\nthresholds:\n  - flod.sent > 0\n"
+	_, err = Parse([]byte(doc), "s.yaml")
+	require.Error(t, err)
+	assert.Equal(t, `s.yaml:8:5: thresholds[0]: no population named "flod" (have honest, flood, or all) (did you mean "flood"?)`, err.Error())
+}
