@@ -202,21 +202,26 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 		c.Seed = *opt.Seed
 	}
 	if opt.Duration > 0 && opt.Duration != s.Duration {
-		scale := func(d time.Duration) time.Duration {
-			return time.Duration(float64(d) * float64(opt.Duration) / float64(s.Duration))
-		}
-		c.Warmup = scale(s.Warmup)
-		for i := range c.Population {
-			p := &c.Population[i]
-			p.Start, p.Stop = scale(p.Start), scale(p.Stop)
-			p.Arrival.Over = scale(p.Arrival.Over)
-		}
-		c.Duration = opt.Duration
-		if c.Interval > c.Duration {
-			c.Interval = c.Duration
-		}
+		c.scaleTo(opt.Duration)
 	}
 	return &c, nil
+}
+
+// scaleTo sets s's duration to d and scales its warmup, population windows
+// and ramps with it, cutting its interval to d: the scenario as Options
+// .Duration runs it. s's Population must be its own copy.
+func (s *Scenario) scaleTo(d time.Duration) {
+	scale := func(x time.Duration) time.Duration {
+		return time.Duration(float64(x) * float64(d) / float64(s.Duration))
+	}
+	s.Warmup = scale(s.Warmup)
+	for i := range s.Population {
+		p := &s.Population[i]
+		p.Start, p.Stop = scale(p.Start), scale(p.Stop)
+		p.Arrival.Over = scale(p.Arrival.Over)
+	}
+	s.Duration = d
+	s.Interval = min(s.Interval, d)
 }
 
 // plan expands the populations into a loadgen plan.
