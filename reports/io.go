@@ -12,8 +12,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Errors that reading a results file can return, wrapped with details;
@@ -85,7 +88,7 @@ func Unmarshal(data []byte) (*Results, error) {
 	dec.DisallowUnknownFields()
 	r := new(Results)
 	if err := dec.Decode(r); err != nil {
-		return nil, fmt.Errorf("reports: %v: %w", err, ErrInvalid)
+		return nil, decodeError(data, dec.InputOffset(), err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
@@ -120,12 +123,104 @@ func syntaxError(data []byte) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("reports: JSON syntax error at byte %d: %v: %w", se.Offset, se, ErrInvalid)
+		// Offset is just past the byte at fault.
+		return fmt.Errorf("reports: %s: JSON syntax error: %v: %w", position(data, se.Offset-1), se, ErrInvalid)
 	}
 	if err == nil {
 		return fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
 	}
 	return fmt.Errorf("reports: %v: %w", err, ErrInvalid)
+}
+
+// decodeError says where in data and in which field a results object
+// failed to decode, in the file's terms rather than Go's: the line and
+// column, the field's path and what it should hold. at is the decoder's
+// offset when it stopped, for errors that carry none of their own.
+func decodeError(data []byte, at int64, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("reports: %s: %s: a JSON %s where %s belongs: %w", position(data, valueStart(data, te.Offset)), te.Field, te.Value, jsonKind(te.Type), ErrInvalid)
+	}
+	// The decoder has read the whole object by the time these are found;
+	// the first place the text occurs is where they are (a guess that
+	// holds unless the same text came earlier).
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		if i := bytes.Index(data, []byte(strconv.Quote(pe.Value))); i >= 0 {
+			at = int64(i)
+		}
+		return fmt.Errorf("reports: %s: %q is not a time (RFC 3339, such as 2026-11-30T13:15:32Z): %w", position(data, at), pe.Value, ErrInvalid)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		if loc := regexp.MustCompile(regexp.QuoteMeta(name) + `\s*:`).FindIndex(data); loc != nil {
+			at = int64(loc[0])
+		}
+	}
+	return fmt.Errorf("reports: %s: %s: %w", position(data, at), msg, ErrInvalid)
+}
+
+// valueStart returns where the JSON value that ends at byte off of data
+// begins: a string's opening quote, or the first byte of a number or
+// literal. Anything else (an object or array) gives off.
+func valueStart(data []byte, off int64) int64 {
+	i := min(max(off, 0), int64(len(data)))
+	if i > 0 && data[i-1] == '"' {
+		for j := i - 2; j >= 0; j-- {
+			if data[j] != '"' {
+				continue
+			}
+			k := j // an escaped quote has an odd number of backslashes before it
+			for k > 0 && data[k-1] == '\\' {
+				k--
+			}
+			if (j-k)%2 == 0 {
+				return j
+			}
+		}
+		return i
+	}
+	for i > 0 && strings.IndexByte("+-.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", data[i-1]) >= 0 {
+		i--
+	}
+	return i
+}
+
+// jsonKind names what a value of Go type t is in JSON.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if t == reflect.TypeFor[time.Duration]() {
+			return "an integer (nanoseconds)"
+		}
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number (0 or more)"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// position returns "line L, column C" of byte offset off in data (both
+// from 1; off is clamped to data).
+func position(data []byte, off int64) string {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // Read reads and validates a results file's content from rd (see

@@ -253,6 +253,17 @@ func TestRejectMalformed(t *testing.T) {
 		{"not an object", []byte(`[1, 2]`), "not a results object"},
 		{"wrong type", fmt.Appendf(nil, `{"schema_version": %d, "run": {"seed": "x"}}`, SchemaVersion), "run.seed"},
 	}
+	// Where and what, in the file's terms rather than Go's.
+	cases = append(cases, []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"wrong type, placed", fmt.Appendf(nil, "{\"schema_version\": %d,\n \"run\": {\"seed\": \"x\"}}", SchemaVersion), `line 2, column 18: run.seed: a JSON string where a whole number (0 or more) belongs`},
+		{"not a time", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"started\": \"yesterday\"}}", SchemaVersion), `line 2, column 20: "yesterday" is not a time (RFC 3339`},
+		{"unknown field, placed", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"colour\": 1}}", SchemaVersion), `line 2, column 9: unknown field "colour"`},
+		{"syntax error, placed", []byte("{\"schema_version\": 1,\n, }"), "line 2, column 1: JSON syntax error"},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Unmarshal(c.data)
