@@ -367,8 +367,35 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 // checkRun checks a run of plan under p against the load generator's
 // bounds, with the scenario's warm-up and interval.
 func (s *Scenario) checkRun(plan loadgen.Plan, p core.Policy) error {
-	return loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval}, p)
+	err := loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval}, p)
+	var pe *loadgen.ParamError
+	if errors.As(err, &pe) && pe.Owner == "run" {
+		// The run's fields that the file sets, by the file's names.
+		switch pe.Field {
+		case "Interval":
+			note := ""
+			if s.intervalDefault {
+				note = fmt.Sprintf(" (the file sets no interval: %v is the default)", s.Interval)
+			}
+			return &keyError{Key: "interval", Msg: fmt.Sprintf("%v %s%s", pe.Value, pe.Reason, note), err: pe}
+		case "Warmup":
+			return &keyError{Key: "warmup", Msg: fmt.Sprintf("%v %s", pe.Value, pe.Reason), err: pe}
+		}
+	}
+	return err
 }
+
+// keyError is a bound of the load generator's that a scenario key breaks,
+// named by the key rather than the generator's field.
+type keyError struct {
+	Key, Msg string
+	err      *loadgen.ParamError
+}
+
+func (e *keyError) Error() string { return e.Key + ": " + e.Msg }
+
+// Unwrap returns the load generator's error.
+func (e *keyError) Unwrap() error { return e.err }
 
 // keepsBoundsAtOwnDuration reports whether the scenario, with opt but at its own
 // duration, passes checkRun under p.

@@ -69,6 +69,9 @@ type Scenario struct {
 	SHA256 string `yaml:"-"`
 
 	thresholds []Threshold
+	// intervalDefault: the file sets no interval, and Interval is its
+	// default.
+	intervalDefault bool
 }
 
 // Variant is a named policy: the base policy with the fields in Set
@@ -223,7 +226,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		return s.fail(root, "warmup", []any{"warmup"}, "must be at least 0 and shorter than duration")
 	}
 	if s.Interval == 0 {
-		s.Interval = time.Second
+		s.Interval, s.intervalDefault = time.Second, true
 	}
 	if s.Interval < 10*time.Millisecond || s.Interval > s.Duration {
 		return s.fail(root, "interval", []any{"interval"}, "must be between 10ms and the duration")

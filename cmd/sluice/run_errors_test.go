@@ -37,17 +37,17 @@ func writeRefusedScenario(t *testing.T, dur string) string {
 
 // A run the load generator would refuse (3h at the default 1s interval is
 // too many time-series points) is refused by validate, and by run before
-// anything runs or is written: an error naming the field, exit 1, no
+// anything runs or is written: an error naming the file's key, exit 1, no
 // panic, no results file.
 func TestRunTheHarnessRefusesFailsUpFront(t *testing.T) {
 	file := writeRefusedScenario(t, "3h")
 	code, out, errOut := runCLI(t, "validate", file)
 	assert.Equal(t, exitError, code, out+errOut)
-	assert.Contains(t, errOut, "Interval")
+	assert.Contains(t, errOut, "interval: 1s gives more than 10000 points over 3h0m0s: make it at least 1.08s (the file sets no interval: 1s is the default)")
 	dir := filepath.Join(t.TempDir(), "out")
 	code, out, errOut = runCLI(t, "run", "--progress", "none", "--policy", "ok", "-o", dir, file)
 	assert.Equal(t, exitError, code, out+errOut)
-	assert.Contains(t, errOut, "Interval")
+	assert.Contains(t, errOut, "interval: 1s gives more than")
 	assert.NoFileExists(t, filepath.Join(dir, "results.json"))
 }
 
