@@ -145,7 +145,10 @@ func (sd *side) values(k key, unit string) []float64 {
 // is not a regression. By default (NormalizeAuto) that happens when the
 // floor itself differs between the sides significantly and by more than
 // the minimum effect (the machines differ); otherwise the raw values are
-// compared, without the floor's own noise.
+// compared, without the floor's own noise, and a change counts only when
+// the ratio of the medians to the floor's medians changed by more than the
+// minimum effect too, in the same direction (a machine slower by less than
+// the minimum effect is not a regression either).
 //
 // Compare returns an error wrapping ErrNoResults when a side is empty,
 // ErrNothingCompared when nothing was compared, and one wrapping
@@ -367,6 +370,12 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 	}
 	cmp.Base, cmp.Cand = median(bx), median(cx)
 	cmp.Delta = relDelta(cmp.Base, cmp.Cand)
+	if cmp.FloorName != "" && cmp.Floor == "" {
+		// Compared raw beside a floor that moved less than the minimum
+		// effect (or not significantly): whatever it moved by is in the
+		// raw delta too, so the change must also be large as a ratio.
+		cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
+	}
 
 	need := c.MinSamples
 	if !exact {
@@ -422,6 +431,10 @@ func decide(rep *Report, c *Comparison) {
 	}
 	c.Significant = c.Exact || c.AdjP < c.Alpha
 	big := c.Delta == nil || math.Abs(*c.Delta) > c.MinEffect
+	if r := c.RatioDelta; big && r != nil && c.Delta != nil {
+		// Compared raw: large also as a ratio to the floor, the same way.
+		big = math.Abs(*r) > c.MinEffect && (*r > 0) == (*c.Delta > 0)
+	}
 	worse := c.Better < 0 && c.Cand > c.Base || c.Better > 0 && c.Cand < c.Base
 	switch {
 	case c.Role == RoleFloor:

@@ -120,3 +120,32 @@ func TestUnitMatchingNothingWarns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rep.Warnings, "unit allocs/op is configured but no benchmark reported it: nothing was gated on it")
 }
+
+// A machine slower by a little less than the minimum effect (4.5%, every
+// benchmark and floor alike) is not "the machines differ" to NormalizeAuto,
+// so the benchmarks are compared raw; their noise then carries that 4.5%
+// over the 5% minimum effect in about half the runs. Compared raw, a change
+// must also exceed the minimum effect as a ratio to its floor: a slower
+// machine is not a regression, just below the threshold as well as above.
+func TestSlightlySlowerMachineIsNotARegression(t *testing.T) {
+	const seeds = 100
+	for _, slower := range []float64{1.03, 1.045, 1.055} {
+		scale := map[string]float64{}
+		for _, b := range hot {
+			scale[b.name] = slower
+		}
+		alarms := 0
+		for seed := uint64(0); seed < seeds; seed++ {
+			r := rand.New(rand.NewPCG(seed, 21))
+			base := synth(r, 10, 0.01, nil, hot...)
+			cand := synth(r, 10, 0.01, scale, hot...)
+			rep, err := compare(t, base, cand, gate.DefaultConfig())
+			require.NoError(t, err)
+			if rep.Regressed() {
+				alarms++
+			}
+		}
+		t.Logf("machine %.1f%% slower: a false alarm in %d runs of %d", (slower-1)*100, alarms, seeds)
+		assert.LessOrEqual(t, alarms, seeds*5/100, "machine %.1f%% slower", (slower-1)*100)
+	}
+}

@@ -72,6 +72,11 @@ type Comparison struct {
 	BaseFloor, CandFloor   float64
 	// Delta is Cand/Base - 1; nil when Base is 0.
 	Delta *float64
+	// RatioDelta is set when the values were compared raw beside a floor
+	// (FloorName set, Floor empty): the change of the ratio of the
+	// medians to the floor's medians. A change counts only when this too
+	// is larger than the minimum effect, in the same direction.
+	RatioDelta *float64
 	// P is the U test's two-sided p-value (NaN for exact units and for
 	// invalid comparisons); AdjP is P adjusted for multiple comparisons
 	// (Config.Correction; P itself without one). Significant is AdjP <
@@ -130,6 +135,7 @@ type comparisonJSON struct {
 	FloorP      *float64 `json:"floor_p,omitempty"`
 	Verdict     string   `json:"verdict"`
 	Delta       *float64 `json:"delta"`
+	RatioDelta  *float64 `json:"ratio_delta,omitempty"`
 	P           *float64 `json:"p"`
 	AdjP        *float64 `json:"p_adjusted"`
 	Significant bool     `json:"significant"`
@@ -152,7 +158,7 @@ type comparisonJSON struct {
 func (c Comparison) MarshalJSON() ([]byte, error) {
 	j := comparisonJSON{
 		Benchmark: c.Benchmark, Package: c.Package, Unit: c.Unit, Role: c.Role, Floor: c.Floor, Paired: c.Paired, FloorName: c.FloorName,
-		Verdict: c.Verdict, Delta: c.Delta, P: finite(c.P), AdjP: finite(c.AdjP), Significant: c.Significant, Exact: c.Exact,
+		Verdict: c.Verdict, Delta: c.Delta, RatioDelta: c.RatioDelta, P: finite(c.P), AdjP: finite(c.AdjP), Significant: c.Significant, Exact: c.Exact,
 		BaseN: c.BaseN, CandN: c.CandN, Base: finite(c.Base), Cand: finite(c.Cand),
 		BaseMedian: finite(c.BaseMedian), CandMedian: finite(c.CandMedian),
 		Alpha: c.Alpha, MinEffect: c.MinEffect, Better: c.Better,
@@ -232,9 +238,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		case Regressed:
 			verdict = "REGRESSED"
 		case Unchanged:
-			if c.Significant && c.Delta != nil && *c.Delta != 0 {
+			switch {
+			case c.Significant && c.RatioDelta != nil && c.Delta != nil && math.Abs(*c.Delta) > c.MinEffect:
+				verdict = "~ (×floor " + delta(c.RatioDelta) + ")"
+			case c.Significant && c.Delta != nil && *c.Delta != 0:
 				verdict = "~ (< " + pct(c.MinEffect) + ")"
-			} else {
+			default:
 				verdict = "~"
 			}
 		}
