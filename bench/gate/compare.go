@@ -141,7 +141,8 @@ func (sd *side) values(k key, unit string) []float64 {
 // zero, any rise). Time (sec/op) of a benchmark with a floor is compared
 // as the ratio to its floor measured in the same run and package (each
 // sample over the floor's sample of the same RunKey when the results carry
-// one, else over the floor's median), so a machine that is uniformly slower
+// one, else over the floor's sample of the same index when both have as
+// many, else over the floor's median), so a machine that is uniformly slower
 // is not a regression. By default (NormalizeAuto) that happens when the
 // floor itself differs between the sides significantly and by more than
 // the minimum effect (the machines differ); otherwise the raw values are
@@ -466,13 +467,16 @@ func uTest(a, b []float64, alpha float64) float64 {
 // RunKey is the configuration key that ties samples to the run (process)
 // that measured them: `sluice bench ab` writes a "run: N" line before each
 // run's output. Samples of a benchmark and of its floor with the same run
-// are divided pairwise; without run keys each sample is divided by the
-// floor's median.
+// are divided pairwise; without run keys the i-th sample is divided by the
+// floor's i-th (the floor's median when their counts differ).
 const RunKey = "run"
 
 // ratios divides each sample by its floor: pairwise by run when every
 // sample's run has exactly one floor sample (paired is true), else by the
-// floor's median.
+// floor's sample of the same index when the counts are equal, else by the
+// floor's median. Each ratio is then an independent sample, as the U test
+// needs; dividing every sample by one median would shift the whole side by
+// that median's own sampling error, which the test would take for a change.
 func ratios(v []float64, runs []string, floor []float64, floorRuns []string) (out []float64, paired bool) {
 	byRun := map[string]float64{}
 	paired = len(runs) == len(v) && len(floorRuns) == len(floor)
@@ -493,10 +497,13 @@ func ratios(v []float64, runs []string, floor []float64, floorRuns []string) (ou
 	}
 	out = make([]float64, len(v))
 	m := median(floor)
+	byIndex := !paired && len(v) == len(floor)
 	for i, x := range v {
 		f := m
 		if paired {
 			f = byRun[runs[i]]
+		} else if byIndex {
+			f = floor[i]
 		}
 		if f > 0 {
 			out[i] = x / f

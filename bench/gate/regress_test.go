@@ -149,3 +149,34 @@ func TestSlightlySlowerMachineIsNotARegression(t *testing.T) {
 		assert.LessOrEqual(t, alarms, seeds*5/100, "machine %.1f%% slower", (slower-1)*100)
 	}
 }
+
+// Without run keys (plain go test -count output) time is divided by the
+// floor sample of the same index, as Set says, so each ratio is one
+// independent sample. Dividing every sample of a side by the floor's median
+// instead shifts the whole side by that median's own sampling error, which
+// the U test then takes for a change of the benchmark: with 10% noise a
+// machine 40% slower (every benchmark and floor alike) gave a false alarm
+// in about one run of seven.
+func TestSlowerMachineUnpairedFalseAlarms(t *testing.T) {
+	const seeds = 200
+	slower := map[string]float64{}
+	for _, b := range hot {
+		slower[b.name] = 1.4
+	}
+	alarms := 0
+	for seed := uint64(0); seed < seeds; seed++ {
+		r := rand.New(rand.NewPCG(seed, 22))
+		base := synth(r, 10, 0.10, nil, hot...)
+		cand := synth(r, 10, 0.10, slower, hot...)
+		rep, err := compare(t, base, cand, gate.DefaultConfig())
+		require.NoError(t, err)
+		c := find(t, rep, "Bucket/pass/serial", "sec/op")
+		require.Equal(t, "Floor/cas", c.Floor, "seed %d: divided by the floor", seed)
+		require.False(t, c.Paired, "no run keys")
+		if rep.Regressed() {
+			alarms++
+		}
+	}
+	t.Logf("machine 40%% slower, 10%% noise: a false alarm in %d runs of %d", alarms, seeds)
+	assert.LessOrEqual(t, alarms, seeds*5/100)
+}

@@ -53,7 +53,8 @@ type Comparison struct {
 	Role      string // "" or RoleFloor
 	// Floor is the floor the values were divided by, "" when compared raw;
 	// Paired is true when each sample was divided by the floor's sample
-	// of the same run (RunKey), false when by the floor's median.
+	// of the same run (RunKey), false when by the floor's sample of the
+	// same index (or its median, when the counts differ).
 	Floor  string
 	Paired bool
 	// FloorName is the benchmark's configured floor even when it was not
