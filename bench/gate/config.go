@@ -66,7 +66,8 @@ type Config struct {
 	// (two-sided); default DefaultAlpha.
 	Alpha float64 `yaml:"alpha" json:"alpha"`
 	// MinEffect is the least relative change of the median that counts
-	// (0.05 is 5%); default DefaultMinEffect. Negative means 0.
+	// (0.05 is 5%); default DefaultMinEffect. Negative means 0 (a config
+	// file's "min_effect: 0" is read as -1).
 	MinEffect float64 `yaml:"-" json:"min_effect"`
 	// MinSamples is the fewest samples per side; fewer is an error.
 	// Default DefaultMinSamples; a sample count at which the U test cannot
@@ -175,6 +176,9 @@ func ParseConfig(r io.Reader, name string) (Config, error) {
 		v, err := ParseFraction(file.MinEffect)
 		if err != nil {
 			return Config{}, fmt.Errorf("%w: %s: min_effect: %v", ErrConfig, name, err)
+		}
+		if v == 0 {
+			v = -1 // written as 0: none, not the default that an unset 0 means
 		}
 		c.MinEffect = v
 	}

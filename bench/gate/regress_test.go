@@ -180,3 +180,17 @@ func TestSlowerMachineUnpairedFalseAlarms(t *testing.T) {
 	t.Logf("machine 40%% slower, 10%% noise: a false alarm in %d runs of %d", alarms, seeds)
 	assert.LessOrEqual(t, alarms, seeds*5/100)
 }
+
+// min_effect: 0 in a config file means no minimum effect, as it does in a
+// rule; it is not the zero value that a Config left unset fills with the
+// 5% default.
+func TestExplicitZeroMinEffect(t *testing.T) {
+	for _, y := range []string{"min_effect: 0\n", "min_effect: 0%\n"} {
+		cfg, err := gate.ParseConfig(strings.NewReader(y), "x.yaml")
+		require.NoError(t, err)
+		rep, err := compare(t, side([]string{"A"}, 10, 100), side([]string{"A"}, 10, 103), cfg)
+		require.NoError(t, err)
+		assert.Equal(t, 0.0, rep.MinEffect, "%q", y)
+		assert.Equal(t, gate.Regressed, find(t, rep, "A", "sec/op").Verdict, "%q: a 3%% slowdown, no minimum effect", y)
+	}
+}

@@ -45,6 +45,9 @@ func (g *gateFlags) resolve() (gate.Config, error) {
 		if err != nil {
 			return cfg, usageError{fmt.Errorf("--min-effect: %w", err)}
 		}
+		if f == 0 {
+			f = -1 // none: a zero MinEffect would mean the default
+		}
 		cfg.MinEffect = f
 	}
 	return cfg, cfg.Validate()

@@ -232,6 +232,12 @@ func TestGateExitCodes(t *testing.T) {
 	assert.Equal(t, exitError, code, "too few samples is an error, not a pass: %s%s", out, errOut)
 	code, _, _ = runCLI(t, "gate", base)
 	assert.Equal(t, exitUsage, code)
+	// --min-effect 0 is no minimum effect, not the config's 5%.
+	slight := benchFile(t, dir, "slight.txt", 10, 103)
+	code, out, errOut = runCLI(t, "gate", base, slight)
+	assert.Equal(t, exitOK, code, "%s%s", out, errOut)
+	code, out, errOut = runCLI(t, "gate", "--min-effect", "0", base, slight)
+	assert.Equal(t, exitThresholds, code, "%s%s", out, errOut)
 	code, _, _ = runCLI(t, "bench", "ab")
 	assert.Equal(t, exitUsage, code)
 }
