@@ -155,7 +155,8 @@ func LoadConfig(path string) (Config, error) {
 // alpha, min_effect, min_samples, units, exact_units, normalize,
 // correction and rules (with
 // match, role, floor, alpha, min_effect, units, better, ignore). Effects
-// are fractions or percentages ("5%"). Unknown keys are errors. The result
+// are fractions or percentages ("5%"). Unknown keys, duplicated keys and a
+// second YAML document are errors. The result
 // is validated.
 func ParseConfig(r io.Reader, name string) (Config, error) {
 	var file struct {
@@ -170,6 +171,16 @@ func ParseConfig(r io.Reader, name string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || len(more.Content) > 0 && more.Content[0].ShortTag() != "!!null" { // an empty document is none
+			return Config{}, fmt.Errorf("%w: %s: more than one YAML document (a config is one)", ErrConfig, name)
+		}
 	}
 	c := file.Config
 	if file.MinEffect != "" {

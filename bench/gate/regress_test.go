@@ -194,3 +194,13 @@ func TestExplicitZeroMinEffect(t *testing.T) {
 		assert.Equal(t, gate.Regressed, find(t, rep, "A", "sec/op").Verdict, "%q: a 3%% slowdown, no minimum effect", y)
 	}
 }
+
+// A config file of two YAML documents (a stray "---") is an error naming
+// it, not the first document with the rest silently ignored.
+func TestConfigSecondDocumentIsAnError(t *testing.T) {
+	_, err := gate.ParseConfig(strings.NewReader("alpha: 0.05\n---\nmin_effect: 20%\n"), "two.yaml")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, gate.ErrConfig)
+	assert.Contains(t, err.Error(), "two.yaml")
+	assert.Contains(t, err.Error(), "document")
+}
