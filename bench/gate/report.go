@@ -29,8 +29,9 @@ type Report struct {
 	Tests      int
 	// Comparisons in the base side's order.
 	Comparisons []Comparison
-	// Missing are benchmarks the base has and the candidate does not; New
-	// the reverse. Neither fails the gate.
+	// Missing are benchmarks the base has and the candidate does not (each
+	// makes Compare's error wrap ErrTooFewSamples: nothing says it did not
+	// regress); New the reverse, which is no error.
 	Missing, New []string
 	// Warnings: unparsable lines, missing floors, GOMAXPROCS mismatches,
 	// units of unknown direction.
