@@ -90,26 +90,30 @@ func (c *conn) readLoop() {
 
 	idle, frameTO, helloTO := int64(s.cfg.IdleTimeout), int64(s.cfg.FrameTimeout), int64(s.cfg.HelloTimeout)
 	helloBy := now + helloTO
-	// The read deadline is the earliest of the idle one (lastFrame+idle),
-	// the partial-frame one (partialSince+frameTO) and, until the Hello,
-	// the Hello one (helloBy), armed within [exact,
-	// exact+timeout/8] of it and moved only when it leaves that range: a
-	// busy connection re-arms it about once per eighth of a timeout instead
-	// of after every read (a timer update per read was a few percent of a
+	// Each timeout that applies has an exact time (lastFrame+idle, the
+	// partial frame's partialSince+frameTO and, until the Hello, helloBy)
+	// and a latest time, an eighth of that timeout later. The read
+	// deadline is kept within [lo, hi]: lo the earliest exact time, hi the
+	// earliest latest time (not the latest time of the timeout with the
+	// earliest exact time: a partial frame begun just before the idle
+	// timeout was otherwise held until idle/8 after it, beyond its own
+	// frameTO/8). It is moved only when it leaves that range: a busy
+	// connection re-arms it about once per eighth of a timeout instead of
+	// after every read (a timer update per read was a few percent of a
 	// loaded server's CPU; reads that end inside a frame restart the
 	// partial-frame clock just as often as frames end). A connection is
-	// closed at most an eighth of its timeout late, never early.
+	// closed at most an eighth of a timeout late, never early.
 	lastFrame, partialSince, deadline := now, int64(0), int64(0)
 	for {
-		want, slack := lastFrame+idle, idle/8
-		if partialSince != 0 && partialSince+frameTO < want {
-			want, slack = partialSince+frameTO, frameTO/8
+		lo, hi := lastFrame+idle, lastFrame+idle+idle/8
+		if partialSince != 0 {
+			lo, hi = min(lo, partialSince+frameTO), min(hi, partialSince+frameTO+frameTO/8)
 		}
-		if !c.hello && helloBy < want {
-			want, slack = helloBy, helloTO/8
+		if !c.hello {
+			lo, hi = min(lo, helloBy), min(hi, helloBy+helloTO/8)
 		}
-		if deadline < want || deadline > want+slack {
-			deadline = want + slack
+		if deadline < lo || deadline > hi {
+			deadline = hi
 			c.nc.SetReadDeadline(s.deadline(deadline))
 		}
 		if c.closing.Load() {

@@ -313,3 +313,31 @@ func TestReadServiceOfARealConnection(t *testing.T) {
 		prev = got
 	}
 }
+
+// A partial frame begun just before the idle timeout is due is cut within
+// FrameTimeout/8 of its own timeout, not at the idle deadline's lazy
+// bound: here the idle timeout is due 50ms after the frame begins and the
+// frame's 200ms later, so the connection must close by 225ms after the
+// frame began; the idle deadline alone, armed at its own latest time
+// (IdleTimeout/8 = 600ms late), held it about 650ms.
+func TestPartialFrameNearTheIdleTimeoutKeepsItsBound(t *testing.T) {
+	const idle, frameTO = 4800 * time.Millisecond, 200 * time.Millisecond
+	cfg := testConfig()
+	cfg.IdleTimeout = idle
+	cfg.FrameTimeout = frameTO
+	s := startServer(t, cfg)
+	c := mustDial(t, s.Addr())
+	start := time.Now()
+	c.mustHello(t, "a", "p")
+	time.Sleep(idle - 50*time.Millisecond - time.Since(start))
+	b, _ := wire.AppendInput(nil, kMove, []byte{1, 2, 3})
+	c.mustWrite(t, b[:3])
+	began := time.Now()
+	if _, ok, err := c.waitClosed(5 * time.Second); err != nil || !ok {
+		t.Fatalf("not closed for its partial frame: %v (disconnect frame %v)", err, ok)
+	}
+	// 200ms of scheduling slack beyond the bound.
+	if held := time.Since(began); held > frameTO+frameTO/8+200*time.Millisecond {
+		t.Errorf("closed %v after its partial frame began: more than FrameTimeout %v plus an eighth", held, frameTO)
+	}
+}
