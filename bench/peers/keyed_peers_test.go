@@ -10,6 +10,8 @@ import (
 	"github.com/throttled/throttled/v2"
 	ulule "github.com/ulule/limiter/v3"
 	xrate "golang.org/x/time/rate"
+
+	"github.com/sluicedev/sluice/atomicbucket"
 )
 
 // ---- xrate-map: one x/time/rate Limiter per key in a map[uint64] under a
@@ -41,6 +43,39 @@ func (x *xrateMap) Take(_ int, k uint64, _ int64) bool {
 }
 
 func (x *xrateMap) Close() {}
+
+// ---- xrate-map-at: the same map, each take AllowN(t, 1) with t the
+// caller's clock, as sluice-at is handed it: x/time/rate's own API for a
+// time the caller read. The caller's int64 clock (atomicbucket.Nanotime's
+// scale) is carried over to a time.Time by one Add from an anchor read at
+// build time, the cost of keeping a time.Time clock.
+
+type xrateMapAt struct {
+	xrateMap
+	anchor   time.Time // a time.Now() reading ...
+	anchorNs int64     // ... and atomicbucket.Nanotime() read beside it
+}
+
+func buildXrateMapAt(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	x := &xrateMapAt{xrateMap: xrateMap{m: make(map[uint64]*xrate.Limiter), c: c}}
+	x.anchor, x.anchorNs = time.Now(), atomicbucket.Nanotime()
+	return insertAll(tb, ks, x)
+}
+
+func (x *xrateMapAt) Take(_ int, k uint64, now int64) bool {
+	x.mu.RLock()
+	l := x.m[k]
+	x.mu.RUnlock()
+	if l == nil {
+		x.mu.Lock()
+		if l = x.m[k]; l == nil {
+			l = xrate.NewLimiter(xrate.Limit(x.c.rate), int(x.c.burst))
+			x.m[k] = l
+		}
+		x.mu.Unlock()
+	}
+	return l.AllowN(x.anchor.Add(time.Duration(now-x.anchorNs)), 1)
+}
 
 // ---- sethvargo: memorystore (map[string] under an RWMutex, a mutex per
 // bucket). Tokens = burst per Interval = burst/rate (1000 per 1 ms).

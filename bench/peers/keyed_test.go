@@ -20,7 +20,8 @@ import (
 var keyedImpls = []keyedImpl{
 	{name: "sluice-at", build: buildSluiceKeyed(true)}, // TakeAt(key, now): the caller's clock
 	{name: "sluice", build: buildSluiceKeyed(false)},   // ignores now, reads its own clock
-	{name: "xrate-map", build: buildXrateMap},
+	{name: "xrate-map", build: buildXrateMap},          // Allow(): reads time.Now
+	{name: "xrate-map-at", build: buildXrateMapAt},     // AllowN(t, 1): the caller's clock, as sluice-at
 	{name: "sethvargo", build: buildSethvargoKeyed},
 	{name: "throttled", build: buildThrottledKeyed},
 	{name: "ulule", build: buildUluleKeyed},

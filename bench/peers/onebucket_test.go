@@ -67,6 +67,7 @@ var oneBucketImpls = []oneBucketImpl{
 	{name: "sluice-at", serial: sluiceAtSerial, parallel: sluiceAtParallel},
 	{name: "sluice-coarse", serial: sluiceCoarseSerial, parallel: sluiceCoarseParallel},
 	{name: "xrate", serial: xrateSerial, parallel: xrateParallel},
+	{name: "xrate-at", serial: xrateAtSerial, parallel: xrateAtParallel},
 	{name: "uber", passOnly: true, serial: uberSerial, parallel: uberParallel},
 	{name: "juju", serial: jujuSerial, parallel: jujuParallel},
 	{name: "throttled", serial: throttledSerial, parallel: throttledParallel},
@@ -258,7 +259,8 @@ func sluiceCoarseParallel(b *testing.B, c config) int64 {
 	return total.Load()
 }
 
-// ---- xrate: golang.org/x/time/rate Limiter.Allow (a mutex and time.Now).
+// ---- xrate: golang.org/x/time/rate Limiter.Allow (a mutex and time.Now),
+// as sluice's own-clock Take reads its clock.
 
 func newXrate(c config) *xrate.Limiter {
 	return xrate.NewLimiter(xrate.Limit(c.rate), int(c.burst))
@@ -291,6 +293,52 @@ func xrateParallel(b *testing.B, c config) int64 {
 		var passed int64
 		for pb.Next() {
 			if l.Allow() {
+				passed++
+			}
+		}
+		total.Add(passed)
+	})
+	b.StopTimer()
+	return total.Load()
+}
+
+// ---- xrate-at: Limiter.AllowN(t, 1) with the caller's clock, as sluice-at
+// is handed it: a time.Time advanced by 1 ns per op (in parallel, one per
+// goroutine, all starting at the bucket's creation), x/time/rate's own API
+// for a time the caller keeps.
+
+func xrateAtSerial(b *testing.B, c config) int64 {
+	l := newXrate(c)
+	t := time.Now()
+	if !c.pass {
+		mustFirst(b, l.AllowN(t, 1))
+	}
+	var passed int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t = t.Add(1)
+		if l.AllowN(t, 1) {
+			passed++
+		}
+	}
+	b.StopTimer()
+	return passed
+}
+
+func xrateAtParallel(b *testing.B, c config) int64 {
+	l := newXrate(c)
+	start := time.Now()
+	if !c.pass {
+		mustFirst(b, l.AllowN(start, 1))
+	}
+	var total atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var passed int64
+		t := start
+		for pb.Next() {
+			t = t.Add(1)
+			if l.AllowN(t, 1) {
 				passed++
 			}
 		}

@@ -37,14 +37,16 @@ type Ratio struct {
 // Tracked is the list of ratios the project watches. Lower is better for
 // every one of them.
 var Tracked = []Ratio{
-	{"sluice-at pass / xrate pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate/pass/serial"},
+	// sluice-at is handed the caller's clock, and so is xrate-at (AllowN);
+	// sluice and xrate read their own.
+	{"sluice-at pass / xrate-at pass", "OneBucket/sluice-at/pass/serial", "OneBucket/xrate-at/pass/serial"},
 	{"sluice-at pass / Floor/cas", "OneBucket/sluice-at/pass/serial", "Floor/cas"},
 	{"sluice-at pass / Floor/cas-call", "OneBucket/sluice-at/pass/serial", "Floor/cas-call"},
 	{"Floor/cas-call / Floor/cas", "Floor/cas-call", "Floor/cas"},
-	{"sluice-at deny / xrate deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate/deny/serial"},
+	{"sluice-at deny / xrate-at deny", "OneBucket/sluice-at/deny/serial", "OneBucket/xrate-at/deny/serial"},
 	{"sluice pass / xrate pass", "OneBucket/sluice/pass/serial", "OneBucket/xrate/pass/serial"},
 	{"sluice-coarse pass / xrate pass", "OneBucket/sluice-coarse/pass/serial", "OneBucket/xrate/pass/serial"},
-	{"parallel deny sluice-at / xrate", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate/deny/parallel"},
+	{"parallel deny sluice-at / xrate-at", "OneBucket/sluice-at/deny/parallel", "OneBucket/xrate-at/deny/parallel"},
 	{"parallel pass sluice-at / juju", "OneBucket/sluice-at/pass/parallel", "OneBucket/juju/pass/parallel"},
 	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
 	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", "Keyed/*/1m/serial"},
@@ -206,9 +208,9 @@ func (s *Summary) Write(w io.Writer) {
 	fmt.Fprintln(w, "| --- | ---: |")
 	for _, r := range Tracked {
 		if v, den, ok := s.RatioOf(r); ok && den != r.Den { // a peer chosen for "*"
-			fmt.Fprintf(w, "| %s | %.3f (%s) |\n", r.Label, v, den)
+			fmt.Fprintf(w, "| %s | %.4f (%s) |\n", r.Label, v, den)
 		} else if ok {
-			fmt.Fprintf(w, "| %s | %.3f |\n", r.Label, v)
+			fmt.Fprintf(w, "| %s | %.4f |\n", r.Label, v)
 		} else {
 			fmt.Fprintf(w, "| %s | n/a |\n", r.Label)
 		}

@@ -13,8 +13,10 @@ pkg: github.com/sluicedev/sluice/bench/peers
 BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 4.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 6.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkOneBucket/sluice-at/pass/serial-2     	100	 5.0 ns/op	 0 B/op	 0 allocs/op
-BenchmarkOneBucket/xrate/pass/serial-2         	100	40.0 ns/op	 0 B/op	 0 allocs/op
-BenchmarkOneBucket/xrate/pass/serial-2         	100	60.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/xrate/pass/serial-2         	100	90.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/xrate-at/pass/serial-2      	100	40.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/xrate-at/pass/serial-2      	100	60.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkOneBucket/sluice/pass/serial-2        	100	 9.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkFloor/cas-2                           	100	 2.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkFloor/map1m-2                         	100	80.0 ns/op	 0 B/op	 0 allocs/op
 BenchmarkKeyed/sluice-at/1m/serial-2           	100	120.0 ns/op	 0 B/op	 0 allocs/op
@@ -33,7 +35,7 @@ func TestMediansAndRatios(t *testing.T) {
 	if m, n, _ := s.Median("OneBucket/sluice-at/pass/serial", "ns/op"); m != 5 || n != 3 {
 		t.Errorf("median = %v over %d, want 5 over 3", m, n)
 	}
-	if m, _, _ := s.Median("OneBucket/xrate/pass/serial", "ns/op"); m != 50 {
+	if m, _, _ := s.Median("OneBucket/xrate-at/pass/serial", "ns/op"); m != 50 {
 		t.Errorf("even-count median = %v, want 50", m)
 	}
 	if m, _, _ := s.Median("Memory/map-floor/1m", "bytes/key"); m != 40.5 {
@@ -46,9 +48,10 @@ func TestMediansAndRatios(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %v, %v", label, got, ok, want, wantOK)
 		}
 	}
-	check("sluice-at pass / xrate pass", 0.1, true)
+	check("sluice-at pass / xrate-at pass", 0.1, true) // both on the caller's clock
+	check("sluice pass / xrate pass", 0.1, true)       // both on their own
 	check("sluice-at pass / Floor/cas", 2.5, true)
-	check("sluice-at deny / xrate deny", 0, false)
+	check("sluice-at deny / xrate-at deny", 0, false)
 	check("keyed 1m sluice-at / Floor/map1m", 1.5, true)
 	check("keyed 1m sluice-at / fastest peer", 0.25, true) // sethvargo's 480, the lowest of three present
 	check("keyed 1k sluice-at / Floor/map1k", 0, false)
@@ -57,7 +60,7 @@ func TestMediansAndRatios(t *testing.T) {
 	if err := run(nil, strings.NewReader(sample), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| OneBucket/sluice-at/pass/serial | 3 | 5.00 | 4.00–6.00 | 0 | 0 |", "| sluice-at pass / xrate pass | 0.100 |", "| sluice-at deny / xrate deny | n/a |", "| keyed 1m sluice-at / fastest peer | 0.250 (Keyed/sethvargo/1m/serial) |", "40.5 bytes/key"} {
+	for _, want := range []string{"| OneBucket/sluice-at/pass/serial | 3 | 5.00 | 4.00–6.00 | 0 | 0 |", "| sluice-at pass / xrate-at pass | 0.1000 |", "| sluice-at deny / xrate-at deny | n/a |", "| keyed 1m sluice-at / fastest peer | 0.2500 (Keyed/sethvargo/1m/serial) |", "40.5 bytes/key"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
