@@ -48,8 +48,9 @@ const (
 	// FindingRetryNotSent: retry guidance on a channel whose denials get no
 	// reply (input, predicted).
 	FindingRetryNotSent = "RetryNotSent"
-	// FindingBurstOfOne: a burst of 1 fails the second click of an honest
-	// double-click; leave 2–3× the human burst.
+	// FindingBurstOfOne: a burst that holds one message (below twice the
+	// channel's cost) fails the second click of an honest double-click;
+	// leave 2–3× the human burst.
 	FindingBurstOfOne = "BurstOfOne"
 	// FindingUnreachable: no message of the channel can ever pass (its
 	// cost above an aggregate burst, its minimum byte charge above the byte
@@ -177,9 +178,6 @@ func audit(p Policy, strict bool) []Finding {
 		case c.Class != ClassRequest && *c.RetryAfter:
 			add(FindingRetryNotSent, SeverityInfo, name, path+".retryAfter", "%s channels are dropped without a reply: retry guidance is never sent", c.Class)
 		}
-		if burst < 2 {
-			add(FindingBurstOfOne, SeverityWarning, name, path+".burst", "a burst of %g fails the second click of an honest double-click; leave 2-3 times the human burst and let the rate limit", burst)
-		}
 		size := *c.MaxSize
 		if size > maxFrame {
 			add(FindingMaxSizeAboveFrame, SeverityInfo, name, path+".maxSize", "max size %d is above the transport's max frame %d, which wins", size, maxFrame)
@@ -191,6 +189,9 @@ func audit(p Policy, strict bool) []Finding {
 		// burst/cost. The account, match and address buckets are charged
 		// the same cost per message, so they compare in tokens.
 		msgRate, msgBurst := rate/cost, burst/cost
+		if math.Floor(msgBurst) < 2 { // a full bucket holds whole messages
+			add(FindingBurstOfOne, SeverityWarning, name, path+".burst", "a burst of %g at cost %g holds one message: it fails the second click of an honest double-click; leave 2-3 times the human burst and let the rate limit", burst, cost)
+		}
 
 		// Transport: frames and bytes.
 		if b := &t.Frames; !b.Disabled {

@@ -145,3 +145,15 @@ func TestAuditMinChargeOnce(t *testing.T) {
 	}
 	assert.Equal(t, []string{"transport.minCharge"}, paths)
 }
+
+// A channel's burst is in tokens and a message takes cost of them: a burst
+// of 3 at cost 2 holds one message, so the second click of a double-click
+// fails, as with a burst of 1 at cost 1. The gate agrees.
+func TestAuditBurstOfOneCountsMessages(t *testing.T) {
+	p := Policy{Channels: []Channel{{Name: "x", Class: ClassInput, Rate: new(5.0), Burst: new(3.0), Cost: new(uint64(2))}}}
+	g := mustGate(t, p)
+	s := mustOpen(t, g, addrA, 0)
+	require.True(t, g.Check(Message{Session: s, Kind: 0, Size: 10}, 0).OK())
+	require.Equal(t, ChannelLimit, g.Check(Message{Session: s, Kind: 0, Size: 10}, 0).Reason, "one message at once")
+	assert.NotEmpty(t, findings(Audit(p), FindingBurstOfOne, "x"), "%v", Audit(p))
+}
