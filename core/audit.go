@@ -185,18 +185,20 @@ func audit(p Policy, strict bool) []Finding {
 		}
 
 		// The channel's rate and burst are in tokens, and a message takes
-		// cost of them: in messages (frames, reads) they are rate/cost and
-		// burst/cost. The account, match and address buckets are charged
-		// the same cost per message, so they compare in tokens.
-		msgRate, msgBurst := rate/cost, burst/cost
-		if math.Floor(msgBurst) < 2 { // a full bucket holds whole messages
+		// cost of them: in messages (frames, reads) the rate is rate/cost
+		// and the burst the whole messages a full bucket holds,
+		// floor(burst/cost). The account, match and address buckets are
+		// charged the same cost per message, so they hold
+		// floor(theirBurst/cost) of them.
+		msgRate, msgBurst := rate/cost, math.Floor(burst/cost)
+		if msgBurst < 2 {
 			add(FindingBurstOfOne, SeverityWarning, name, path+".burst", "a burst of %g at cost %g holds one message: it fails the second click of an honest double-click; leave 2-3 times the human burst and let the rate limit", burst, cost)
 		}
 
 		// Transport: frames and bytes.
 		if b := &t.Frames; !b.Disabled {
-			if msgBurst > *b.Burst {
-				add(FindingBurstUnreachable, SeverityWarning, name, path+".burst", "a burst of %g messages (burst %g ÷ cost %g) is above the frame burst %g: it can never arrive at once", msgBurst, burst, cost, *b.Burst)
+			if msgBurst > math.Floor(*b.Burst) {
+				add(FindingBurstUnreachable, SeverityWarning, name, path+".burst", "a burst of %g messages (burst %g at cost %g) is above the frame burst %g: it can never arrive at once", msgBurst, burst, cost, *b.Burst)
 			}
 			if msgRate > *b.Rate {
 				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "%g messages/s (rate %g ÷ cost %g) is above the frame rate %g/s", msgRate, rate, cost, *b.Rate)
@@ -236,8 +238,8 @@ func audit(p Policy, strict bool) []Finding {
 			switch {
 			case cost > math.Floor(ab):
 				add(FindingUnreachable, l.sev, name, path+".cost", "cost %g is above the %s burst %g: the channel %s", cost, l.field, ab, l.never)
-			case burst > ab:
-				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst", "burst %g tokens is above the %s burst %g (it is charged the same cost per message)", burst, l.field, ab)
+			case msgBurst > math.Floor(ab/cost):
+				add(FindingBurstUnreachable, SeverityInfo, name, path+".burst", "a burst of %g messages (burst %g at cost %g) is above the %g the %s burst %g holds (it is charged the same cost per message)", msgBurst, burst, cost, math.Floor(ab/cost), l.field, ab)
 			}
 			if rate > ar && l.field == "account" {
 				add(FindingRateUnreachable, SeverityWarning, name, path+".rate", "rate %g tokens/s is above the account rate %g/s (it is charged the same cost per message)", rate, ar)

@@ -69,11 +69,11 @@ func TestAuditFindings(t *testing.T) {
 			p.Transport.MinCharge = new(uint32(9000))
 		}, FindingUnreachable, SeverityError, ""},
 		{"channel burst above the account burst", func(p *Policy) {
-			// 10 tokens at 4 a message: 2.5 messages, 10 tokens from the
-			// account's 8 (a burst of 30 would hold them: the cost is
-			// charged to both, not multiplied again).
+			// 10 tokens at 4 a message: 2 messages at once, 8 tokens from
+			// the account's 7, which holds 1 (a burst of 8 would hold
+			// them: the cost is charged to both, not multiplied again).
 			p.Channels[0].Cost = new(uint64(4))
-			p.Account = Budget{Rate: new(100.0), Burst: new(8.0)}
+			p.Account = Budget{Rate: new(100.0), Burst: new(7.0)}
 		}, FindingBurstUnreachable, SeverityInfo, "x"},
 		{"burst above the frame burst", func(p *Policy) { p.Channels[0].Burst = new(200.0) }, FindingBurstUnreachable, SeverityWarning, "x"},
 		{"rate above the frame rate", func(p *Policy) { p.Channels[0].Rate = new(500.0); p.Channels[0].Burst = new(100.0) }, FindingRateUnreachable, SeverityWarning, "x"},
@@ -156,4 +156,23 @@ func TestAuditBurstOfOneCountsMessages(t *testing.T) {
 	require.True(t, g.Check(Message{Session: s, Kind: 0, Size: 10}, 0).OK())
 	require.Equal(t, ChannelLimit, g.Check(Message{Session: s, Kind: 0, Size: 10}, 0).Reason, "one message at once")
 	assert.NotEmpty(t, findings(Audit(p), FindingBurstOfOne, "x"), "%v", Audit(p))
+}
+
+// A bucket passes whole messages: a burst of 10.5 tokens at cost 1 is 10
+// messages at once, which a frame burst of 10 and an account burst of 10
+// both hold. The gate passes all 10; the audit says nothing is out of reach.
+func TestAuditBurstInWholeMessages(t *testing.T) {
+	p := Policy{
+		Channels:  []Channel{{Name: "x", Class: ClassInput, Rate: new(5.0), Burst: new(10.5), MaxSize: new(uint32(100))}},
+		Transport: Transport{Frames: Budget{Rate: new(100.0), Burst: new(10.0)}, MinCharge: new(uint32(100))},
+		Account:   Budget{Rate: new(100.0), Burst: new(10.0)},
+	}
+	g := mustGate(t, p)
+	s := mustOpen(t, g, addrA, 0)
+	mustAuth(t, g, s, 1, 0)
+	for i := range 10 {
+		require.True(t, g.Check(Message{Session: s, Kind: 0, Size: 100}, 0).OK(), "message %d", i)
+	}
+	require.False(t, g.Check(Message{Session: s, Kind: 0, Size: 100}, 0).OK())
+	assert.Empty(t, findings(Audit(p), FindingBurstUnreachable, "x"), "the channel's 10 messages all pass")
 }
