@@ -80,6 +80,8 @@ type Result struct {
 	Recorder *Recorder
 	// Series is [population][interval], over the whole run (warm-up
 	// included); replies awaited after the end count in the last point.
+	// A run that did not complete has the points up to Ran only: the
+	// last is the one Ran falls in, and holds what was counted after it.
 	Series [][]Interval
 	// CutOffs are, per population, for each client the server
 	// disconnected or locked out (in client order), the time from its
@@ -592,6 +594,8 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 	n := len(labels)
 	if complete {
 		ran = total
+	} else {
+		ser.truncate(int64(min(ran, total)))
 	}
 	res := &Result{
 		Ran:          min(ran, total),

@@ -88,6 +88,28 @@ func (s *series) index(t int64) int {
 	return min(max(int(t/s.width), 0), n-1)
 }
 
+// truncate ends a stopped run's series at ran, how far it got: it keeps
+// the points that start before ran (at least one) and adds what the
+// points after them hold (the last reads of a loopback run's counters,
+// taken just after it stopped) into the last point kept, so that no count
+// is lost and no point covers time the run never reached.
+func (s *series) truncate(ran int64) {
+	keep := int(max((ran+s.width-1)/s.width, 1))
+	dense := NewSeriesHistogram()
+	for pop, pts := range s.pts {
+		if keep >= len(pts) {
+			continue
+		}
+		for k := keep; k < len(pts); k++ {
+			tail := &pts[k]
+			lost := tail.ResponseInto(dense)
+			s.add(pop, keep-1, tail, dense)
+			s.pts[pop][keep-1].Dropped += lost
+		}
+		s.pts[pop] = pts[:keep:keep]
+	}
+}
+
 // NewSeriesHistogram returns an empty dense histogram in SeriesHist's
 // geometry: what a series point's Response merges into (MergeInto) for
 // its percentiles and encoding.

@@ -87,10 +87,13 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				}
 				drops[out.String()] += n
 			}
-			length := s.Interval
-			if end := iv.Start + length; end > s.Duration {
-				length = s.Duration - iv.Start
+			// The last point ends with the run: at its Duration, or
+			// where a stopped run stopped (its series ends there).
+			end := s.Duration
+			if !r.Complete {
+				end = min(end, max(r.Ran, iv.Start+1))
 			}
+			length := min(s.Interval, end-iv.Start)
 			if err := p.AddInterval(iv.Start, length, iv.Sent, iv.Accepted, drops, rt); err != nil {
 				return err
 			}
