@@ -371,10 +371,13 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 	}
 	cmp.Base, cmp.Cand = median(bx), median(cx)
 	cmp.Delta = relDelta(cmp.Base, cmp.Cand)
-	if cmp.FloorName != "" && cmp.Floor == "" {
-		// Compared raw beside a floor that moved less than the minimum
-		// effect (or not significantly): whatever it moved by is in the
-		// raw delta too, so the change must also be large as a ratio.
+	if cmp.FloorName != "" && cmp.Floor == "" && cmp.FloorP < s.alpha {
+		// Compared raw beside a floor that moved significantly, but by
+		// less than the minimum effect (a machine a little slower or
+		// faster): what it moved by is in the raw delta too, so the change
+		// must also be large as a ratio. Not beside a floor that did not
+		// move significantly: its median moves by chance, and would as
+		// often cancel a real regression as make one.
 		cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
 	}
 

@@ -150,6 +150,37 @@ func TestSlightlySlowerMachineIsNotARegression(t *testing.T) {
 	}
 }
 
+// The ratio check of a raw comparison applies only beside a floor that
+// moved significantly: a noisy floor whose median moved by chance must not
+// cancel a benchmark's real regression. Here the floor's samples are
+// spread over 2-3.5 ns on both sides (its median moves by chance, p far
+// above alpha), and the benchmark is 20% slower with 1% noise.
+func TestNoisyFloorDoesNotHideARegression(t *testing.T) {
+	floor := func(vals ...float64) string {
+		var b strings.Builder
+		for _, v := range vals {
+			fmt.Fprintf(&b, "BenchmarkFloor/cas-2 \t 1000000\t %.4f ns/op\t 0 B/op\t 0 allocs/op\n", v)
+		}
+		return b.String()
+	}
+	work := func(ns float64) string {
+		var b strings.Builder
+		r := rand.New(rand.NewPCG(3, 4))
+		for range 10 {
+			fmt.Fprintf(&b, "BenchmarkBucket/pass/serial-2 \t 1000000\t %.4f ns/op\t 0 B/op\t 0 allocs/op\n", ns*math.Exp(r.NormFloat64()*0.01))
+		}
+		return b.String()
+	}
+	head := "goos: linux\ngoarch: amd64\npkg: github.com/sluicedev/sluice/bench\n"
+	base := head + floor(2, 2, 2, 2, 2.5, 3, 3.5, 3.5, 3.5, 3.5) + work(5)
+	cand := head + floor(2, 2, 2, 2, 3, 3.5, 3.5, 3.5, 3.5, 3.5) + work(6)
+	rep, err := compare(t, base, cand, gate.DefaultConfig())
+	require.NoError(t, err)
+	fl := find(t, rep, "Bucket/pass/serial", "sec/op")
+	require.Greater(t, fl.FloorP, 0.05, "the floor did not move significantly")
+	assert.True(t, rep.Regressed(), "a 20%% regression beside a noisy floor: %+v", fl)
+}
+
 // Without run keys (plain go test -count output) time is divided by the
 // floor sample of the same index, as Set says, so each ratio is one
 // independent sample. Dividing every sample of a side by the floor's median
