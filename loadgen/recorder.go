@@ -81,6 +81,7 @@ type Stats struct {
 	Events    int64 // events received from the driver
 	Unmatched int64 // replies and pongs that matched nothing in flight (late after a timeout, stale, or unsolicited)
 	Stopped   int64 // workers that stopped on their action count rather than at the end of the run
+	Overdue   int64 // actions due before the end of the run that a worker behind its schedule had not carried out when it ended (see Outcome HeldAtEnd)
 }
 
 func (s *Stats) add(o Stats) {
@@ -89,6 +90,7 @@ func (s *Stats) add(o Stats) {
 	s.Events += o.Events
 	s.Unmatched += o.Unmatched
 	s.Stopped += o.Stopped
+	s.Overdue += o.Overdue
 }
 
 type popRecord struct {

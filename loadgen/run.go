@@ -705,6 +705,8 @@ func (r *Result) Canonical() ([]byte, error) {
 	num(rec.cfg.Highest)
 	num(int64(rec.cfg.Digits))
 	st := rec.Stats
+	// Not Overdue: virtual time never falls behind its schedule, so in
+	// the sim it is always 0.
 	for _, v := range []int64{st.Actions, st.Skipped, st.Events, st.Unmatched, st.Stopped} {
 		num(v)
 	}

@@ -244,11 +244,12 @@ func (w *Worker) advance(cs *clientState) bool {
 	return false
 }
 
-// Run carries out every action (or MaxActions of them), those the worker
-// gets to only after the end of the run too (each is due before it), then
-// waits up to Timeout for the replies still awaited, counts the rest as
-// Timeout, and closes every connection. It returns ctx's error if ctx
-// ends first, or the driver's.
+// Run carries out every action up to the end of the run (or MaxActions of
+// them), counts those still due at the end, which a worker behind its
+// schedule never got to, as HeldAtEnd (see overdue), then waits up to
+// Timeout for the replies still awaited, counts the rest as Timeout, and
+// closes every connection. It returns ctx's error if ctx ends first, or
+// the driver's.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.rec.flush()
 	defer w.flushSeries()
@@ -277,10 +278,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		if w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
 			w.expire(now)
 		}
-		// Every action is before the end of the run: one still due at or
-		// after it (the worker fell behind) is carried out late, never
-		// skipped.
-		if w.sched.live == 0 && (now >= w.end || w.inflight == 0) {
+		if now >= w.end {
+			// Every action is due before the end: those left (the worker
+			// fell behind) are counted, not carried out, so that a run
+			// ends on time however far behind it is.
+			w.overdue(now)
+			break
+		}
+		if w.sched.live == 0 && w.inflight == 0 {
 			break
 		}
 		if !w.fireDue(now) {
@@ -305,14 +310,63 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// overdue counts every action still scheduled when the run ended at now,
+// each due before the end (a worker behind its schedule), without carrying
+// it out: what it would have sent is HeldAtEnd (in flight, not dropped:
+// the run ended first), with its send lag to now recorded, so that a run
+// that fell behind shows it in its send lag. Stats.Overdue counts them.
+func (w *Worker) overdue(now int64) {
+	for w.sched.live > 0 {
+		i := w.sched.tree[0].i
+		cs := &w.clients[i]
+		a, pop := &cs.next, cs.pop
+		w.rec.Stats.Overdue++
+		switch a.Op {
+		case OpSend:
+			kind := a.Kind
+			if kind >= NumKinds {
+				kind = KindRaw // as send counts an invalid kind
+			}
+			w.record(now, pop, kind, SendLag, now-a.At)
+			w.add(now, pop, kind, HeldAtEnd, int64(max(a.Count, 1)))
+		case OpRaw:
+			w.record(now, pop, KindRaw, SendLag, now-a.At)
+			w.add(now, pop, KindRaw, HeldAtEnd, 1)
+		case OpConnect, OpDial, OpRetry:
+			// As connect counts them: a retry of a client that is up is
+			// skipped, and only a connect that logs in sends a hello.
+			if a.Op == OpRetry && cs.state != down {
+				w.rec.Stats.Skipped++
+				break
+			}
+			w.record(now, pop, KindHello, SendLag, now-a.At)
+			if a.Op == OpConnect || a.Op == OpRetry && !cs.lastDial {
+				w.add(now, pop, KindHello, HeldAtEnd, 1)
+			}
+		}
+		if w.advance(cs) {
+			w.sched.replace(cs.next.At)
+		} else {
+			w.sched.live--
+			w.sched.replace(gone)
+		}
+	}
+}
+
 // batch bounds how many due actions are carried out between two polls, so
 // that events keep flowing when the worker is behind.
 const batch = 256
 
-// fireDue carries out due actions; false when MaxActions is reached.
+// fireDue carries out due actions up to the end of the run; false when
+// MaxActions is reached.
 func (w *Worker) fireDue(now int64) bool {
 	for n := 0; n < batch && w.sched.live > 0; n++ {
-		if w.sched.tree[0].at > now {
+		if n > 0 {
+			now = w.d.Now()
+		}
+		// At the end, Run counts what is left (overdue): a batch that
+		// takes long does not carry the run past it.
+		if w.sched.tree[0].at > now || now >= w.end {
 			return true
 		}
 		i := w.sched.tree[0].i
@@ -322,7 +376,6 @@ func (w *Worker) fireDue(now int64) bool {
 		}
 		w.actions++
 		w.rec.Stats.Actions++
-		now = w.d.Now()
 		w.exec(i, cs, &cs.next, now)
 		// The action is done with: only now may its stream overwrite it.
 		if w.advance(cs) {
@@ -344,7 +397,11 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 		if cs.left {
 			// The leave: the client's window is over, and what it still
 			// holds (or awaits) was in flight at its end, as at the end
-			// of the run, not dropped.
+			// of the run, not dropped; replies already past their
+			// deadline are Timeouts first, as at the end of the run.
+			if w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
+				w.expire(now)
+			}
 			w.heldAtEnd(cs, now)
 		}
 		if cs.state != down || len(cs.heldMeta) > 0 {
