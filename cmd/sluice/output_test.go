@@ -61,8 +61,9 @@ func TestRunPrintsTheSummaryWhenTheWriteFails(t *testing.T) {
 	errOut := &syncBuffer{}
 	root.SetOut(&out)
 	root.SetErr(errOut)
-	// Minutes of virtual time: a few seconds to run.
-	root.SetArgs([]string{"run", "--progress", "lines", "--duration", "20m", "-o", dir, scenarioDir + "quickstart.yaml"})
+	// Minutes of virtual time: about a second to run (ten under -race),
+	// time enough to make the conflict once the first variant has begun.
+	root.SetArgs([]string{"run", "--progress", "lines", "--duration", "4m", "-o", dir, scenarioDir + "quickstart.yaml"})
 	done := make(chan int, 1)
 	go func() { done <- execute(root) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -72,11 +73,11 @@ func TestRunPrintsTheSummaryWhenTheWriteFails(t *testing.T) {
 	}
 	hdr := filepath.Join(dir, reports.HDRDir)
 	require.NoError(t, os.WriteFile(hdr, []byte("mine"), 0o644))
-	require.NotContains(t, errOut.String(), "variant 2/2 tight: 20m0s of 20m0s", "the conflict was made after the run")
+	require.NotContains(t, errOut.String(), "variant 2/2 tight: 4m0s of 4m0s", "the conflict was made after the run")
 	var code int
 	select {
 	case code = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatal("the run did not end")
 	}
 	assert.Equal(t, exitError, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
