@@ -109,17 +109,26 @@ func (h Honest) Stream(c *Client) Stream {
 	return newMerge(subs...)
 }
 
+// The rates of h's streams (ticks per second, else ns between sends),
+// defaults filled in; 0 or less turns a stream off. streams and sends read
+// them, so what is sent and what a policy is checked for cannot part.
+func (h Honest) tickRate() float64    { return orFloat(h.TickRate, 20) }
+func (h Honest) abilityEvery() int64  { return orDur(h.AbilityEvery, 2*time.Second) }
+func (h Honest) chatEvery() int64     { return orDur(h.ChatEvery, 15*time.Second) }
+func (h Honest) purchaseEvery() int64 { return orDur(h.PurchaseEvery, 2*time.Minute) }
+func (h Honest) pingEvery() int64     { return orDur(h.PingEvery, time.Second) }
+
 // streams returns the client's first connect and the honest play that
 // follows it (Laggy and MassReconnect add theirs), and the connect's time.
 func (h Honest) streams(c *Client) ([]Stream, int64) {
 	first, t0 := firstConnect(c, h.ConnectSpread, OpConnect)
 	out := []Stream{first}
-	if tick := orFloat(h.TickRate, 20); tick > 0 {
+	if tick := h.tickRate(); tick > 0 {
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
 		// A negative TickJitter is none: newTicker clamps it to 0.
 		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
-	if every := orDur(h.AbilityEvery, 2*time.Second); every > 0 {
+	if every := h.abilityEvery(); every > 0 {
 		dbl := orFloat(h.DoubleClick, 0.2) // negative: Chance is never true
 		gap := orDur(h.DoubleClickGap, 120*time.Millisecond)
 		size := orInt(h.AbilitySize, 4)
@@ -134,9 +143,9 @@ func (h Honest) streams(c *Client) ([]Stream, int64) {
 				return q
 			}))
 	}
-	out = append(out, sizedEpisodes(c, subChat, t0, orDur(h.ChatEvery, 15*time.Second), KindChat, orInt(h.ChatSize, 40), true))
-	out = append(out, sizedEpisodes(c, subPurchase, t0, orDur(h.PurchaseEvery, 2*time.Minute), KindPurchase, orInt(h.PurchaseSize, 16), false))
-	if every := orDur(h.PingEvery, time.Second); every > 0 {
+	out = append(out, sizedEpisodes(c, subChat, t0, h.chatEvery(), KindChat, orInt(h.ChatSize, 40), true))
+	out = append(out, sizedEpisodes(c, subPurchase, t0, h.purchaseEvery(), KindPurchase, orInt(h.PurchaseSize, 16), false))
+	if every := h.pingEvery(); every > 0 {
 		out = append(out, newPhasedTicker(subRand(c, subPing), Action{Op: OpSend, Kind: KindPing}, t0, every, every/10, c.End))
 	}
 	return out, t0

@@ -1,7 +1,5 @@
 package loadgen
 
-import "time"
-
 // Sends returns the kinds of message that b's clients send (OpSend) under
 // its parameters, in kind order, each once: what a policy must have a
 // channel for (move, ability, chat, purchase; see ChannelsOf), and ping. A
@@ -53,9 +51,9 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 
 // sends marks the kinds h's streams send (see Honest.streams).
 func (h Honest) sends(set *[NumKinds]bool) {
-	set[KindMove] = orFloat(h.TickRate, 20) > 0
-	set[KindAbility] = orDur(h.AbilityEvery, 2*time.Second) > 0
-	set[KindChat] = orDur(h.ChatEvery, 15*time.Second) > 0
-	set[KindPurchase] = orDur(h.PurchaseEvery, 2*time.Minute) > 0
-	set[KindPing] = orDur(h.PingEvery, time.Second) > 0
+	set[KindMove] = h.tickRate() > 0
+	set[KindAbility] = h.abilityEvery() > 0
+	set[KindChat] = h.chatEvery() > 0
+	set[KindPurchase] = h.purchaseEvery() > 0
+	set[KindPing] = h.pingEvery() > 0
 }
