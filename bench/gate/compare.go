@@ -371,14 +371,18 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 	}
 	cmp.Base, cmp.Cand = median(bx), median(cx)
 	cmp.Delta = relDelta(cmp.Base, cmp.Cand)
-	if cmp.FloorName != "" && cmp.Floor == "" && cmp.FloorP < s.alpha {
-		// Compared raw beside a floor that moved significantly, but by
-		// less than the minimum effect (a machine a little slower or
-		// faster): what it moved by is in the raw delta too, so the change
-		// must also be large as a ratio. Not beside a floor that did not
-		// move significantly: its median moves by chance, and would as
-		// often cancel a real regression as make one.
-		cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
+	if cmp.FloorName != "" && cmp.Floor == "" {
+		// Compared raw beside a floor that moved by less than the minimum
+		// effect (a machine a little slower or faster, significantly or
+		// within its noise): what it moved by is in the raw delta too, so
+		// the change must also be large as a ratio. Not beside a floor
+		// that moved by more without being significant: a median moved
+		// that far by chance would cancel a real regression (the check
+		// only ever cancels an alarm).
+		moved := relDelta(cmp.BaseFloor, cmp.CandFloor)
+		if cmp.FloorP < s.alpha || moved != nil && math.Abs(*moved) <= s.minEffect {
+			cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
+		}
 	}
 
 	need := c.MinSamples

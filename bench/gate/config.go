@@ -83,11 +83,12 @@ type Config struct {
 	// between the sides significantly (the U test at the benchmark's
 	// alpha) and by more than the benchmark's minimum effect, that is when
 	// the machines differ; otherwise the raw values are compared, which
-	// spares them the floor's own noise, and beside a floor that differs
-	// significantly by less than the minimum effect a change counts only
-	// when the ratio of the medians to the floor's is larger than the
-	// minimum effect too (Comparison.RatioDelta). NormalizeAlways:
-	// whenever the floor is there. NormalizeNever: never.
+	// spares them the floor's own noise, and a change counts only when the
+	// ratio of the medians to the floor's is larger than the minimum
+	// effect too (Comparison.RatioDelta), unless the floor's median moved
+	// by more than the minimum effect without being significant (by
+	// chance). NormalizeAlways: whenever the floor is there.
+	// NormalizeNever: never.
 	Normalize string `yaml:"normalize" json:"normalize,omitempty"`
 	// Correction is the correction for multiple comparisons: one report
 	// makes many tests, and at alpha 0.05 each, twenty unchanged

@@ -75,10 +75,10 @@ type Comparison struct {
 	// Delta is Cand/Base - 1; nil when Base is 0.
 	Delta *float64
 	// RatioDelta is set when the values were compared raw beside a floor
-	// that differed significantly (FloorName set, Floor empty, FloorP
-	// below alpha): the change of the ratio of the medians to the floor's
-	// medians. A change counts only when this too is larger than the
-	// minimum effect, in the same direction.
+	// (FloorName set, Floor empty) whose median moved significantly or by
+	// no more than the minimum effect: the change of the ratio of the
+	// medians to the floor's medians. A change counts only when this too
+	// is larger than the minimum effect, in the same direction.
 	RatioDelta *float64
 	// P is the U test's two-sided p-value (NaN for exact units and for
 	// invalid comparisons); AdjP is P adjusted for multiple comparisons
