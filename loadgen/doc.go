@@ -17,7 +17,8 @@
 // send, raw bytes, freeze and flush, disconnect, retry), pulled lazily. A
 // Worker carries the actions of its clients out through a Driver, open
 // model: each action at its intended time, late ones at once (never
-// skipped, never rescheduled), sends never waiting for replies. Latency is
+// skipped, never rescheduled; those still due when the run ends are
+// counted HeldAtEnd, not carried out), sends never waiting for replies. Latency is
 // measured from the intended time (Response: coordinated-omission free),
 // beside the time from the actual write (Service) and the worker's own
 // lateness (SendLag; Recorder.CheckSendLag says whether a run is valid).

@@ -46,10 +46,11 @@ const (
 	UnknownReason
 	// HeldAtEnd: in flight rather than dropped when the run (or its
 	// client's window) ended: the client still held it (frozen, or
-	// logging in), never written; or it was due before the end but the
-	// worker, behind its schedule, had not got to it (Stats.Overdue; its
-	// send lag is recorded); or, in a run stopped early (cancelled), it
-	// was written and its reply, still within its timeout, was awaited.
+	// logging in), never written; or, in a run that reached its end, it
+	// was due before the end but the worker, behind its schedule, had not
+	// got to it (Stats.Overdue; its send lag is recorded); or, in a run
+	// stopped early (cancelled), it was written and its reply, still
+	// within its timeout, was awaited.
 	HeldAtEnd
 	numOutcomes
 )

@@ -140,7 +140,8 @@ type timeout struct {
 // the worker carries each out as soon as it is due, and one that is late
 // (the worker was busy) is carried out at once, never rescheduled and
 // never skipped, while its latency still counts from its intended time and
-// its lateness is recorded as send lag. Sends never wait for replies. A
+// its lateness is recorded as send lag; those still due when the run
+// ends are counted, not carried out (see Run). Sends never wait for replies. A
 // client whose window ends before the run's closes its connection Timeout
 // after its window (its last replies have had their chance), and every
 // client's connection is closed at the end of the run.
@@ -316,10 +317,19 @@ func (w *Worker) Run(ctx context.Context) error {
 // the run ended first), with its send lag to now recorded, so that a run
 // that fell behind shows it in its send lag. Stats.Overdue counts them.
 func (w *Worker) overdue(now int64) {
+	// Whether each client would be up, and last dialled without a login,
+	// had its actions been carried out: a connect brings it up (its
+	// retries are then skipped), a disconnect takes it down.
+	type conn struct{ up, dial bool }
+	would := map[int32]conn{}
 	for w.sched.live > 0 {
 		i := w.sched.tree[0].i
 		cs := &w.clients[i]
 		a, pop := &cs.next, cs.pop
+		c, ok := would[i]
+		if !ok {
+			c = conn{up: cs.state != down, dial: cs.lastDial}
+		}
 		w.rec.Stats.Overdue++
 		switch a.Op {
 		case OpSend:
@@ -333,17 +343,24 @@ func (w *Worker) overdue(now int64) {
 			w.record(now, pop, KindRaw, SendLag, now-a.At)
 			w.add(now, pop, KindRaw, HeldAtEnd, 1)
 		case OpConnect, OpDial, OpRetry:
-			// As connect counts them: a retry of a client that is up is
-			// skipped, and only a connect that logs in sends a hello.
-			if a.Op == OpRetry && cs.state != down {
+			// As connect counts them: a retry of a client that would be up
+			// is skipped, and only a connect that logs in sends a hello.
+			if a.Op == OpRetry && c.up {
 				w.rec.Stats.Skipped++
 				break
 			}
+			if a.Op != OpRetry {
+				c.dial = a.Op == OpDial
+			}
+			c.up = true
 			w.record(now, pop, KindHello, SendLag, now-a.At)
-			if a.Op == OpConnect || a.Op == OpRetry && !cs.lastDial {
+			if !c.dial {
 				w.add(now, pop, KindHello, HeldAtEnd, 1)
 			}
+		case OpDisconnect:
+			c.up = false
 		}
+		would[i] = c
 		if w.advance(cs) {
 			w.sched.replace(cs.next.At)
 		} else {

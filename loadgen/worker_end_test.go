@@ -111,3 +111,33 @@ func TestLeavingClientsHeldFramesAreHeldAtEnd(t *testing.T) {
 	require.Zero(t, rec.Count(0, KindMove, NotSent))
 	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
 }
+
+// A connect the worker had not got to by the end brings its client up as
+// far as the count goes: the retries after it, which the client would
+// have skipped, are not counted as hellos held at the end too.
+func TestOverdueRetriesAfterAnOverdueConnectAreSkipped(t *testing.T) {
+	ms := int64(time.Millisecond)
+	busy := []Action{{At: 0, Op: OpDial}}
+	for i := range 200 { // 200 writes of 1 ms in the first 50 ms: far behind
+		busy = append(busy, Action{At: int64(i) * ms / 4, Op: OpSend, Kind: KindMove})
+	}
+	reconnecting := []Action{
+		{At: 0, Op: OpDial},
+		{At: 1, Op: OpDisconnect},
+		{At: 60 * ms, Op: OpConnect},
+		{At: 70 * ms, Op: OpRetry},
+		{At: 80 * ms, Op: OpRetry},
+	}
+	rec, err := NewRecorder([]string{"busy", "reconnecting"}, HistConfig{})
+	require.NoError(t, err)
+	clients := []Client{
+		{Label: "busy", Account: 1, Addr: 1, End: 100 * ms, Behaviour: &scripted{acts: busy}},
+		{Index: 1, Population: 1, Label: "reconnecting", Account: 2, Addr: 2, End: 100 * ms, Behaviour: &scripted{acts: reconnecting}},
+	}
+	w, err := NewWorker(&slowDriver{}, rec, clients, RunConfig{})
+	require.NoError(t, err)
+	require.NoError(t, w.Run(context.Background()))
+	require.Positive(t, rec.Stats.Overdue)
+	require.Equal(t, int64(1), rec.Count(1, KindHello, HeldAtEnd), "the connect's hello, once")
+	require.Equal(t, int64(2), rec.Stats.Skipped, "both retries, as the client would have skipped them")
+}

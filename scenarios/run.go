@@ -414,6 +414,9 @@ func recorderInvalid(rec *loadgen.Recorder) []string {
 	if err := rec.CheckSendLag(0.99, MaxSendLagP99); err != nil {
 		out = append(out, err.Error())
 	}
+	if n := rec.Stats.Overdue; n > 0 {
+		out = append(out, fmt.Sprintf("the load generator fell behind its schedule: %d actions due before the end were never carried out (their messages count as HeldAtEnd)", n))
+	}
 	if n := rec.TotalDropped(); n > 0 {
 		out = append(out, fmt.Sprintf("%d latency values were lost from the histograms", n))
 	}

@@ -112,6 +112,19 @@ func TestClampedLatenciesAreCounted(t *testing.T) {
 	assert.Contains(t, notes[0], "2 latency values fell outside the histograms' range")
 }
 
+// A worker that fell behind its schedule and never carried out some
+// actions due before the end makes the run invalid, however small the
+// share: its schedule was not replayed.
+func TestOverdueActionsMakeTheRunInvalid(t *testing.T) {
+	rec, err := loadgen.NewRecorder([]string{"p"}, loadgen.HistConfig{})
+	require.NoError(t, err)
+	assert.Empty(t, recorderInvalid(rec))
+	rec.Stats.Overdue = 3
+	notes := recorderInvalid(rec)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "3 actions due before the end were never carried out")
+}
+
 // A policy error names the file the field is written in: a variant's
 // invalid set over a valid policy file is the scenario's error, at the
 // set's line; what the set did not write is the policy file's, at its line.
