@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -88,7 +87,7 @@ func Unmarshal(data []byte) (*Results, error) {
 	dec.DisallowUnknownFields()
 	r := new(Results)
 	if err := dec.Decode(r); err != nil {
-		return nil, decodeError(data, dec.InputOffset(), err)
+		return nil, decodeError(data, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
@@ -134,37 +133,39 @@ func syntaxError(data []byte) error {
 
 // decodeError says where in data and in which field a results object
 // failed to decode, in the file's terms rather than Go's: the line and
-// column, the field's path and what it should hold. at is the decoder's
-// offset when it stopped, for errors that carry none of their own.
-func decodeError(data []byte, at int64, err error) error {
+// column, the field's path and what it should hold, where the decoder
+// knows them. It gives no position it does not know: an unknown field, a
+// bad time and an error inside a threshold (decoded on its own) come
+// without one.
+func decodeError(data []byte, err error) error {
+	var th *thresholdError
+	if errors.As(err, &th) {
+		var te *json.UnmarshalTypeError
+		if errors.As(th.err, &te) {
+			return fmt.Errorf("reports: a threshold's %s: a JSON %s where %s belongs: %w", strings.TrimPrefix(te.Field, "plain."), te.Value, jsonKind(te.Type), ErrInvalid)
+		}
+		return fmt.Errorf("reports: a threshold: %s: %w", strings.TrimPrefix(th.err.Error(), "json: "), ErrInvalid)
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return fmt.Errorf("reports: %s: %s: a JSON %s where %s belongs: %w", position(data, valueStart(data, te.Offset)), te.Field, te.Value, jsonKind(te.Type), ErrInvalid)
 	}
-	// The decoder has read the whole object by the time these are found;
-	// the first place the text occurs is where they are (a guess that
-	// holds unless the same text came earlier).
 	var pe *time.ParseError
 	if errors.As(err, &pe) {
-		if i := bytes.Index(data, []byte(strconv.Quote(pe.Value))); i >= 0 {
-			at = int64(i)
-		}
-		return fmt.Errorf("reports: %s: %q is not a time (RFC 3339, such as 2026-11-30T13:15:32Z): %w", position(data, at), pe.Value, ErrInvalid)
+		return fmt.Errorf("reports: %q is not a time (RFC 3339, such as 2026-11-30T13:15:32Z): %w", pe.Value, ErrInvalid)
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		if loc := regexp.MustCompile(regexp.QuoteMeta(name) + `\s*:`).FindIndex(data); loc != nil {
-			at = int64(loc[0])
-		}
-	}
-	return fmt.Errorf("reports: %s: %s: %w", position(data, at), msg, ErrInvalid)
+	return fmt.Errorf("reports: %s: %w", strings.TrimPrefix(err.Error(), "json: "), ErrInvalid)
 }
 
 // valueStart returns where the JSON value that ends at byte off of data
 // begins: a string's opening quote, or the first byte of a number or
-// literal. Anything else (an object or array) gives off.
+// literal. For an object or array, whose error comes at its opening
+// bracket, that bracket.
 func valueStart(data []byte, off int64) int64 {
 	i := min(max(off, 0), int64(len(data)))
+	if i > 0 && (data[i-1] == '{' || data[i-1] == '[') {
+		return i - 1
+	}
 	if i > 0 && data[i-1] == '"' {
 		for j := i - 2; j >= 0; j-- {
 			if data[j] != '"' {

@@ -260,8 +260,13 @@ func TestRejectMalformed(t *testing.T) {
 		want string
 	}{
 		{"wrong type, placed", fmt.Appendf(nil, "{\"schema_version\": %d,\n \"run\": {\"seed\": \"x\"}}", SchemaVersion), `line 2, column 18: run.seed: a JSON string where a whole number (0 or more) belongs`},
-		{"not a time", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"started\": \"yesterday\"}}", SchemaVersion), `line 2, column 20: "yesterday" is not a time (RFC 3339`},
-		{"unknown field, placed", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"colour\": 1}}", SchemaVersion), `line 2, column 9: unknown field "colour"`},
+		// No position where the decoder gives none: a guess can be wrong.
+		{"not a time", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"started\": \"yesterday\"}}", SchemaVersion), `reports: "yesterday" is not a time (RFC 3339`},
+		{"unknown field", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"run\": {\"colour\": 1}}", SchemaVersion), `reports: unknown field "colour"`},
+		{"an object for a number", fmt.Appendf(nil, "{\"schema_version\": %d,\n \"run\": {\"seed\": {}}}", SchemaVersion), `line 2, column 18: run.seed: a JSON object where a whole number (0 or more) belongs`},
+		// A threshold is decoded on its own: its errors name the field in
+		// it, with no position in the file.
+		{"inside a threshold", fmt.Appendf(nil, "{\"schema_version\": %d,\n\"variants\": [{\"thresholds\": [{\"expr\": \"x\", \"pass\": \"yes\"}]}]}", SchemaVersion), `reports: a threshold's pass: a JSON string where true or false belongs`},
 		{"syntax error, placed", []byte("{\"schema_version\": 1,\n, }"), "line 2, column 1: JSON syntax error"},
 	}...)
 	for _, c := range cases {

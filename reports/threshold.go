@@ -34,11 +34,11 @@ func (t *Threshold) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&aux); err != nil {
-		return fmt.Errorf("threshold: %w", err)
+		return &thresholdError{err}
 	}
 	v, err := parseJSONFloat(aux.Value)
 	if err != nil {
-		return fmt.Errorf("threshold %q: value: %w", t.Expr, err)
+		return &thresholdError{fmt.Errorf("%q: value: %w", t.Expr, err)}
 	}
 	t.Value = v
 	return nil
@@ -107,3 +107,12 @@ func FormatThresholdValue(t Threshold, formatDuration func(ns float64) string) s
 	}
 	return v + " " + t.Unit
 }
+
+// thresholdError is an error from a threshold's own decoding: the offsets
+// and field paths of the JSON errors it wraps count from the threshold,
+// not from the file.
+type thresholdError struct{ err error }
+
+func (e *thresholdError) Error() string { return "threshold: " + e.err.Error() }
+
+func (e *thresholdError) Unwrap() error { return e.err }
