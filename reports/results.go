@@ -475,14 +475,14 @@ var knownReasons = []string{
 	// client-seen
 	"NotSent", "Timeout", "Disconnected", "Refused", "Overflow",
 	// a session ended with a reason the client does not know (a server of
-	// another version)
-	"UnknownReason",
+	// another version), or refused by the server's own handler
+	"UnknownReason", "Failed",
 }
 
 // KnownReasons returns the drop-reason names this package knows, in the
 // order reports list them: the server's reasons (the names of core.Reason)
 // followed by the client-seen NotSent, Timeout, Disconnected, Refused and
-// Overflow, and UnknownReason.
+// Overflow, and UnknownReason and Failed (how a session can end).
 // Results built in memory may carry other reason names; reports list those
 // after the known ones, by name. A file read in may not (Unmarshal): a new
 // reason comes with a new SchemaVersion.

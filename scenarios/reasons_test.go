@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/wire"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -20,8 +21,21 @@ func TestEveryDropReasonWrittenIsKnown(t *testing.T) {
 		if !o.Valid() || o == loadgen.Accepted {
 			continue
 		}
-		if o.IsServerReason() || o.IsClientDrop() || o == loadgen.UnknownReason {
+		if o.IsServerReason() || o.IsClientDrop() {
 			assert.True(t, slices.Contains(known, o.String()), "%s is written as a drop reason but not known to reports", o)
 		}
+	}
+	// The session row: how the server ended a session, from a refused
+	// hello's reply (any status, any reason byte) or a Disconnect's reason.
+	for st := range 256 {
+		for reason := range 256 {
+			if o := loadgen.ReplyOutcome(wire.Status(st), uint8(reason)); o != loadgen.Accepted {
+				assert.True(t, slices.Contains(known, o.String()), "a session ended as %s, which reports does not know", o)
+			}
+		}
+	}
+	for reason := range 256 {
+		o := loadgen.ReasonOutcome(uint8(reason))
+		assert.True(t, slices.Contains(known, o.String()), "a session ended as %s, which reports does not know", o)
 	}
 }
