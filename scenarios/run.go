@@ -379,7 +379,7 @@ func (s *Scenario) checkRun(plan loadgen.Plan, p core.Policy) error {
 			}
 			return &keyError{Key: "interval", Msg: fmt.Sprintf("%v %s%s", pe.Value, pe.Reason, note), err: pe}
 		case "Warmup":
-			return &keyError{Key: "warmup", Msg: fmt.Sprintf("%v %s", pe.Value, pe.Reason), err: pe}
+			return &keyError{Key: "warmup", Msg: fmt.Sprintf("%v must be at least 0 and shorter than duration", pe.Value), err: pe}
 		}
 	}
 	return err

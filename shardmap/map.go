@@ -347,7 +347,7 @@ type Map struct {
 	maxUsed  int64  // live+tombstones above which an insert compacts first
 	batch    int64  // most keys one eviction scan removes
 	backoff  int64  // EvictBackoff in ns; < 0: never
-	anchor   int64  // the caller's time at New: epoch of Mark deadlines
+	anchor   int64  // the epoch of Mark deadlines, on the caller's clock (New's anchor)
 	maxKeys  int
 
 	// total counts tracked keys over every shard, for the MaxKeys bound.
