@@ -213,8 +213,10 @@ type KindStats struct {
 	// Sent counts messages the schedule asked to send. Most end accepted
 	// or in exactly one drop reason (client-seen reasons included); the
 	// rest, Sent − Accepted − Dropped(), have no recorded outcome (see
-	// NoOutcome). For RawKind, Sent counts writes of raw bytes (see
-	// RawKind).
+	// NoOutcome). sluice's scenarios count a request that the server
+	// decided and whose reply the client then lost under both, and in
+	// Sent twice, so that Sent stays at least the sum. For RawKind, Sent
+	// counts writes of raw bytes (see RawKind).
 	Sent int64 `json:"sent"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
