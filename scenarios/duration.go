@@ -54,7 +54,7 @@ func (s *Scenario) CheckDuration(d time.Duration) error {
 	setDuration(root, "duration", c.Duration)
 	setDuration(root, "warmup", c.Warmup)
 	setDuration(root, "interval", c.Interval)
-	if pops := mapValue(root, "populations"); pops != nil && pops.Kind == yaml.SequenceNode && len(pops.Content) == len(c.Population) {
+	if pops := mappingValue(root, "populations"); pops != nil && pops.Kind == yaml.SequenceNode && len(pops.Content) == len(c.Population) {
 		for i, pn := range pops.Content {
 			if pn.Kind != yaml.MappingNode {
 				continue
@@ -62,7 +62,7 @@ func (s *Scenario) CheckDuration(d time.Duration) error {
 			p := c.Population[i]
 			setDuration(pn, "start", p.Start)
 			setDuration(pn, "stop", p.Stop)
-			if a := mapValue(pn, "arrival"); a != nil && a.Kind == yaml.MappingNode && p.Arrival.Kind == ArrivalRamp {
+			if a := mappingValue(pn, "arrival"); a != nil && a.Kind == yaml.MappingNode && p.Arrival.Kind == ArrivalRamp {
 				// A copy: an anchored mapping stays as it was for the
 				// populations that alias it.
 				cp := *a
@@ -86,16 +86,6 @@ func (s *Scenario) CheckDuration(d time.Duration) error {
 			e.Note = fmt.Sprintf(" (the scenario's interval, %v, is cut to the run's length)", s.Interval)
 		}
 		return e
-	}
-	return nil
-}
-
-// mapValue returns the value of key in mapping m, or nil.
-func mapValue(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
 	}
 	return nil
 }
