@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/timesat"
 )
 
 // Gate is the layered rate limiter a server calls once per inbound message.
@@ -919,7 +920,7 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			}
 			sb, sa := g.ladder.stageOf(before), g.ladder.stageOf(after)
 			stage = sa
-			if sa >= StageLockout && !lk.locked(now) && lk.lockUntil(addSat(now, g.ladder.lockout), now) {
+			if sa >= StageLockout && !lk.locked(now) && lk.lockUntil(timesat.Add(now, g.ladder.lockout), now) {
 				// Counted by the one denial whose CompareAndSwap started
 				// the lockout: two sessions of an account racing here
 				// both saw it unlocked.

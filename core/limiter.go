@@ -13,6 +13,7 @@ import (
 	uatomic "go.uber.org/atomic"
 
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/timesat"
 	"github.com/sluicedev/sluice/shardmap"
 )
 
@@ -186,13 +187,13 @@ func (l *Limiter) violate(key uint64, now int64, d Decision) Decision {
 			heldFor = rest // another denial started a lockout meanwhile
 			return old, false
 		}
-		count, until := 0, addSat(now, int64(l.cfg.SoftViolationWindow))
+		count, until := 0, timesat.Add(now, int64(l.cfg.SoftViolationWindow))
 		if l.m.Active(old, now) { // a window is running
 			count, until = old.Count(), l.m.Deadline(old)
 		}
 		if count++; count >= l.cfg.MaxSoftViolations {
 			started = true
-			return l.m.MakeMark(0, true, addSat(now, int64(l.cfg.LockoutDuration))), true
+			return l.m.MakeMark(0, true, timesat.Add(now, int64(l.cfg.LockoutDuration))), true
 		}
 		return l.m.MakeMark(count, false, until), true
 	})

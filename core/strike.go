@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicedev/sluice/internal/timesat"
 )
 
 // StrikeStage is a rung of the strike ladder. Each stage includes the ones
@@ -118,28 +120,15 @@ func (r *strikeRecord) add(w, ceiling, now int64) (before, after int64) {
 	}
 }
 
-// addSat returns now+d for d ≥ 0, saturating at math.MaxInt64, so that a
-// very long window or lockout is "until the end of time" rather than a
-// deadline that wrapped into the past.
-func addSat(now, d int64) int64 {
-	if now > math.MaxInt64-d {
-		return math.MaxInt64
-	}
-	return now + d
-}
-
 // lockState is a lockout deadline: locked while now < until. The deadline
-// is kept as offset(until), an order-preserving map of int64 onto uint64,
+// is kept as timesat.Offset(until), an order-preserving map of int64 onto uint64,
 // so that the zero value, the least deadline, is unlocked at every now,
 // including a now before 0.
 type lockState struct {
 	until atomic.Uint64
 }
 
-// offset maps t to uint64 keeping its order: math.MinInt64 to 0.
-func offset(t int64) uint64 { return uint64(t) ^ 1<<63 }
-
-func (l *lockState) locked(now int64) bool { return offset(now) < l.until.Load() }
+func (l *lockState) locked(now int64) bool { return timesat.Offset(now) < l.until.Load() }
 
 // lockUntil extends the lockout to at least t, and reports whether this
 // call started it (it was not locked at now before): of racing calls that
@@ -147,11 +136,11 @@ func (l *lockState) locked(now int64) bool { return offset(now) < l.until.Load()
 func (l *lockState) lockUntil(t, now int64) (started bool) {
 	for {
 		old := l.until.Load()
-		if old >= offset(t) {
+		if old >= timesat.Offset(t) {
 			return false
 		}
-		if l.until.CompareAndSwap(old, offset(t)) {
-			return old <= offset(now)
+		if l.until.CompareAndSwap(old, timesat.Offset(t)) {
+			return old <= timesat.Offset(now)
 		}
 	}
 }
@@ -159,7 +148,7 @@ func (l *lockState) lockUntil(t, now int64) (started bool) {
 // remaining returns how long the lockout still runs at now, saturating at
 // the longest Duration.
 func (l *lockState) remaining(now int64) time.Duration {
-	u, n := l.until.Load(), offset(now)
+	u, n := l.until.Load(), timesat.Offset(now)
 	if u <= n {
 		return 0
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/internal/timesat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,7 @@ func TestLockRemainingSaturates(t *testing.T) {
 	var l lockState
 	assert.False(t, l.locked(-sec), "the zero lock is open at any now")
 	assert.False(t, l.locked(math.MinInt64))
-	require.True(t, l.lockUntil(addSat(-sec, math.MaxInt64), -sec))
+	require.True(t, l.lockUntil(timesat.Add(-sec, math.MaxInt64), -sec))
 	assert.True(t, l.locked(-sec))
 	assert.Equal(t, time.Duration(math.MaxInt64), l.remaining(-sec))
 }

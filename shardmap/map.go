@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/sluicedev/sluice/atomicbucket"
+	"github.com/sluicedev/sluice/internal/timesat"
 )
 
 // Config sizes a Map. The zero value of an optional field means its default.
@@ -700,7 +701,7 @@ func (m *Map) slowTake(sh *shard, key, h uint64, now int64, n uint64) (atomicbuc
 			next = max(next, sh.noEvictUntil)
 		}
 		if next > now {
-			wait = time.Duration(subSat(next, now))
+			wait = time.Duration(timesat.Sub(next, now))
 		}
 		return atomicbucket.DeniedFor(wait), Full
 	}
@@ -823,27 +824,11 @@ func (m *Map) idleAt(s slot, now int64) int64 {
 	if mk == markDead || mk == markEmpty || w == deadWord {
 		return math.MaxInt64
 	}
-	at := addSat(now, int64(m.lim.FullIn(w, now)))
+	at := timesat.Add(now, int64(m.lim.FullIn(w, now)))
 	if m.Active(mk, now) {
 		at = max(at, m.Deadline(mk))
 	}
 	return at
-}
-
-// addSat returns now+d for d ≥ 0, saturating at math.MaxInt64.
-func addSat(now, d int64) int64 {
-	if now > math.MaxInt64-d {
-		return math.MaxInt64
-	}
-	return now + d
-}
-
-// subSat returns t−now for t > now, saturating at math.MaxInt64.
-func subSat(t, now int64) int64 {
-	if now < 0 && t > math.MaxInt64+now {
-		return math.MaxInt64
-	}
-	return t - now
 }
 
 // evict scans the shard from its hand and kills up to m.batch idle slots.
@@ -877,7 +862,7 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 			sh.evictableAt = notKnown
 		}
 		if m.backoff >= 0 {
-			sh.noEvictUntil = addSat(now, m.backoff)
+			sh.noEvictUntil = timesat.Add(now, m.backoff)
 		}
 		return false
 	}

@@ -3,6 +3,8 @@ package shardmap
 import (
 	"math"
 	"time"
+
+	"github.com/sluicedev/sluice/internal/timesat"
 )
 
 // Mark is a slot's word of presence and escalation state (a small counter
@@ -98,5 +100,5 @@ func (m *Map) HeldAt(mk Mark, now int64) (time.Duration, bool) {
 	if now >= d {
 		return 0, false
 	}
-	return time.Duration(subSat(d, now)), true
+	return time.Duration(timesat.Sub(d, now)), true
 }
