@@ -661,14 +661,7 @@ func (cs *clientState) dribblePiece(frame []byte, n int) []byte {
 // lost ends the client's connection: what was awaited is Disconnected,
 // what was held is NotSent. close also closes it through the driver.
 func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
-	pop := cs.pop
-	for _, p := range cs.pending {
-		w.add(now, pop, p.kind, Disconnected, 1)
-	}
-	w.inflight -= len(cs.pending)
-	cs.pending = cs.pending[:0]
-	w.countAll(now, cs, cs.heldMeta, NotSent)
-	cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
+	w.forget(cs, now, Disconnected, NotSent)
 	if close && cs.state != down {
 		_ = w.d.Close(ConnID{i, cs.gen})
 	}
@@ -820,13 +813,17 @@ func (w *Worker) closeAll(now int64) {
 
 // heldAtEnd counts what the client still holds or awaits a reply to as
 // HeldAtEnd, and forgets it.
-func (w *Worker) heldAtEnd(cs *clientState, now int64) {
+func (w *Worker) heldAtEnd(cs *clientState, now int64) { w.forget(cs, now, HeldAtEnd, HeldAtEnd) }
+
+// forget counts each reply cs awaits as awaited and each frame it holds
+// as held, and drops both.
+func (w *Worker) forget(cs *clientState, now int64, awaited, held Outcome) {
 	for _, p := range cs.pending {
-		w.add(now, cs.pop, p.kind, HeldAtEnd, 1)
+		w.add(now, cs.pop, p.kind, awaited, 1)
 	}
 	w.inflight -= len(cs.pending)
 	cs.pending = cs.pending[:0]
-	w.countAll(now, cs, cs.heldMeta, HeldAtEnd)
+	w.countAll(now, cs, cs.heldMeta, held)
 	cs.held, cs.heldMeta = cs.held[:0], cs.heldMeta[:0]
 }
 
