@@ -92,22 +92,8 @@ func TestCancelledRunCountsAwaitedRepliesHeldAtEnd(t *testing.T) {
 // drops.
 func TestLeavingClientsHeldFramesAreHeldAtEnd(t *testing.T) {
 	ms := int64(time.Millisecond)
-	d := &lateDriver{script: []lateEvent{{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}}}}
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
-	require.NoError(t, err)
-	b := &scripted{acts: []Action{
-		{At: 0, Op: OpConnect},
-		{At: 2 * ms, Op: OpFreeze},
-		{At: 3 * ms, Op: OpSend, Kind: KindMove, Count: 5},
-	}}
-	clients := []Client{
-		{Label: "p", Account: 1, Addr: 1, End: 100 * ms, Behaviour: b},
-		{Index: 1, Label: "p", Account: 2, Addr: 2, End: int64(time.Second), Behaviour: &scripted{}},
-	}
-	// Timeout 10ms: the first client leaves at 110ms, before the run's end.
-	w, err := NewWorker(d, rec, clients, RunConfig{Timeout: 10 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, w.Run(context.Background()))
+	// Timeout 10ms: client 0 leaves at 110ms, before the run's end at 1s.
+	rec := runFrozen(t, 100*ms, []Client{{Index: 1, Label: "p", Account: 2, Addr: 2, End: int64(time.Second), Behaviour: &scripted{}}}, RunConfig{Timeout: 10 * time.Millisecond})
 	require.Zero(t, rec.Count(0, KindMove, NotSent))
 	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
 }

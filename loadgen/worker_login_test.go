@@ -41,6 +41,18 @@ func TestLoginLockoutMarksLockedAndDisconnected(t *testing.T) {
 // HeldAtEnd: in the kind's outcomes, so in what it meant to send, but not
 // NotSent, which would make the end of the run the client's own drop.
 func TestFramesHeldAtTheEndAreHeldAtEnd(t *testing.T) {
+	rec := runFrozen(t, int64(time.Second), nil, RunConfig{})
+	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
+	require.Zero(t, rec.Count(0, KindMove, NotSent))
+	require.Zero(t, rec.Written(0, KindMove))
+	require.False(t, HeldAtEnd.IsClientDrop())
+}
+
+// runFrozen runs client 0, which logs in, freezes at 2ms and holds the 5
+// moves it sends at 3ms until its window ends at end, beside others (whose
+// Index starts at 1), and returns the recorder.
+func runFrozen(t *testing.T, end int64, others []Client, cfg RunConfig) *Recorder {
+	t.Helper()
 	ms := int64(time.Millisecond)
 	d := &lateDriver{script: []lateEvent{{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}}}}
 	rec, err := NewRecorder([]string{"p"}, HistConfig{})
@@ -50,12 +62,9 @@ func TestFramesHeldAtTheEndAreHeldAtEnd(t *testing.T) {
 		{At: 2 * ms, Op: OpFreeze},
 		{At: 3 * ms, Op: OpSend, Kind: KindMove, Count: 5},
 	}}
-	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
-	w, err := NewWorker(d, rec, clients, RunConfig{})
+	clients := append([]Client{{Label: "p", Account: 1, Addr: 1, End: end, Behaviour: b}}, others...)
+	w, err := NewWorker(d, rec, clients, cfg)
 	require.NoError(t, err)
 	require.NoError(t, w.Run(context.Background()))
-	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
-	require.Zero(t, rec.Count(0, KindMove, NotSent))
-	require.Zero(t, rec.Written(0, KindMove))
-	require.False(t, HeldAtEnd.IsClientDrop())
+	return rec
 }
