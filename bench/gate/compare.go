@@ -359,31 +359,29 @@ func (c *Config) compare(rep *Report, b, n *side, k key, unit string, s settings
 			cmp.BaseFloor, cmp.CandFloor = median(bf), median(cf)
 			cmp.FloorP = uTest(bf, cf, s.alpha)
 			moved := relDelta(cmp.BaseFloor, cmp.CandFloor)
-			machine := cmp.FloorP < s.alpha && (moved == nil || math.Abs(*moved) > s.minEffect)
-			if c.Normalize == NormalizeAlways || machine {
+			small := moved != nil && math.Abs(*moved) <= s.minEffect
+			switch machine := cmp.FloorP < s.alpha && !small; {
+			case c.Normalize == NormalizeAlways || machine:
 				cmp.Floor = s.floor
 				var bp, cp bool
 				bx, bp = ratios(bv, b.runs(k, unit), bf, b.runs(fk, unit))
 				cx, cp = ratios(cv, n.runs(k, unit), cf, n.runs(fk, unit))
 				cmp.Paired = bp && cp
+			case small:
+				// Compared raw beside a floor that moved by no more than
+				// the minimum effect (a machine a little slower or faster,
+				// significantly or within its noise): what it moved by is
+				// in the raw delta too, so the change must also be large
+				// as a ratio of the medians (RatioDelta). Not beside a
+				// floor moved further without being significant: a median
+				// moved that far by chance would cancel a real regression
+				// (the check only ever cancels an alarm).
+				cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
 			}
 		}
 	}
 	cmp.Base, cmp.Cand = median(bx), median(cx)
 	cmp.Delta = relDelta(cmp.Base, cmp.Cand)
-	if cmp.FloorName != "" && cmp.Floor == "" {
-		// Compared raw beside a floor that moved by less than the minimum
-		// effect (a machine a little slower or faster, significantly or
-		// within its noise): what it moved by is in the raw delta too, so
-		// the change must also be large as a ratio. Not beside a floor
-		// that moved by more without being significant: a median moved
-		// that far by chance would cancel a real regression (the check
-		// only ever cancels an alarm).
-		moved := relDelta(cmp.BaseFloor, cmp.CandFloor)
-		if cmp.FloorP < s.alpha || moved != nil && math.Abs(*moved) <= s.minEffect {
-			cmp.RatioDelta = relDelta(cmp.BaseMedian/cmp.BaseFloor, cmp.CandMedian/cmp.CandFloor)
-		}
-	}
 
 	need := c.MinSamples
 	if !exact {

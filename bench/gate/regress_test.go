@@ -188,7 +188,9 @@ func TestNoisyFloorDoesNotHideARegression(t *testing.T) {
 // left out only where the floor's median moved by more than the minimum
 // effect by chance, which is the price of not letting such a floor hide a
 // real regression (TestNoisyFloorDoesNotHideARegression): 12 runs of 200
-// here, at seeds 0-199. The bound is twice alpha, not alpha, for that.
+// here, at seeds 0-199, above alpha; the bound is that count, so that the
+// rule can only get better at it (TestPowerBesideANoisyFloor holds the
+// other side of the trade).
 func TestSlightlySlowerMachineNoisyFloor(t *testing.T) {
 	const seeds = 200
 	var floors, others []bench
@@ -217,7 +219,47 @@ func TestSlightlySlowerMachineNoisyFloor(t *testing.T) {
 		}
 	}
 	t.Logf("machine 4.5%% slower, floors at 4%% noise: a false alarm in %d runs of %d", alarms, seeds)
-	assert.LessOrEqual(t, alarms, seeds*10/100)
+	assert.LessOrEqual(t, alarms, 12)
+}
+
+// The other side of that trade: beside a floor noisier than its benchmarks
+// (4% against 1%), on an unchanged machine, a real slowdown of one
+// benchmark is caught. The ratio check, which can cancel an alarm, costs
+// some power here: at seeds 0-199, a 6% slowdown is caught in 129 runs and
+// an 8% one in 181. The bounds are those counts. Two other rules, measured
+// with this test's seeds for power and with other seeds (200 runs) for
+// false alarms on a 4.5% slower machine: using the floor only once it
+// moved significantly caught 184 and 194 but alarmed in 56 runs, against
+// 15 for this rule; dividing every small move out sample by sample caught
+// 86 and 157 and alarmed in 11.
+func TestPowerBesideANoisyFloor(t *testing.T) {
+	var floors, others []bench
+	for _, b := range hot {
+		if strings.HasPrefix(b.name, "Floor/") {
+			floors = append(floors, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	for _, c := range []struct {
+		slower float64
+		want   int
+	}{{1.06, 129}, {1.08, 181}} {
+		caught := 0
+		for seed := uint64(0); seed < 200; seed++ {
+			r := rand.New(rand.NewPCG(seed, 35))
+			side := func(scale map[string]float64) string {
+				return synth(r, 10, 0.04, scale, floors...) + synth(r, 10, 0.01, scale, others...)
+			}
+			rep, err := compare(t, side(nil), side(map[string]float64{"Bucket/pass/serial": c.slower}), gate.DefaultConfig())
+			require.NoError(t, err)
+			if find(t, rep, "Bucket/pass/serial", "sec/op").Verdict == gate.Regressed {
+				caught++
+			}
+		}
+		t.Logf("%.0f%% slower beside a noisy floor: caught in %d runs of 200", (c.slower-1)*100, caught)
+		assert.GreaterOrEqual(t, caught, c.want)
+	}
 }
 
 // Without run keys (plain go test -count output) time is divided by the
@@ -226,7 +268,7 @@ func TestSlightlySlowerMachineNoisyFloor(t *testing.T) {
 // instead shifts the whole side by that median's own sampling error, which
 // the U test then takes for a change of the benchmark: with 10% noise a
 // machine 40% slower (every benchmark and floor alike) gave a false alarm
-// in about one run of seven.
+// in about one run of nine (22 of 200).
 func TestSlowerMachineUnpairedFalseAlarms(t *testing.T) {
 	const seeds = 200
 	slower := map[string]float64{}
