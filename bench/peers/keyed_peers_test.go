@@ -17,17 +17,32 @@ import (
 // ---- xrate-map: one x/time/rate Limiter per key in a map[uint64] under a
 // sync.RWMutex (read-locked for the lookup; the Limiter has its own mutex).
 
+//
+// xrate-map-at: the same map, each take AllowN(t, 1) with t the caller's
+// clock, as sluice-at is handed it: x/time/rate's own API for a time the
+// caller read. The caller's int64 clock (atomicbucket.Nanotime's scale) is
+// carried over to a time.Time by one Add from an anchor read at build
+// time, the cost of keeping a time.Time clock.
+
 type xrateMap struct {
 	mu sync.RWMutex
 	m  map[uint64]*xrate.Limiter
 	c  keyedConfig
+	// at: AllowN at the caller's clock (xrate-map-at), else Allow.
+	at       bool
+	anchor   time.Time // a time.Now() reading ...
+	anchorNs int64     // ... and atomicbucket.Nanotime() read beside it
 }
 
-func buildXrateMap(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
-	return insertAll(tb, ks, &xrateMap{m: make(map[uint64]*xrate.Limiter), c: c})
+func buildXrateMap(at bool) func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	return func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+		x := &xrateMap{m: make(map[uint64]*xrate.Limiter), c: c, at: at}
+		x.anchor, x.anchorNs = time.Now(), atomicbucket.Nanotime()
+		return insertAll(tb, ks, x)
+	}
 }
 
-func (x *xrateMap) Take(_ int, k uint64, _ int64) bool {
+func (x *xrateMap) Take(_ int, k uint64, now int64) bool {
 	x.mu.RLock()
 	l := x.m[k]
 	x.mu.RUnlock()
@@ -38,47 +53,14 @@ func (x *xrateMap) Take(_ int, k uint64, _ int64) bool {
 			x.m[k] = l
 		}
 		x.mu.Unlock()
+	}
+	if x.at {
+		return l.AllowN(x.anchor.Add(time.Duration(now-x.anchorNs)), 1)
 	}
 	return l.Allow()
 }
 
 func (x *xrateMap) Close() {}
-
-// ---- xrate-map-at: the same map, each take AllowN(t, 1) with t the
-// caller's clock, as sluice-at is handed it: x/time/rate's own API for a
-// time the caller read. The caller's int64 clock (atomicbucket.Nanotime's
-// scale) is carried over to a time.Time by one Add from an anchor read at
-// build time, the cost of keeping a time.Time clock.
-
-type xrateMapAt struct {
-	xrateMap
-	anchor   time.Time // a time.Now() reading ...
-	anchorNs int64     // ... and atomicbucket.Nanotime() read beside it
-}
-
-func buildXrateMapAt(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
-	x := &xrateMapAt{xrateMap: xrateMap{m: make(map[uint64]*xrate.Limiter), c: c}}
-	x.anchor, x.anchorNs = time.Now(), atomicbucket.Nanotime()
-	return insertAll(tb, ks, x)
-}
-
-// Take repeats xrateMap's lookup rather than sharing it: a helper holding
-// it does not inline (cost 235 against 80), and a call per take would
-// handicap the peer.
-func (x *xrateMapAt) Take(_ int, k uint64, now int64) bool {
-	x.mu.RLock()
-	l := x.m[k]
-	x.mu.RUnlock()
-	if l == nil {
-		x.mu.Lock()
-		if l = x.m[k]; l == nil {
-			l = xrate.NewLimiter(xrate.Limit(x.c.rate), int(x.c.burst))
-			x.m[k] = l
-		}
-		x.mu.Unlock()
-	}
-	return l.AllowN(x.anchor.Add(time.Duration(now-x.anchorNs)), 1)
-}
 
 // ---- sethvargo: memorystore (map[string] under an RWMutex, a mutex per
 // bucket). Tokens = burst per Interval = burst/rate (1000 per 1 ms).
