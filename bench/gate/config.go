@@ -180,7 +180,10 @@ func ParseConfig(r io.Reader, name string) (Config, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil || len(more.Content) > 0 && more.Content[0].ShortTag() != "!!null" { // an empty document is none
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+		}
+		if len(more.Content) > 0 && more.Content[0].ShortTag() != "!!null" { // an empty document is none
 			return Config{}, fmt.Errorf("%w: %s: more than one YAML document (a config is one)", ErrConfig, name)
 		}
 	}
