@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -27,21 +26,17 @@ func (e *DurationError) Error() string {
 
 func (e *DurationError) Unwrap() error { return e.Err }
 
-// CheckDuration reports whether s may run at duration d (Options.Duration)
-// under the rules of its own file: the file is parsed again with its
-// duration set to d and its warmup, population windows, ramps and interval
-// as Run scales them. A refusal is a *DurationError; d of 0 or s's own
-// duration is always accepted.
-func (s *Scenario) CheckDuration(d time.Duration) error {
+// checkDuration reports whether s may run at duration d (Options.Duration)
+// under the rules of its own file: the file's bytes are parsed again with
+// its duration set to d and its warmup, population windows, ramps and
+// interval as Run scales them. A refusal is a *DurationError; d of 0 or
+// s's own duration is always accepted.
+func (s *Scenario) checkDuration(d time.Duration) error {
 	if d <= 0 || d == s.Duration {
 		return nil
 	}
-	data, err := os.ReadFile(s.File)
-	if err != nil {
-		return fmt.Errorf("scenarios: %w", err)
-	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yaml.Unmarshal(s.data, &doc); err != nil {
 		return yamlSyntaxError(s.File, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {

@@ -202,6 +202,11 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 		c.Seed = *opt.Seed
 	}
 	if opt.Duration > 0 && opt.Duration != s.Duration {
+		// Held to the file's own rules at that length: what the file
+		// would refuse, the option may not make.
+		if err := s.checkDuration(opt.Duration); err != nil {
+			return nil, &OptionError{Option: "duration", Msg: err.Error(), err: err}
+		}
 		c.scaleTo(opt.Duration)
 	}
 	return &c, nil

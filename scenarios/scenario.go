@@ -69,6 +69,9 @@ type Scenario struct {
 	SHA256 string `yaml:"-"`
 
 	thresholds []Threshold
+	// data is the file's bytes, for checks of the scenario at another
+	// duration (checkDuration).
+	data []byte
 	// intervalDefault: the file sets no interval, and Interval is its
 	// default.
 	intervalDefault bool
@@ -159,7 +162,7 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	if err := root.Decode(&s); err != nil {
 		return nil, yamlSyntaxError(file, err)
 	}
-	s.File = file
+	s.File, s.data = file, data
 	sum := sha256.Sum256(data)
 	s.SHA256 = hex.EncodeToString(sum[:])
 	if err := s.validate(&root); err != nil {

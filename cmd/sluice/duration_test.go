@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/sluicedev/sluice/scenarios"
 	"github.com/stretchr/testify/assert"
@@ -45,20 +44,5 @@ populations:
 			assert.NotContains(t, errOut, "variant 1/")
 			assert.NoDirExists(t, dir)
 		})
-	}
-}
-
-// The check of a scaled scenario refuses none of the shipped scenarios
-// at lengths they run at.
-func TestShippedScenariosScaleCleanly(t *testing.T) {
-	files, err := filepath.Glob(scenarioDir + "*.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		s, err := scenarios.Load(f)
-		require.NoError(t, err, f)
-		for _, d := range []time.Duration{10 * time.Millisecond, time.Second, 2 * time.Second, time.Minute, time.Hour} {
-			assert.NoError(t, checkScaled(s, d), "%s at %v", f, d)
-		}
 	}
 }

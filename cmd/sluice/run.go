@@ -95,9 +95,6 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkScaled(s, f.duration); err != nil {
-		return err
-	}
 	if f.out == "" {
 		f.out = filepath.Join("results", safeName(s.Name))
 	}
