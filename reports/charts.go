@@ -296,8 +296,6 @@ type spectrumLine struct {
 	Hist   *hdrhistogram.Histogram
 }
 
-// spectrumChart draws HdrHistogram-style percentile spectra: latency on a
-// log axis against log 1/(1-p).
 // coinciding says which of lines have identical distributions, and so draw
 // one over the other ("" when none do): "Lines coincide (identical data):
 // a, b."
@@ -325,6 +323,8 @@ func coinciding(lines []spectrumLine) string {
 	return "Lines coincide (identical data), the last drawn on top: " + strings.Join(groups, "; ") + "."
 }
 
+// spectrumChart draws HdrHistogram-style percentile spectra: latency on a
+// log axis against log 1/(1-p).
 func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	var maxN int64
 	yLo, yHi := math.Inf(1), 0.0

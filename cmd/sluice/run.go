@@ -152,7 +152,7 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	// disk filled, or the directory changed during the run), what was
 	// measured is still shown.
 	w := c.OutOrStdout()
-	printSummary(w, out.Results, out.Expected)
+	printSummary(w, out.Results)
 	if err := reports.RenderFiles(f.out, out.Results); err != nil {
 		fmt.Fprintf(w, "\nthe results above were not written to %s\n", f.out)
 		return err

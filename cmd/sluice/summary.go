@@ -15,9 +15,8 @@ import (
 // printSummary writes, per variant, a table of the populations (honest
 // measures first), the thresholds with pass or fail, and then the variants
 // side by side. A variant is expected to fail its thresholds when its
-// results say so (reports.Variant.Expect), or expectPass maps its name to
-// false.
-func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
+// results say so (reports.Variant.Expect).
+func printSummary(w io.Writer, r *reports.Results) {
 	status := "complete"
 	if !r.Run.Complete {
 		status = "INCOMPLETE"
@@ -26,11 +25,6 @@ func printSummary(w io.Writer, r *reports.Results, expectPass map[string]bool) {
 		r.Run.Scenario, r.Run.Driver, r.Run.Seed, r.Run.Duration, r.Run.Warmup, status)
 	for _, v := range r.Variants {
 		note := ""
-		if pass, ok := expectPass[v.Name]; ok && !pass && !v.ExpectsFail() {
-			c := *v
-			c.Expect = reports.ExpectFail
-			v = &c
-		}
 		switch {
 		case v.ExpectsFail():
 			note = "  (" + v.ExpectNote() + ": expected to fail)"

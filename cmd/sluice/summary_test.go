@@ -82,7 +82,7 @@ func TestSummaryShowsNoRawDropRate(t *testing.T) {
 	}
 	require.NoError(t, r.Finalize())
 	var out strings.Builder
-	printSummary(&out, r, nil)
+	printSummary(&out, r)
 	lines := strings.Split(out.String(), "\n")
 	row := func(name string) []string {
 		for _, l := range lines {
@@ -111,7 +111,7 @@ func TestSummaryNothingSentHasNoDropRate(t *testing.T) {
 	busy.Sent, busy.Accepted = 100, 100
 	require.NoError(t, r.Finalize())
 	var out strings.Builder
-	printSummary(&out, r, nil)
+	printSummary(&out, r)
 	var players, other []string
 	for _, l := range strings.Split(out.String(), "\n") {
 		switch f := strings.Fields(l); {
@@ -141,7 +141,7 @@ func TestSummaryMarksIncompleteVariants(t *testing.T) {
 	r.Variants[1].Stopped = 2437 * time.Millisecond
 	require.NoError(t, r.Finalize())
 	var out strings.Builder
-	printSummary(&out, r, nil)
+	printSummary(&out, r)
 	assert.Contains(t, out.String(), "tight (INCOMPLETE)")
 	assert.Contains(t, out.String(), "tight is INCOMPLETE: stopped 2.437s into its 4s, 2.037s measured after the warm-up")
 }
