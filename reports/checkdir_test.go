@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,24 @@ func TestCheckDirRefusesWhatRenderFilesWould(t *testing.T) {
 		r := New(Run{Scenario: "s", Driver: DriverSim, Duration: 1, Complete: true}, Environment{})
 		_, err = r.AddVariant("v", nil)
 		require.NoError(t, err)
-		assert.Equal(t, CheckDir(c.dir), RenderFiles(c.dir, r), "RenderFiles refuses with the same error")
+		before := tree(t, c.dir)
+		assert.Error(t, RenderFiles(c.dir, r), "RenderFiles refuses it too")
+		assert.Equal(t, before, tree(t, c.dir), "and changes nothing there")
 	}
 	assert.FileExists(t, notes)
+}
+
+// tree lists every path under root (root itself included) with its size
+// and mode, to compare a directory before and after a write.
+func tree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %v %d", p, fi.Mode(), fi.Size()))
+		return nil
+	}))
+	return out
 }
