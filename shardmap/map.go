@@ -858,7 +858,7 @@ func (m *Map) evict(sh *shard, t *table, now int64) bool {
 			first = min(first, m.idleAt(t.at(i), now))
 		}
 		sh.evictableAt = first
-		if first == math.MaxInt64 {
+		if sh.live.Load() == 0 { // exact under the lock: no key to wait for
 			sh.evictableAt = notKnown
 		}
 		if m.backoff >= 0 {

@@ -52,3 +52,15 @@ func TestFullWaitBeforeZero(t *testing.T) {
 		t.Errorf("insert into a shard held until %d, at %d: %v %v; want full, retry after %v", until, now, st, r, time.Duration(math.MaxInt64))
 	}
 }
+
+// A shard whose only key is held to the end of the clock knows when it can
+// make room: never, which a Full refusal says as the longest wait, not as
+// "not known" (0), which a caller fills with one fill time.
+func TestFullOfAKeyHeldForever(t *testing.T) {
+	m := newMap(t, 1, 1, Config{MaxKeys: 1, Shards: 1, EvictBackoff: -1})
+	m.TakeAt(1, 0, 1)
+	m.UpdateMark(1, func(Mark) (Mark, bool) { return m.MakeMark(0, true, math.MaxInt64), true })
+	if r, st := m.TakeAt(2, 0, 1); st != Full || r.RetryAfter() < time.Duration(math.MaxInt64/2) {
+		t.Errorf("insert into a shard held forever: %v %v; want full, retry after about %v", st, r, time.Duration(math.MaxInt64))
+	}
+}
