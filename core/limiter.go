@@ -77,7 +77,7 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, cfgErr("Rate", cfg.Rate, err.Error(), err)
 	}
-	m, err := shardmap.New(lim, shardmap.Config{MaxKeys: cfg.MaxKeys, Shards: cfg.Shards, EvictBackoff: cfg.EvictBackoff, Seed: cfg.HashSeed}, markAnchor(now))
+	m, err := shardmap.New(lim, shardmap.Config{MaxKeys: cfg.MaxKeys, Shards: cfg.Shards, EvictBackoff: cfg.EvictBackoff, Seed: cfg.HashSeed}, now)
 	if err != nil {
 		return nil, cfgErr("MaxKeys", cfg.MaxKeys, err.Error(), err)
 	}
@@ -90,29 +90,6 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 	}
 	l.factor.Store(1)
 	return l, nil
-}
-
-// markFloor is the earliest anchor NewLimiter gives its table's marks:
-// about 219 years before 0. A mark keeps a deadline in whole microseconds
-// after its anchor, for 571 years (shardmap.Mark), and clamps an earlier
-// one to the anchor; from markFloor on, the latest deadline it holds is
-// past math.MaxInt64, so a lockout that runs to the end of the clock still
-// saturates there.
-const markFloor = -(1 << 62) - (1 << 61)
-
-// markAnchor is the anchor of the marks of a limiter whose clock reads now
-// at NewLimiter: the earliest time from markFloor on that is a whole number
-// of microseconds before now. Anchored at now itself, a window or lockout
-// begun at a now before it (a now below 0 on a clock that read 0) would
-// have lasted until now; anchored there, it lasts as long as any other,
-// its deadline rounded up to the same microseconds as one begun after now.
-func markAnchor(now int64) int64 {
-	if now < markFloor {
-		return now
-	}
-	floor := int64(markFloor)
-	d := uint64(now) - uint64(floor) // now − markFloor, exact
-	return floor + int64(d%1000)
 }
 
 // Config returns the limiter's configuration, defaults filled in.

@@ -73,7 +73,7 @@ type LimiterConfig struct {
 	// reading in NewLimiter. Every At method must be passed times on the
 	// same clock; times before that reading (a now below 0 on a clock that
 	// read 0) are served as exactly as later ones, windows and lockouts
-	// included, back to about 219 years before 0 (markFloor). nil means
+	// included, back to about 219 years before 0 (the epoch of shardmap's marks). nil means
 	// atomicbucket.Nanotime.
 	Clock func() int64
 }

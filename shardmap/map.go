@@ -348,7 +348,7 @@ type Map struct {
 	maxUsed  int64  // live+tombstones above which an insert compacts first
 	batch    int64  // most keys one eviction scan removes
 	backoff  int64  // EvictBackoff in ns; < 0: never
-	anchor   int64  // the epoch of Mark deadlines, on the caller's clock (New's anchor)
+	anchor   int64  // the epoch of Mark deadlines, on the caller's clock (markAnchor)
 	maxKeys  int
 
 	// total counts tracked keys over every shard, for the MaxKeys bound.
@@ -360,12 +360,11 @@ type Map struct {
 	_     [padBlock - 8]byte
 }
 
-// New returns an empty map whose buckets follow lim. anchor (a time on the
-// caller's clock, often its reading at New) is the epoch of Mark
-// deadlines: a deadline before it is clamped to it, so a caller that
-// passes times before its first reading anchors earlier (as core.Limiter
-// does).
-func New(lim *atomicbucket.Limit, cfg Config, anchor int64) (*Map, error) {
+// New returns an empty map whose buckets follow lim. now is the caller's
+// clock at New; Mark deadlines count from an epoch on the same microsecond
+// grid long before it (see markAnchor), so that times before now are
+// served as exactly as later ones.
+func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	if lim == nil {
 		return nil, &ConfigError{"Limit", nil, "must not be nil"}
 	}
@@ -396,7 +395,7 @@ func New(lim *atomicbucket.Limit, cfg Config, anchor int64) (*Map, error) {
 		slots:    uint64(per+(per+1)/2) + 2, // ≥ 3/2·per + 1: load ≤ 2/3, one slot always empty
 		batch:    max(1, int64(per)/16),
 		backoff:  int64(cfg.EvictBackoff),
-		anchor:   anchor,
+		anchor:   markAnchor(now),
 		maxKeys:  cfg.MaxKeys,
 	}
 	// Tombstones may use half the spare slots before an insert compacts;
@@ -448,9 +447,6 @@ func (m *Map) PerShard() int { return int(m.perShard) }
 
 // SlotsPerShard returns the length of each shard's table.
 func (m *Map) SlotsPerShard() int { return int(m.slots) }
-
-// Anchor returns the epoch of Mark deadlines, as given to New.
-func (m *Map) Anchor() int64 { return m.anchor }
 
 // shardIndex returns the index of hash h's shard: below the shard count
 // for every h (TestIndexesInRange).

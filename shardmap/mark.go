@@ -102,3 +102,25 @@ func (m *Map) HeldAt(mk Mark, now int64) (time.Duration, bool) {
 	}
 	return time.Duration(timesat.Sub(d, now)), true
 }
+
+// markFloor is the earliest epoch a map gives its marks: about 219 years
+// before 0. A mark keeps a deadline in whole ticks after its epoch, for 571
+// years, and clamps an earlier one to the epoch; from markFloor on, the
+// latest deadline it holds is past math.MaxInt64, so a hold that runs to
+// the end of the clock still saturates there.
+const markFloor = -(1 << 62) - (1 << 61)
+
+// markAnchor is the epoch of the marks of a map made at now: the earliest
+// time from markFloor on that is a whole number of ticks before now.
+// Anchored at now itself, a hold begun at a time before it (a now below 0
+// on a clock that read 0) would have lasted until now; anchored there, it
+// lasts as long as any other, its deadline rounded up to the same ticks as
+// one begun after now.
+func markAnchor(now int64) int64 {
+	if now < markFloor {
+		return now
+	}
+	floor := int64(markFloor)
+	d := uint64(now) - uint64(floor) // now − markFloor, exact
+	return floor + int64(d%tick)
+}
