@@ -90,8 +90,9 @@ func (l *strikeLadder) points(score int64) float64 { return float64(score) / l.n
 // caller's clock, ns) at which the score will have drained to zero. The
 // score at now is max(0, zeroAt − now) in ns of drain, i.e. points × the
 // ladder's ns per point; adding w moves zeroAt to max(zeroAt, now) + w. The
-// zero value is a clean record. Safe for concurrent use: an add is one CAS
-// loop.
+// zero value is a clean record at any now from 0 on; every record is made
+// with zeroAt set to its first now, which makes it clean before 0 too.
+// Safe for concurrent use: an add is one CAS loop.
 type strikeRecord struct {
 	zeroAt atomic.Int64
 }

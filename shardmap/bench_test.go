@@ -76,7 +76,7 @@ func BenchmarkTakeExisting(b *testing.B) {
 			// One clock for every goroutine, read once per 64 takes:
 			// counters of their own (1µs a take each) drifted apart, and
 			// a third of the 1k takes were denials (34-39% in two runs of
-			// 200ms; 0.1-1.5% at 1M).
+			// 200ms at GOMAXPROCS 2; 0.1-1.5% at 1M).
 			clock := benchcheck.ClockFrom(f.now)
 			var passed atomic.Int64
 			b.ResetTimer()
