@@ -706,7 +706,7 @@ func (r *Result) Canonical() ([]byte, error) {
 	num(int64(rec.cfg.Digits))
 	st := rec.Stats
 	// Not Overdue: virtual time never falls behind its schedule, so in
-	// the sim it is always 0.
+	// the sim it is always 0 (TestSimGolden holds it).
 	for _, v := range []int64{st.Actions, st.Skipped, st.Events, st.Unmatched, st.Stopped} {
 		num(v)
 	}

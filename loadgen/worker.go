@@ -333,15 +333,22 @@ func (w *Worker) overdue(now int64) {
 		w.rec.Stats.Overdue++
 		switch a.Op {
 		case OpSend:
-			kind := a.Kind
-			if kind >= NumKinds {
-				kind = KindRaw // as send counts an invalid kind
+			// As send counts it: what could never be written, or is due on
+			// a client that would be down, is NotSent.
+			kind, _, _, count, ok := w.sendable(a)
+			o := HeldAtEnd
+			if !ok || !c.up {
+				o = NotSent
 			}
 			w.record(now, pop, kind, SendLag, now-a.At)
-			w.add(now, pop, kind, HeldAtEnd, int64(max(a.Count, 1)))
+			w.add(now, pop, kind, o, count)
 		case OpRaw:
+			o := HeldAtEnd
+			if !c.up {
+				o = NotSent
+			}
 			w.record(now, pop, KindRaw, SendLag, now-a.At)
-			w.add(now, pop, KindRaw, HeldAtEnd, 1)
+			w.add(now, pop, KindRaw, o, 1)
 		case OpConnect, OpDial, OpRetry:
 			// As connect counts them: a retry of a client that would be up
 			// is skipped, and only a connect that logs in sends a hello.
@@ -517,21 +524,30 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 	return cs.nextID
 }
 
-func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
-	pop, kind := cs.pop, a.Kind
-	count := int64(max(a.Count, 1))
-	t, _, ok := kind.Wire()
+// sendable resolves what an OpSend action sends: the kind it is counted
+// under (an invalid kind under raw), its frame type and channel code, how
+// many messages it stands for, and whether it can be written at all (a
+// kind with a frame, a channel the policy has, a valid size), whatever the
+// state of the client's connection.
+func (w *Worker) sendable(a *Action) (kind Kind, t wire.Type, code uint8, count int64, ok bool) {
+	kind, count = a.Kind, int64(max(a.Count, 1))
+	t, _, ok = kind.Wire()
 	if kind >= NumKinds {
 		kind = KindRaw // an invalid kind is still counted, under raw
 	}
-	var code uint8
 	if ok && t != wire.TypePing {
 		ch := w.channels[kind]
 		ok = ch >= 0 && ch <= 255
 		code = uint8(ch)
 	}
+	return kind, t, code, count, ok && a.Size >= 0 && a.Size <= wire.MaxFrameLimit
+}
+
+func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
+	pop := cs.pop
+	kind, t, code, count, ok := w.sendable(a)
 	w.record(now, pop, kind, SendLag, now-a.At)
-	if !ok || cs.state == down || a.Size < 0 || a.Size > wire.MaxFrameLimit {
+	if !ok || cs.state == down {
 		w.add(now, pop, kind, NotSent, count)
 		return
 	}
