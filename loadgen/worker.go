@@ -421,11 +421,7 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 		if cs.left {
 			// The leave: the client's window is over, and what it still
 			// holds (or awaits) was in flight at its end, as at the end
-			// of the run, not dropped; replies already past their
-			// deadline are Timeouts first, as at the end of the run.
-			if w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
-				w.expire(now)
-			}
+			// of the run, not dropped.
 			w.heldAtEnd(cs, now)
 		}
 		if cs.state != down || len(cs.heldMeta) > 0 {
@@ -817,7 +813,6 @@ func (w *Worker) expire(now int64) {
 // frames still held: in flight at the end, not the Disconnected or NotSent
 // drops that lost would count them as.
 func (w *Worker) closeAll(now int64) {
-	w.expire(now)
 	for i := range w.clients {
 		cs := &w.clients[i]
 		w.heldAtEnd(cs, now)
@@ -828,8 +823,12 @@ func (w *Worker) closeAll(now int64) {
 }
 
 // heldAtEnd counts what the client still holds or awaits a reply to as
-// HeldAtEnd, and forgets it.
-func (w *Worker) heldAtEnd(cs *clientState, now int64) { w.forget(cs, now, HeldAtEnd, HeldAtEnd) }
+// HeldAtEnd, and forgets it; replies already past their deadline (of any
+// client) are Timeouts first.
+func (w *Worker) heldAtEnd(cs *clientState, now int64) {
+	w.expire(now)
+	w.forget(cs, now, HeldAtEnd, HeldAtEnd)
+}
 
 // forget counts each reply cs awaits as awaited and each frame it holds
 // as held, and drops both.
