@@ -304,7 +304,7 @@ func runFacts(r *Results) []kv {
 	}
 	for _, v := range r.Variants {
 		if v.Incomplete() {
-			f = append(f, kv{"variant " + v.Name, "INCOMPLETE: " + incompleteNote(v, r)})
+			f = append(f, kv{"variant " + v.Name, "INCOMPLETE: " + r.IncompleteNote(v)})
 		}
 	}
 	if run.Interval > 0 {
@@ -326,17 +326,6 @@ func runFacts(r *Results) []kv {
 	}
 	f = append(f, kv{"variants", strconv.Itoa(len(r.Variants))})
 	return f
-}
-
-// incompleteNote says how much of the run variant v, which was stopped
-// before its end, covers.
-func incompleteNote(v *Variant, r *Results) string {
-	m := r.MeasuredOf(v)
-	measured := "measured nothing (it stopped in the warm-up)"
-	if m > 0 {
-		measured = "measured " + fmtDuration(m.Round(time.Millisecond)) + " after the warm-up"
-	}
-	return fmt.Sprintf("%s stopped %s into its %s and %s; its numbers cover only that and do not compare with complete variants", v.Name, fmtDuration(v.Stopped.Round(time.Millisecond)), fmtDuration(r.Run.Duration), measured)
 }
 
 func envFacts(e Environment) []kv {
@@ -562,7 +551,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		v := vs.v
 		c.Variants = append(c.Variants, cmpHead{Name: v.Name, Incomplete: v.Incomplete()})
 		if v.Incomplete() {
-			c.Incomplete = append(c.Incomplete, incompleteNote(v, r))
+			c.Incomplete = append(c.Incomplete, r.IncompleteNote(v))
 		}
 	}
 	serverTime := measure{"server", "service time per frame", mNs, -1, func(vs *variantStats) (float64, bool) {

@@ -135,8 +135,7 @@ func printComparison(w io.Writer, r *reports.Results) {
 	tw.Flush()
 	for _, v := range r.Variants {
 		if v.Incomplete() {
-			fmt.Fprintf(w, "  %s is INCOMPLETE: stopped %v into its %v, %v measured after the warm-up; its numbers do not compare with complete variants\n",
-				v.Name, v.Stopped.Round(time.Millisecond), r.Run.Duration, r.MeasuredOf(v).Round(time.Millisecond))
+			fmt.Fprintf(w, "  INCOMPLETE: %s\n", r.IncompleteNote(v))
 		}
 	}
 }
