@@ -87,9 +87,12 @@ func (f TinyFlood) Validate() error {
 func (f TinyFlood) Stream(c *Client) Stream {
 	subs, t0 := f.Persist.streams(c, false)
 	p := period(orFloat(f.WritesPerSecond, 100))
-	tmpl := Action{Op: OpSend, Kind: orKind(f.Kind, KindMove), Count: orInt(f.FramesPerWrite, 64)}
+	tmpl := Action{Op: OpSend, Kind: f.kind(), Count: orInt(f.FramesPerWrite, 64)}
 	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
+
+// kind is the kind the flood sends, its default filled in.
+func (f TinyFlood) kind() Kind { return orKind(f.Kind, KindMove) }
 
 // ByteFlood sends frames just under the maximum frame size: few frames,
 // many bytes. The byte budget must catch it.
@@ -512,10 +515,7 @@ func (h ChannelHop) Validate() error {
 // Stream returns the sends.
 func (h ChannelHop) Stream(c *Client) Stream {
 	subs, t0 := h.Persist.streams(c, false)
-	targets := h.Targets
-	if len(targets) == 0 {
-		targets = DefaultHopTargets
-	}
+	targets := h.targets()
 	margin := orFloat(h.Margin, 0.9)
 	for i, t := range targets {
 		// No jitter: jitter would let two sends come closer than the rate.
@@ -523,6 +523,14 @@ func (h ChannelHop) Stream(c *Client) Stream {
 		subs = append(subs, newPhasedTicker(subRand(c, subExtra+i), tmpl, t0, period(t.Rate*margin), 0, c.End))
 	}
 	return newMerge(subs...)
+}
+
+// targets are the channels hopped over, DefaultHopTargets if none given.
+func (h ChannelHop) targets() []HopTarget {
+	if len(h.Targets) == 0 {
+		return DefaultHopTargets
+	}
+	return h.Targets
 }
 
 // ResetReconnect bursts over a channel's limit, then reconnects (same
@@ -557,7 +565,7 @@ func (p ResetReconnect) Validate() error {
 // Stream returns the reconnects and bursts.
 func (p ResetReconnect) Stream(c *Client) Stream {
 	subs, t0 := p.Persist.streams(c, false)
-	kind := orKind(p.Kind, KindAbility)
+	kind := p.kind()
 	every := orDur(p.Every, 500*time.Millisecond)
 	burst := orInt(p.Burst, 20)
 	// The first burst comes with the first connect.
@@ -570,6 +578,9 @@ func (p ResetReconnect) Stream(c *Client) Stream {
 		}))
 	return newMerge(subs...)
 }
+
+// kind is the kind of the bursts, its default filled in.
+func (p ResetReconnect) kind() Kind { return orKind(p.Kind, KindAbility) }
 
 // KeyChurn logs in under a new identity again and again (many accounts
 // from one client), to fill the server's keyed tables and dodge per-account
@@ -609,7 +620,7 @@ func ChurnAccount(index int, n uint64) uint64 {
 // Stream returns the identities.
 func (k KeyChurn) Stream(c *Client) Stream {
 	subs, t0 := k.Persist.streams(c, false)
-	kind := orKind(k.Kind, KindChat)
+	kind := k.kind()
 	every := orDur(k.Every, 50*time.Millisecond)
 	msgs := orInt(k.Messages, 3)
 	var n uint64
@@ -621,6 +632,9 @@ func (k KeyChurn) Stream(c *Client) Stream {
 		}))
 	return newMerge(subs...)
 }
+
+// kind is the kind each identity sends, its default filled in.
+func (k KeyChurn) kind() Kind { return orKind(k.Kind, KindChat) }
 
 // HotKey hammers one kind of request at a steady rate. Put it in a
 // population with PerAccount = Clients (see HotKeyCrowd) and one account
@@ -654,9 +668,12 @@ func (h HotKey) Validate() error {
 func (h HotKey) Stream(c *Client) Stream {
 	subs, t0 := h.Persist.streams(c, false)
 	p := period(orFloat(h.Rate, 50))
-	tmpl := Action{Op: OpSend, Kind: orKind(h.Kind, KindPurchase), Size: orInt(h.Size, 16)}
+	tmpl := Action{Op: OpSend, Kind: h.kind(), Size: orInt(h.Size, 16)}
 	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
+
+// kind is the kind the hot key is hit with, its default filled in.
+func (h HotKey) kind() Kind { return orKind(h.Kind, KindPurchase) }
 
 // HotKeyCrowd is a population of clients that all share one account and
 // hammer it.

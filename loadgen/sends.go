@@ -17,7 +17,7 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 	case *MassReconnect:
 		b.Honest.sends(&set)
 	case *TinyFlood:
-		set[orKind(b.Kind, KindMove)] = true
+		set[b.kind()] = true
 	case *ByteFlood:
 		set[b.kind()] = true
 	case *BadLength, *Malformed, *Slowloris:
@@ -25,19 +25,15 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 	case *Replay:
 		set[b.kind()] = true
 	case *ChannelHop:
-		targets := b.Targets
-		if len(targets) == 0 {
-			targets = DefaultHopTargets
-		}
-		for _, t := range targets {
+		for _, t := range b.targets() {
 			set[t.Kind] = true
 		}
 	case *ResetReconnect:
-		set[orKind(b.Kind, KindAbility)] = true
+		set[b.kind()] = true
 	case *KeyChurn:
-		set[orKind(b.Kind, KindChat)] = true
+		set[b.kind()] = true
 	case *HotKey:
-		set[orKind(b.Kind, KindPurchase)] = true
+		set[b.kind()] = true
 	default:
 		return nil, false
 	}
