@@ -181,3 +181,25 @@ func TestSeriesAddCountsWhatThePointCannotHold(t *testing.T) {
 	_, err = r.Canonical()
 	require.ErrorContains(t, err, "lost 1 response times")
 }
+
+// A stopped run's series keeps the points that start before the stop and
+// moves what the later ones hold (a loopback run's last reads) into the
+// last kept point: counts and response times alike, none lost.
+func TestSeriesTruncateKeepsEveryCount(t *testing.T) {
+	sec := int64(time.Second)
+	s := newSeries(1, sec, 3*sec)
+	for k := range 3 {
+		h := NewSeriesHistogram()
+		require.NoError(t, h.RecordValue(int64(k+1)*int64(time.Millisecond)))
+		s.add(0, k, &Interval{Sent: int64(10 * (k + 1)), Accepted: int64(k + 1)}, h)
+	}
+	s.truncate(sec + sec/2) // stopped 1.5s into 3s: points 0 and 1 stay
+	require.Len(t, s.pts[0], 2)
+	last := s.pts[0][1]
+	assert.EqualValues(t, 20+30, last.Sent)
+	assert.EqualValues(t, 2+3, last.Accepted)
+	resp := denseResponse(t, last)
+	assert.EqualValues(t, 2, resp.TotalCount(), "the response times of points 1 and 2")
+	assert.InDelta(t, float64(3*time.Millisecond), float64(resp.Max()), float64(time.Millisecond)/10, "point 2's")
+	assert.Zero(t, last.Dropped)
+}
