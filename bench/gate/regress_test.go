@@ -193,14 +193,7 @@ func TestNoisyFloorDoesNotHideARegression(t *testing.T) {
 // other side of the trade).
 func TestSlightlySlowerMachineNoisyFloor(t *testing.T) {
 	const seeds = 200
-	var floors, others []bench
-	for _, b := range hot {
-		if strings.HasPrefix(b.name, "Floor/") {
-			floors = append(floors, b)
-		} else {
-			others = append(others, b)
-		}
-	}
+	floors, others := splitFloors(hot)
 	slower := map[string]float64{}
 	for _, b := range hot {
 		slower[b.name] = 1.045
@@ -233,14 +226,7 @@ func TestSlightlySlowerMachineNoisyFloor(t *testing.T) {
 // 15 for this rule; dividing every small move out sample by sample caught
 // 86 and 157 and alarmed in 11.
 func TestPowerBesideANoisyFloor(t *testing.T) {
-	var floors, others []bench
-	for _, b := range hot {
-		if strings.HasPrefix(b.name, "Floor/") {
-			floors = append(floors, b)
-		} else {
-			others = append(others, b)
-		}
-	}
+	floors, others := splitFloors(hot)
 	for _, c := range []struct {
 		slower float64
 		want   int
@@ -315,4 +301,17 @@ func TestConfigSecondDocumentIsAnError(t *testing.T) {
 	assert.ErrorIs(t, err, gate.ErrConfig)
 	assert.Contains(t, err.Error(), "two.yaml")
 	assert.Contains(t, err.Error(), "document")
+}
+
+// splitFloors parts benches into the floors and the rest, for samples that
+// give them different noise.
+func splitFloors(benches []bench) (floors, others []bench) {
+	for _, b := range benches {
+		if strings.HasPrefix(b.name, "Floor/") {
+			floors = append(floors, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	return floors, others
 }
