@@ -42,6 +42,7 @@ type Loopback struct {
 	wg      sync.WaitGroup
 	conns   map[ConnID]*loopConn
 	stopped bool
+	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 }
 
 type loopConn struct {
@@ -59,13 +60,23 @@ const loopbackEvents = 4096
 // ctx (a cancelled run stops dialling) and, like writes, time out after
 // timeout.
 func NewLoopback(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration) (*Loopback, error) {
-	if !addr.Addr().Unmap().IsLoopback() {
+	return newSocketDriver(ctx, addr, rt, timeout, false)
+}
+
+// newSocketDriver is NewLoopback, and with anyAddr the same driver to a
+// server at any address the user named (Remote.AnyAddress). Only to a
+// loopback server does each address group dial from its own 127.x.y.z:
+// elsewhere, the host's own address is the only one the server can see.
+func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration, anyAddr bool) (*Loopback, error) {
+	loop := addr.Addr().Unmap().IsLoopback()
+	if !loop && !anyAddr {
 		return nil, fmt.Errorf("%w: %v", ErrNotLoopback, addr)
 	}
 	if timeout <= 0 {
 		timeout = 2 * time.Second
 	}
 	return &Loopback{
+		bind:    loop,
 		rt:      rt,
 		ctx:     ctx,
 		server:  addr.String(),
@@ -94,9 +105,9 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if old := l.conns[id]; old != nil {
 		l.closeConn(id, old)
 	}
-	d := net.Dialer{
-		LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(LoopbackAddr(addr), 0)),
-		Timeout:   l.timeout,
+	d := net.Dialer{Timeout: l.timeout}
+	if l.bind {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(LoopbackAddr(addr), 0))
 	}
 	nc, err := d.DialContext(l.ctx, "tcp", l.server)
 	if err != nil {

@@ -66,9 +66,21 @@ type RunSpec struct {
 // Stats should return when it ends. An error stops the run at once, and
 // RunLoopback returns it. The server must count the run's populations
 // apart: its MaxPopulations at least the plan's population count.
+//
+// A server that sluice did not start and cannot read (sluice run --target)
+// leaves Stats nil: the run then measures what its clients saw alone (the
+// replies, rejections and disconnects), Result.ServerView is false, and
+// every input's fate is unknown (inputs get no reply). Such a server need
+// not run on this machine: with AnyAddress set, Addr may be any address,
+// and clients dial from the host's own address (the distinct 127.x.y.z
+// source of each address group applies to loopback targets only, so a
+// server elsewhere sees every client behind one address).
 type Remote struct {
 	Addr  netip.AddrPort
 	Stats func(context.Context) (server.Stats, error)
+	// AnyAddress allows an Addr outside the loopback range: set only for
+	// an address the user named.
+	AnyAddress bool
 }
 
 // Result is what a run measured.
@@ -110,6 +122,13 @@ type Result struct {
 	// clients); for sim, the wall time spent in the simulated server
 	// (Sim.Busy). Neither is deterministic.
 	ServerCPU time.Duration
+	// ServerView is true when the run read the server's own counters (an
+	// in-process server, or a Remote with Stats): its decisions on every
+	// frame, Frames and ServerCPU. When false (a Remote without Stats) the
+	// decisions are what the clients saw: replies to requests, rejections
+	// and disconnects; inputs written are Sent, their fate unknown, and
+	// Frames and ServerCPU are 0.
+	ServerView bool
 	// Complete is false when ctx was cancelled (or the run hit its hard
 	// time bound): the Result holds what was measured until then.
 	Complete bool
@@ -151,10 +170,10 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Workers", s.Workers, "must not be negative"}
 	case math.IsNaN(s.TickRate) || s.TickRate <= 0 || s.TickRate > 10000:
 		return s, &ParamError{"run", "TickRate", s.TickRate, "must be in (0, 10000] Hz"}
-	case s.Remote != nil && s.Remote.Stats == nil:
-		return s, &ParamError{"run", "Remote", s.Remote.Addr, "needs a Stats function"}
-	case s.Remote != nil && (!s.Remote.Addr.Addr().Unmap().IsLoopback() || s.Remote.Addr.Port() == 0):
-		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port"}
+	case s.Remote != nil && (!s.Remote.Addr.IsValid() || s.Remote.Addr.Port() == 0):
+		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be an address with a port"}
+	case s.Remote != nil && !s.Remote.AnyAddress && !s.Remote.Addr.Addr().Unmap().IsLoopback():
+		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port (AnyAddress allows another)"}
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
@@ -250,6 +269,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, []*Worker{w}, complete, time.Duration(sim.Now()), total)
+	res.ServerView = true
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
 	return res, nil
@@ -326,7 +346,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
 			return nil, err
 		}
-		if drivers[i], err = NewLoopback(rctx, addr, rt.Clone(), sp.Config.Timeout); err != nil {
+		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress); err != nil {
 			return nil, err
 		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
@@ -335,6 +355,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		w := workers[i]
 		w.SetChannels(chans)
 		w.warmup = int64(sp.Warmup)
+		w.clientView = stats == nil
 		w.setSeries(ser)
 	}
 
@@ -394,6 +415,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		sp.Progress(total, total)
 	}
 	res := newResult(labels, rec, ser, workers, complete, ran, total)
+	res.ServerView = stats != nil
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	return res, nil
@@ -485,7 +507,7 @@ func (m *monitor) read(k int) server.Stats {
 // snapshot reads the server's counters. On an error (kept in m.err) it
 // stops the run, and reads nothing more.
 func (m *monitor) snapshot() server.Stats {
-	if m.err != nil {
+	if m.err != nil || m.stats == nil { // a server it cannot read: nothing to read
 		return server.Stats{}
 	}
 	// A read is bounded on its own, not by the run's context: the reads

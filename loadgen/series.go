@@ -233,8 +233,14 @@ func (w *Worker) add(t int64, pop int, k Kind, o Outcome, n int64) {
 		w.rec.Add(pop, k, o, n)
 	}
 	// The series counts messages: a session the server ended is not one.
-	if w.series != nil && o >= ServerReasons && k != KindSession {
-		w.point(t, pop).Outcomes[o] += n
+	// The server's decisions come from its counters (the monitor), but in
+	// a run that cannot read them (clientView) from the replies alone.
+	if w.series != nil && (o >= ServerReasons || w.clientView) && k != KindSession {
+		pt := w.point(t, pop)
+		pt.Outcomes[o] += n
+		if o == Accepted {
+			pt.Accepted += n
+		}
 	}
 }
 

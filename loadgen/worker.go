@@ -173,12 +173,15 @@ type Worker struct {
 	// Windows and the series (set by run.go; zero: everything is measured
 	// and there is no series).
 	warmup int64
-	clock  int64 // the latest record time: records are placed at max(t, clock)
-	series *series
-	cur    int                       // the series interval acc holds
-	curEnd int64                     // the end of interval cur (0 before the first record)
-	acc    []Interval                // per population, not yet merged into series (Response unused)
-	resp   []*hdrhistogram.Histogram // per population: acc's response times, reused
+	// clientView: the run cannot read the server's counters (a Remote
+	// without Stats), so the series takes the replies' decisions too.
+	clientView bool
+	clock      int64 // the latest record time: records are placed at max(t, clock)
+	series     *series
+	cur        int                       // the series interval acc holds
+	curEnd     int64                     // the end of interval cur (0 before the first record)
+	acc        []Interval                // per population, not yet merged into series (Response unused)
+	resp       []*hdrhistogram.Histogram // per population: acc's response times, reused
 	// onLoop, if set, is called with the driver's time every loopEvery
 	// iterations of Run's loop.
 	onLoop func(now int64)

@@ -773,10 +773,10 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 // the chart's note names those it leaves out.
 func outcomeChart(title string, all []*Population, others map[string]string) (*chart, error) {
 	var pops []*Population
-	var left []string
+	var left []*Population
 	for _, p := range all {
 		if p.NoDropRate() != "" {
-			left = append(left, p.Name)
+			left = append(left, p)
 			continue
 		}
 		pops = append(pops, p)
@@ -831,7 +831,7 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 	barW := vg.Points(math.Min(22, 150/float64(len(pops))))
 	c := &chart{Title: title}
 	if len(left) > 0 {
-		c.Note = "Not shown: " + strings.Join(left, ", ") + " (" + NoRateRaw + ")."
+		c.Note = "Not shown: " + NoRateNote(left) + "."
 	}
 	prev, err := plotter.NewBarChart(acc, barW)
 	if err != nil {

@@ -100,7 +100,7 @@ type variantStats struct {
 	v                      *Variant
 	pops                   []*popStats
 	honestSent, honestDrop int64
-	honestNoRate           []string // honest populations with no drop rate: then the honest total has none
+	honestNoRate           []*Population // honest populations with no drop rate: then the honest total has none
 	honestResp             *hdrhistogram.Histogram
 	hostileAdmittedPS      float64
 	hostileAdmittedBS      float64
@@ -130,7 +130,7 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 		vs.honestSent += ps.sent
 		vs.honestDrop += ps.drop
 		if ps.noRate != "" {
-			vs.honestNoRate = append(vs.honestNoRate, p.Name)
+			vs.honestNoRate = append(vs.honestNoRate, p)
 		}
 		vs.falseDisc += p.Summary.FalseDisconnects
 		vs.falseLock += p.Summary.FalseLockouts
@@ -182,6 +182,7 @@ type headline struct {
 	Badge                          string // the verdict's style: "pass", "fail", "expected" or "" (no thresholds)
 	Description, ExpectNote        string
 	Thresholds                     []thresholdView
+	NotApplicable                  []string // thresholds the run could not measure (Variant.NotApplicable)
 	Invalid                        []string
 }
 
@@ -296,9 +297,14 @@ func runFacts(r *Results) []kv {
 	f := []kv{
 		{"scenario", run.Scenario},
 		{"driver", run.Driver},
+	}
+	if run.Target != "" {
+		f = append(f, kv{"target", run.Target + ", a server sluice did not start: " + TargetNote})
+	}
+	f = append(f, []kv{
 		{"seed", strconv.FormatUint(run.Seed, 10)},
 		{"duration per variant", fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + ")"},
-	}
+	}...)
 	if slices.ContainsFunc(r.Variants, (*Variant).Incomplete) {
 		f[len(f)-1].V = fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + " in a variant that ran to the end)"
 	}
@@ -451,7 +457,7 @@ func makeHeadline(i int, vs *variantStats) headline {
 		case vs.honestSent == 0:
 			h.HonestDropRate = "– (nothing sent)"
 		case len(vs.honestNoRate) > 0:
-			h.HonestDropRate = "– (" + strings.Join(vs.honestNoRate, ", ") + ": " + NoRateRaw + ")"
+			h.HonestDropRate = "– (no drop rate: " + NoRateNote(vs.honestNoRate) + ")"
 		}
 		if vs.honestResp != nil {
 			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
@@ -463,6 +469,7 @@ func makeHeadline(i int, vs *variantStats) headline {
 		h.HostileAdmitted = fmtRate(vs.hostileAdmittedPS, "msg/s")
 		h.HostileBytes = fmtBytesRate(vs.hostileAdmittedBS)
 	}
+	h.NotApplicable = v.NotApplicable
 	for _, t := range v.Thresholds {
 		h.Thresholds = append(h.Thresholds, thresholdView{Expr: t.Expr, Value: FormatThresholdValue(t, nil), Pass: t.Pass, Expected: !t.Pass && v.ExpectsFail()})
 	}
@@ -896,7 +903,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		vv.NoDataNote = "This variant recorded no latencies and no traffic: nothing to chart."
 	}
 	// Tables.
-	var noRate []string
+	var noRate []*Population
 	for _, p := range vs.pops {
 		pp := p.pop
 		row := popRow{
@@ -911,7 +918,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		switch {
 		case p.noRate != "":
 			row.DropRate = "–"
-			noRate = append(noRate, pp.Name)
+			noRate = append(noRate, pp)
 		case p.sent == 0:
 			row.DropRate = "–" // nothing sent: no rate, as the thresholds say
 		}
@@ -970,7 +977,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		}
 	}
 	if len(noRate) > 0 {
-		vv.NoRateNote = "Drop rate –: " + strings.Join(noRate, ", ") + " (" + NoRateRaw + "; see the raw row below)."
+		vv.NoRateNote = "Drop rate –: " + NoRateNote(noRate) + "."
 	}
 	return vv, nil
 }

@@ -445,8 +445,11 @@ func (r *Results) Validate() error {
 				}
 				seenK[k.Kind] = true
 				kw := fmt.Sprintf("%s kind %q", where, k.Kind)
-				if k.Sent < 0 || k.Accepted < 0 || k.SentBytes < 0 || k.AcceptedBytes < 0 {
+				if k.Sent < 0 || k.Accepted < 0 || k.SentBytes < 0 || k.AcceptedBytes < 0 || k.Unknown < 0 {
 					return bad("%s: negative count", kw)
+				}
+				if k.Unknown > k.Sent {
+					return bad("%s: unknown %d is more than sent %d", kw, k.Unknown, k.Sent)
 				}
 				if err := validateDrops(k.Drops); err != nil {
 					return bad("%s: drops: %v", kw, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -80,7 +81,17 @@ type Run struct {
 	// Complete is false when the run was interrupted (signal, error, time
 	// limit) and the results hold only what was measured until then.
 	Complete bool `json:"complete"`
+	// Target is the address of a server sluice did not start and could not
+	// read (sluice run --target), empty for one it ran. Such a run's
+	// single variant names the policy the user said the server runs (sluice
+	// did not set it), and its decisions are what the clients saw: see
+	// KindStats.Unknown and NoRateUnknown.
+	Target string `json:"target,omitempty"`
 }
+
+// TargetNote says what a run against a Target measured, for every output
+// that names the target.
+const TargetNote = "its policy is the variant's, as the user said (sluice did not set it); outcomes are what the clients saw, so what became of inputs (no reply) is unknown and the thresholds that need it were not measured"
 
 // Measured returns the length of the measurement window, Duration - Warmup,
 // or zero when that is not positive.
@@ -137,6 +148,11 @@ type Variant struct {
 	ServerCPU *ServerCPU `json:"server_cpu,omitempty"`
 	// Thresholds are the scenario's thresholds evaluated on this variant.
 	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// NotApplicable lists the scenario's thresholds this variant's run
+	// could not measure, and so did not evaluate, each as "EXPR: why": a
+	// run against a server it could not read (Run.Target) has no count of
+	// what became of inputs. They are neither passed nor failed.
+	NotApplicable []string `json:"not_applicable,omitempty"`
 	// Invalid lists the reasons this variant's measurements cannot be
 	// trusted (for example send lag too large: the load generator could not
 	// keep its schedule). Empty when valid.
@@ -238,6 +254,11 @@ type KindStats struct {
 	// share of the frames written).
 	SentBytes     int64 `json:"sent_bytes,omitempty"`
 	AcceptedBytes int64 `json:"accepted_bytes,omitempty"`
+	// Unknown counts messages written whose fate the run could not see:
+	// inputs (which get no reply) sent to a server whose counters it did
+	// not read (Run.Target). They are part of Sent, neither accepted nor
+	// dropped; a kind with any has no drop rate (NoRateUnknown).
+	Unknown int64 `json:"unknown,omitempty"`
 	// Drops counts dropped messages by stable reason name (see
 	// KnownReasons). Reasons with no drops are omitted.
 	Drops map[string]int64 `json:"drops,omitempty"`
@@ -284,22 +305,32 @@ func (k *KindStats) IsRaw() bool { return k.Kind == RawKind }
 // format: rewording it is a change of SchemaVersion.
 const NoRateRaw = "raw bytes: sent counts writes, the server's drops count the frames it read from them"
 
+// NoRateUnknown is Summary.NoDropRate for a population some of whose
+// messages have an unknown fate (KindStats.Unknown). Like NoRateRaw it is
+// part of the file format.
+const NoRateUnknown = "inputs get no reply, and the server's own counts were not read: their fate is unknown"
+
 // NoDropRate returns why p has no drop rate ("" when it has one): it wrote
-// raw bytes, which its raw row counts in writes (NoRateRaw).
+// raw bytes, which its raw row counts in writes (NoRateRaw), or some of its
+// messages' fate is unknown (NoRateUnknown).
 func (p *Population) NoDropRate() string {
+	why := ""
 	for _, k := range p.Kinds {
-		if k.IsRaw() && k.Sent != 0 {
+		switch {
+		case k.IsRaw() && k.Sent != 0:
 			return NoRateRaw
+		case k.Unknown != 0 && !k.IsSessions():
+			why = NoRateUnknown
 		}
 	}
-	return ""
+	return why
 }
 
 // DropRate returns k's drop rate, Dropped() ÷ Sent, and true; false when
-// it has none: nothing was sent, or k is the session row (not messages)
-// or the raw row (see RawKind).
+// it has none: nothing was sent, k is the session row (not messages) or
+// the raw row (see RawKind), or some of its messages' fate is unknown.
 func (k *KindStats) DropRate() (float64, bool) {
-	if k.Sent == 0 || k.IsSessions() || k.IsRaw() {
+	if k.Sent == 0 || k.IsSessions() || k.IsRaw() || k.Unknown != 0 {
 		return 0, false
 	}
 	return float64(k.Dropped()) / float64(k.Sent), true
@@ -511,4 +542,27 @@ func reasonRank(name string) int {
 		}
 	}
 	return len(knownReasons)
+}
+
+// NoRateNote says which of pops have no drop rate and why, grouped by
+// reason in the order the reasons first appear: "flood, slow (raw bytes:
+// ...)". It is "" when every population has one.
+func NoRateNote(pops []*Population) string {
+	var order []string
+	names := map[string][]string{}
+	for _, p := range pops {
+		why := p.NoDropRate()
+		if why == "" {
+			continue
+		}
+		if names[why] == nil {
+			order = append(order, why)
+		}
+		names[why] = append(names[why], p.Name)
+	}
+	parts := make([]string, len(order))
+	for i, why := range order {
+		parts[i] = strings.Join(names[why], ", ") + " (" + why + ")"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -19,7 +19,12 @@ import (
 func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 	v.Thresholds = v.Thresholds[:0]
 	all := true
+	v.NotApplicable = v.NotApplicable[:0]
 	for _, th := range s.thresholds {
+		if _, kinds := selected(v, th.Population, th.Kind); unmeasuredOnTarget(r, th.Metric, unknown(kinds)) != "" {
+			v.NotApplicable = append(v.NotApplicable, th.Text+": "+unmeasuredOnTarget(r, th.Metric, unknown(kinds)))
+			continue
+		}
 		val := MetricValue(r, v, th.Population, th.Kind, th.Metric)
 		pass := !math.IsNaN(val) && th.Holds(val)
 		v.AddThreshold(th.Text, val, th.Unit, pass)
@@ -35,26 +40,9 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 // written, which the raw row counts in writes and its drops in frames, has
 // none.
 func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric string) float64 {
-	var pops []*reports.Population
-	for _, p := range v.Populations {
-		if pop == "all" || p.Name == pop {
-			pops = append(pops, p)
-		}
-	}
+	pops, kinds := selected(v, pop, kind)
 	if len(pops) == 0 || kind != "" && populationMetrics[metric] || kind == reports.SessionKind && !sessionMetric(metric) {
 		return math.NaN()
-	}
-	var kinds []*reports.KindStats
-	for _, p := range pops {
-		if kind == "" { // every kind of message
-			kinds = slices.AppendSeq(kinds, p.MessageKinds())
-			continue
-		}
-		for _, k := range p.Kinds { // the one named, the session row included
-			if k.Kind == kind {
-				kinds = append(kinds, k)
-			}
-		}
 	}
 	if kind == reports.SessionKind && len(kinds) == 0 {
 		// No session row: no population named ended a session, which
@@ -71,6 +59,11 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		// A share over raw bytes, which a population with raw writes has
 		// none of and the raw row never has (see reports.RawKind); a
 		// scenario refuses such a threshold before it runs.
+		return math.NaN()
+	}
+	if unknown(kinds) != 0 && fateMetrics[metric] {
+		// What became of inputs sent to a server the run did not read is
+		// not known (reports.KindStats.Unknown).
 		return math.NaN()
 	}
 	var sent, accepted, dropped, acceptedBytes int64
@@ -212,4 +205,34 @@ func quantile(h *hdrhistogram.Histogram, metric string) float64 {
 		return float64(q.Max)
 	}
 	panic(fmt.Sprintf("scenarios: no quantile %q", metric))
+}
+
+// selected returns the populations of v a threshold names (pop, or "all")
+// and their kinds named (kind, or "" for every kind but the session row).
+func selected(v *reports.Variant, pop, kind string) (pops []*reports.Population, kinds []*reports.KindStats) {
+	for _, p := range v.Populations {
+		if pop == "all" || p.Name == pop {
+			pops = append(pops, p)
+		}
+	}
+	for _, p := range pops {
+		if kind == "" { // every kind of message
+			kinds = slices.AppendSeq(kinds, p.MessageKinds())
+			continue
+		}
+		for _, k := range p.Kinds { // the one named, the session row included
+			if k.Kind == kind {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return pops, kinds
+}
+
+// unknown is the number of messages of kinds whose fate is unknown.
+func unknown(kinds []*reports.KindStats) (n int64) {
+	for _, k := range kinds {
+		n += k.Unknown
+	}
+	return n
 }

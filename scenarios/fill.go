@@ -41,6 +41,10 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				fillSessions(ks, client)
 				continue
 			}
+			if !r.ServerView {
+				server, client = clientView(client)
+				ks.Unknown = client[loadgen.Sent]
+			}
 			fillKind(ks, server, client, k == loadgen.KindRaw)
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
@@ -157,4 +161,20 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64, 
 	if raw {
 		ks.Sent = written
 	}
+}
+
+// clientView splits the outcomes a client recorded in a run that did not
+// read the server's counters: the replies' decisions (accepted, and the
+// server's reasons for a rejection), which stand in for the server's own
+// counts, and the rest, as fillKind takes them. A request's decision is
+// then counted once, where the server's view would count it under both.
+func clientView(client [loadgen.NumOutcomes]int64) (server, rest [loadgen.NumOutcomes]int64) {
+	for o, n := range client {
+		if loadgen.Outcome(o).IsServerReason() {
+			server[o] = n
+		} else {
+			rest[o] = n
+		}
+	}
+	return server, rest
 }

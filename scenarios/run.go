@@ -27,6 +27,16 @@ type Options struct {
 	Duration time.Duration
 	// Policy runs only the variant with this name when not empty.
 	Policy string
+	// Target, HOST:PORT, replaces the scenario's target when not empty: a
+	// server sluice does not start (sluice serve in another process, or a
+	// studio's own server), driven over sockets (driver loopback). sluice
+	// can neither set its policy nor read its counters, so the run has one
+	// variant, the one Policy names (needed when the scenario has more):
+	// its thresholds apply, and the results record it as the policy the
+	// server is assumed to run. Outcomes are what the clients saw; the
+	// thresholds that need the server's own counts are not evaluated
+	// (reports.Variant.NotApplicable).
+	Target string
 	// SluiceVersion is recorded in the results' environment.
 	SluiceVersion string
 	// Progress, if set, is called as each variant runs: its index, the
@@ -55,6 +65,14 @@ func (o Options) Validate() error {
 	}
 	if o.Duration > loadgen.MaxDuration {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, loadgen.MaxDuration)}
+	}
+	if o.Target != "" {
+		if err := checkTarget(o.Target); err != nil {
+			return &OptionError{Option: "target", Msg: err.Error()}
+		}
+		if o.Driver != "" && o.Driver != DriverLoopback {
+			return &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot drive a target: a target is driven over sockets (loopback)", o.Driver)}
+		}
 	}
 	return nil
 }
@@ -100,7 +118,16 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		Warmup:         eff.Warmup,
 		Interval:       eff.Interval,
 		Started:        time.Now().UTC(),
+		Target:         eff.Target,
 	}, reports.CaptureEnvironment(opt.SluiceVersion))
+	var remote *loadgen.Remote
+	if eff.Target != "" {
+		addr, err := resolveTarget(ctx, eff.Target)
+		if err != nil {
+			return nil, &OptionError{Option: "target", Msg: err.Error(), err: err}
+		}
+		remote = &loadgen.Remote{Addr: addr, AnyAddress: true}
+	}
 	out := &Outcome{Results: res, Passed: true, Expected: map[string]bool{}}
 	for _, v := range variants {
 		out.Expected[v.Name] = !v.ExpectFail
@@ -108,7 +135,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	complete := true
 	var runErr error
 	for i, v := range variants {
-		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval}
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote}
 		if opt.Progress != nil {
 			name, idx, of := v.Name, i, len(variants)
 			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }
@@ -197,6 +224,12 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	c.Population = append([]Population(nil), s.Population...)
 	if opt.Driver != "" {
 		c.Driver = opt.Driver
+	}
+	if opt.Target != "" {
+		c.Target, c.Driver = opt.Target, DriverLoopback
+	}
+	if c.Target != "" && c.Driver != DriverLoopback {
+		return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot drive the scenario's target %s: a target is driven over sockets (loopback)", c.Driver, c.Target)}
 	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed
@@ -338,6 +371,9 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 			return nil, nil, loadgen.Plan{}, noVariant(opt.Policy, variants)
 		}
 		variants = keep
+	}
+	if eff.Target != "" && len(variants) > 1 {
+		return nil, nil, loadgen.Plan{}, &OptionError{Option: "policy", Msg: fmt.Sprintf("a run against the target %s drives a server whose policy sluice does not set: name the variant it runs (one of %s)", eff.Target, variantNames(variants))}
 	}
 	plan := eff.plan()
 	for _, v := range variants {

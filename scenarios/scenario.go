@@ -55,6 +55,9 @@ type Scenario struct {
 	// Interval is the width of one point of the time series (default 1s).
 	Interval time.Duration `yaml:"interval"`
 	Driver   string        `yaml:"driver"`
+	// Target is HOST:PORT of a server sluice does not start (see
+	// Options.Target); empty for the reference server a run starts itself.
+	Target string `yaml:"target"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
 	Policy     yaml.Node    `yaml:"policy"`
@@ -233,6 +236,15 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	}
 	if s.Interval < 10*time.Millisecond || s.Interval > s.Duration {
 		return s.fail(root, "interval", []any{"interval"}, "must be between 10ms and the duration")
+	}
+	if s.Target != "" {
+		if err := checkTarget(s.Target); err != nil {
+			return s.fail(root, "target", []any{"target"}, err.Error())
+		}
+		if s.Driver != "" && s.Driver != DriverLoopback {
+			return s.fail(root, "driver", []any{"driver"}, "a target is driven over sockets: driver loopback (or none), not "+s.Driver)
+		}
+		s.Driver = DriverLoopback
 	}
 	if s.Driver == "" {
 		s.Driver = DriverSim

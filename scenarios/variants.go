@@ -203,11 +203,16 @@ var ErrNoVariant = errors.New("scenarios: no policy variant")
 
 // noVariant is the error for --policy NAME when no variant of have has it.
 func noVariant(name string, have []NamedPolicy) error {
+	return &OptionError{Option: "policy", Msg: fmt.Sprintf("no policy variant %q (have %v)", name, variantNames(have)), err: ErrNoVariant}
+}
+
+// variantNames returns the names of the variants, in order.
+func variantNames(have []NamedPolicy) []string {
 	names := []string{}
 	for _, v := range have {
 		names = append(names, v.Name)
 	}
-	return &OptionError{Option: "policy", Msg: fmt.Sprintf("no policy variant %q (have %v)", name, names), err: ErrNoVariant}
+	return names
 }
 
 // NamedPolicy is one policy variant, decoded and validated.

@@ -29,6 +29,7 @@ type runFlags struct {
 	duration time.Duration
 	policy   string
 	progress string
+	target   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -53,13 +54,28 @@ files sluice did not write (it replaces DIR/hdr on each run) stops the
 run at once. If the write still fails after the run, the summary is
 printed before the error.
 
+--target HOST:PORT drives a server sluice did not start (sluice serve in
+another process, or any server speaking the reference protocol) over
+sockets instead of starting one. sluice cannot set that server's policy
+nor read its counters: the run has one variant, named with --policy when
+the scenario has several, whose thresholds apply and which the results
+record as the policy the server is assumed to run (start it with the same,
+e.g. sluice serve --scenario FILE --variant NAME). Outcomes are what the
+clients saw (replies, rejections, disconnects); what became of inputs,
+which get no reply, is unknown, and the thresholds that need it are
+listed as not measured. Against a loopback target each address group
+dials from its own 127.x.y.z; against another host every client comes
+from this host's address, so that server's per-address limits see one
+address.
+
 Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
 expected to fail passed, or the measurements are invalid: the load
 generator fell behind its schedule, a worker stopped at its action cap, or
 latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 		Example: `  sluice run scenarios/quickstart.yaml
   sluice run --driver loopback --policy balanced --duration 60s scenarios/quickstart.yaml
-  sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml`,
+  sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml
+  sluice run --target 127.0.0.1:7777 --policy balanced scenarios/quickstart.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}
@@ -70,11 +86,12 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.DurationVar(&f.duration, "duration", 0, "run length, more than 0; warmup, population windows and ramps scale with it, and a length at which the scenario's file would be refused is refused (default: the scenario's)")
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	fl.StringVar(&f.target, "target", "", "HOST:PORT of a server sluice did not start, driven over sockets (default: the scenario's target, else the reference server in-process)")
 	return c
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
-	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion()}
+	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, Target: f.target, SluiceVersion: sluiceVersion()}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}

@@ -7,55 +7,105 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/scenarios"
 	"github.com/spf13/cobra"
 )
 
 func newServeCmd() *cobra.Command {
-	var policyFile, listen string
+	var policyFile, scenarioFile, variant, listen string
 	var maxConns int
 	var tick float64
+	var expose bool
 	c := &cobra.Command{
-		Use:   "serve --policy FILE [--listen 127.0.0.1:PORT]",
+		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT]",
 		Short: "Run the reference game server with a policy, for any client",
 		Long: `serve runs the reference loopback game server (package loadgen/server) with
 the given policy until interrupted (Ctrl-C or SIGTERM), then shuts down
 gracefully, telling each client why. It speaks the reference protocol
-documented in package loadgen/wire. The listen address must be a loopback
-address; port 0 picks a free port, printed on start.
+documented in package loadgen/wire. Port 0 picks a free port, printed on
+start.
+
+The policy is a policy file (--policy), or a scenario's policy variant
+(--scenario FILE --variant NAME; the variant may be left out when the
+scenario has one): the server a 'sluice run --target' of that scenario
+assumes, so that the run's thresholds are those of the policy served.
+
+The listen address must be a loopback address unless --expose is given.
+--expose serves any address, for load generators on other machines: then
+anyone who can reach that address can connect and send traffic, and the
+server's per-address limits see each generator's host as one address.
 
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
 or is not valid, or the server failed (the address is taken), 2 usage
 (including a bad --listen, --tick or --max-conns value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
-  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777`,
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
+  sluice serve --scenario scenarios/quickstart.yaml --variant balanced --listen 127.0.0.1:7777
+  sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			p, err := loadPolicyFlag(policyFile)
+			p, what, err := servePolicy(policyFile, scenarioFile, variant)
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick}
+			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose}
 			err = server.Run(ctx, cfg, func(a netip.AddrPort) {
-				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, a)
+				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", what, a)
 			})
 			if errors.Is(err, server.ErrNonLoopback) {
-				// The server's message names a Go config field; the
-				// command has no way to set it, on purpose.
-				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost)", listen)}
+				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", listen)}
 			}
 			return serveFlagError(c, err)
 		},
 	}
 	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
-	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	c.Flags().StringVar(&scenarioFile, "scenario", "", "serve a policy variant of this scenario instead of --policy")
+	c.Flags().StringVar(&variant, "variant", "", "with --scenario: the variant to serve (needed when the scenario has several)")
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (loopback unless --expose)")
+	c.Flags().BoolVar(&expose, "expose", false, "allow a --listen address that is not loopback (reachable by other machines)")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
 	return c
+}
+
+// servePolicy returns the policy serve runs and how to name it: the
+// policy file, or the scenario's variant.
+func servePolicy(policyFile, scenarioFile, variant string) (core.Policy, string, error) {
+	switch {
+	case policyFile != "" && scenarioFile != "":
+		return core.Policy{}, "", usageError{errors.New("--policy and --scenario: give one")}
+	case variant != "" && scenarioFile == "":
+		return core.Policy{}, "", usageError{errors.New("--variant names a variant of --scenario FILE")}
+	case scenarioFile == "":
+		p, err := loadPolicyFlag(policyFile)
+		return p, policyFile, err
+	}
+	s, err := scenarios.Load(scenarioFile)
+	if err != nil {
+		return core.Policy{}, "", err
+	}
+	vs, err := s.Policies()
+	if err != nil {
+		return core.Policy{}, "", err
+	}
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Name
+		if v.Name == variant || variant == "" && len(vs) == 1 {
+			return v.Policy, fmt.Sprintf("%s variant %q", scenarioFile, v.Name), nil
+		}
+	}
+	if variant == "" {
+		return core.Policy{}, "", usageError{fmt.Errorf("--scenario %s has %d policy variants: name one with --variant (%s)", scenarioFile, len(vs), strings.Join(names, ", "))}
+	}
+	return core.Policy{}, "", usageError{fmt.Errorf("--variant %q: %s has no such policy variant (have %s)", variant, scenarioFile, strings.Join(names, ", "))}
 }
 
 // serveFlags maps the server.Config fields that serve's flags set to the

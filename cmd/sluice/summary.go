@@ -23,6 +23,9 @@ func printSummary(w io.Writer, r *reports.Results) {
 	}
 	fmt.Fprintf(w, "scenario %s  driver %s  seed %d  %v (warmup %v)  %s\n",
 		r.Run.Scenario, r.Run.Driver, r.Run.Seed, r.Run.Duration, r.Run.Warmup, status)
+	if r.Run.Target != "" {
+		fmt.Fprintf(w, "target %s, a server sluice did not start: %s\n", r.Run.Target, reports.TargetNote)
+	}
 	for _, v := range r.Variants {
 		note := ""
 		switch {
@@ -34,13 +37,13 @@ func printSummary(w io.Writer, r *reports.Results) {
 		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
-		var noRate []string // populations with no drop rate (raw writes: see reports.RawKind)
+		var noRate []*reports.Population // populations with no drop rate (Population.NoDropRate)
 		for _, p := range sortedPops(v.Populations) {
 			s := p.Summary
 			rate := "-" // none: raw writes, or nothing sent (as the thresholds say: not measured)
 			switch {
 			case s.DropRate == nil:
-				noRate = append(noRate, p.Name)
+				noRate = append(noRate, p)
 			case s.Sent > 0:
 				rate = pct(*s.DropRate)
 			}
@@ -62,7 +65,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 		}
 		tw.Flush()
 		if len(noRate) > 0 {
-			fmt.Fprintf(w, "  no drop rate: %s (%s)\n", strings.Join(noRate, ", "), reports.NoRateRaw)
+			fmt.Fprintf(w, "  no drop rate: %s\n", reports.NoRateNote(noRate))
 		}
 		for _, t := range v.Thresholds {
 			mark := "PASS"
@@ -70,6 +73,9 @@ func printSummary(w io.Writer, r *reports.Results) {
 				mark = "FAIL"
 			}
 			fmt.Fprintf(w, "  %s  %s  (measured %s)\n", mark, t.Expr, thresholdValue(t))
+		}
+		for _, na := range v.NotApplicable {
+			fmt.Fprintf(w, "  N/A   %s\n", na)
 		}
 		if len(v.Invalid) > 0 {
 			fmt.Fprintf(w, "  INVALID: %s\n", strings.Join(v.Invalid, "; "))

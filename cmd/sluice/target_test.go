@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/scenarios"
+	"github.com/stretchr/testify/require"
+)
+
+// targetDuration is how long each scenario runs in TestShippedScenariosAgainstATarget:
+// its windows and ramps scale with it, as under --duration.
+const targetDuration = 4 * time.Second
+
+// serveChild starts this package's CLI as a process of its own running
+// `sluice serve` with args on a free loopback port, and returns its
+// address; the process is stopped (SIGINT, then killed) when the test
+// ends.
+func serveChild(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		re := regexp.MustCompile(` on (127\.0\.0\.1:\d+) `)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatal("sluice serve printed no address")
+		return ""
+	}
+}
+
+// Every shipped scenario runs against `sluice serve` in another process
+// (--target) under the variant that server runs: every threshold that
+// applies to such a run holds (for a variant expected to pass, when the
+// measurements are valid), the ones that need the server's counts are
+// listed as not measured, and the outcomes the clients saw agree within 2%
+// (or 3 messages, for counts too small for a share to mean anything) with
+// those of a run of the same seed against the same server in this
+// process, as RunLoopback runs it: a server in another process changes
+// nothing but where it runs.
+func TestShippedScenariosAgainstATarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every shipped scenario twice over loopback sockets")
+	}
+	files, err := filepath.Glob(scenarioDir + "*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			s, err := scenarios.Load(file)
+			require.NoError(t, err)
+			vs, err := s.Policies()
+			require.NoError(t, err)
+			variant := vs[0]
+			for _, v := range vs {
+				if !v.ExpectFail {
+					variant = v
+					break
+				}
+			}
+			opt := scenarios.Options{Policy: variant.Name, Duration: targetDuration}
+			if _, err := s.Check(opt); err != nil {
+				opt.Duration = 0 // the file refuses that length: its own
+			}
+
+			srv, err := server.New(server.Config{Policy: variant.Policy, MaxConns: 20000})
+			require.NoError(t, err)
+			require.NoError(t, srv.Start())
+			defer srv.Close()
+			in := opt
+			in.Target = srv.Addr().String()
+			local, err := scenarios.Run(context.Background(), s, in)
+			require.NoError(t, err)
+
+			ext := opt
+			ext.Target = serveChild(t, "--scenario", file, "--variant", variant.Name, "--max-conns", "20000")
+			remote, err := scenarios.Run(context.Background(), s, ext)
+			require.NoError(t, err)
+
+			lv, rv := local.Results.Variants[0], remote.Results.Variants[0]
+			require.Equal(t, ext.Target, remote.Results.Run.Target)
+			require.Len(t, rv.Thresholds, len(lv.Thresholds))
+			require.Equal(t, len(s.Thresholds), len(rv.Thresholds)+len(rv.NotApplicable), "thresholds %v, not applicable %v", rv.Thresholds, rv.NotApplicable)
+			if len(rv.Invalid) == 0 && !variant.ExpectFail {
+				for _, th := range rv.Thresholds {
+					require.True(t, th.Pass, "%s fails on the target (measured %v)", th.Expr, th.Value)
+				}
+			} else if len(rv.Invalid) > 0 {
+				t.Logf("thresholds not checked, measurements invalid: %v", rv.Invalid)
+			}
+			if len(lv.Invalid)+len(rv.Invalid) > 0 {
+				// A load generator behind its schedule sent at other times
+				// in each run: their counts do not compare.
+				t.Logf("counts not compared, measurements invalid: in-process %v; target %v", lv.Invalid, rv.Invalid)
+				return
+			}
+			for _, lp := range lv.Populations {
+				rp := rv.Population(lp.Name)
+				require.NotNil(t, rp, lp.Name)
+				agree(t, lp.Name+" false disconnects", lp.Summary.FalseDisconnects, rp.Summary.FalseDisconnects)
+				agree(t, lp.Name+" false lockouts", lp.Summary.FalseLockouts, rp.Summary.FalseLockouts)
+				for _, lk := range lp.Kinds {
+					rk := rp.Kind(lk.Kind)
+					agree(t, lp.Name+"/"+lk.Kind+" sent", lk.Sent, rk.Sent)
+					agree(t, lp.Name+"/"+lk.Kind+" accepted", lk.Accepted, rk.Accepted)
+					agree(t, lp.Name+"/"+lk.Kind+" unknown", lk.Unknown, rk.Unknown)
+					for reason, n := range lk.Drops {
+						agree(t, lp.Name+"/"+lk.Kind+" "+reason, n, rk.Drops[reason])
+					}
+				}
+			}
+		})
+	}
+}
+
+// agree fails unless the counts a (in-process) and b (target) differ by at
+// most 2% of the larger, or by 3.
+func agree(t *testing.T, what string, a, b int64) {
+	t.Helper()
+	d := max(a-b, b-a)
+	if d > 3 && float64(d) > 0.02*float64(max(a, b)) {
+		t.Errorf("%s: %d in-process, %d on the target (%s)", what, a, b, fmt.Sprintf("%.1f%% apart", 100*float64(d)/float64(max(a, b))))
+	}
+}
+
