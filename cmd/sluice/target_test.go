@@ -156,4 +156,3 @@ func agree(t *testing.T, what string, a, b int64) {
 		t.Errorf("%s: %d in-process, %d on the target (%s)", what, a, b, fmt.Sprintf("%.1f%% apart", 100*float64(d)/float64(max(a, b))))
 	}
 }
-
