@@ -831,7 +831,7 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 	barW := vg.Points(math.Min(22, 150/float64(len(pops))))
 	c := &chart{Title: title}
 	if len(left) > 0 {
-		c.Note = "Not shown: " + NoRateNote(left) + "."
+		c.Note = "Not shown: " + NoRateNote(left, nil) + "."
 	}
 	prev, err := plotter.NewBarChart(acc, barW)
 	if err != nil {

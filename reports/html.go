@@ -457,7 +457,11 @@ func makeHeadline(i int, vs *variantStats) headline {
 		case vs.honestSent == 0:
 			h.HonestDropRate = "– (nothing sent)"
 		case len(vs.honestNoRate) > 0:
-			h.HonestDropRate = "– (no drop rate: " + NoRateNote(vs.honestNoRate) + ")"
+			var groups []string
+			for _, g := range NoRateGroups(vs.honestNoRate) {
+				groups = append(groups, strings.Join(g.Names, ", ")+": "+g.Why)
+			}
+			h.HonestDropRate = "– (" + strings.Join(groups, "; ") + ")"
 		}
 		if vs.honestResp != nil {
 			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
@@ -977,7 +981,12 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		}
 	}
 	if len(noRate) > 0 {
-		vv.NoRateNote = "Drop rate –: " + NoRateNote(noRate) + "."
+		vv.NoRateNote = "Drop rate –: " + NoRateNote(noRate, func(why string) string {
+			if why == NoRateRaw {
+				return "; see the raw row below"
+			}
+			return ""
+		}) + "."
 	}
 	return vv, nil
 }

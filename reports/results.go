@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -544,25 +545,43 @@ func reasonRank(name string) int {
 	return len(knownReasons)
 }
 
-// NoRateNote says which of pops have no drop rate and why, grouped by
-// reason in the order the reasons first appear: "flood, slow (raw bytes:
-// ...)". It is "" when every population has one.
-func NoRateNote(pops []*Population) string {
-	var order []string
-	names := map[string][]string{}
+// NoRateGroup is the populations that have no drop rate for one reason.
+type NoRateGroup struct {
+	Names []string
+	Why   string // Population.NoDropRate
+}
+
+// NoRateGroups groups the populations of pops that have no drop rate by
+// the reason, in the order the reasons first appear; nil when every one
+// has one.
+func NoRateGroups(pops []*Population) []NoRateGroup {
+	var out []NoRateGroup
 	for _, p := range pops {
 		why := p.NoDropRate()
 		if why == "" {
 			continue
 		}
-		if names[why] == nil {
-			order = append(order, why)
+		i := slices.IndexFunc(out, func(g NoRateGroup) bool { return g.Why == why })
+		if i < 0 {
+			i = len(out)
+			out = append(out, NoRateGroup{Why: why})
 		}
-		names[why] = append(names[why], p.Name)
+		out[i].Names = append(out[i].Names, p.Name)
 	}
-	parts := make([]string, len(order))
-	for i, why := range order {
-		parts[i] = strings.Join(names[why], ", ") + " (" + why + ")"
+	return out
+}
+
+// NoRateNote says which of pops have no drop rate and why, grouped by
+// reason: "flood, slow (raw bytes: ...)"; "" when every one has one.
+// After a reason, more(why) may add words of its own.
+func NoRateNote(pops []*Population, more func(why string) string) string {
+	var parts []string
+	for _, g := range NoRateGroups(pops) {
+		extra := ""
+		if more != nil {
+			extra = more(g.Why)
+		}
+		parts = append(parts, strings.Join(g.Names, ", ")+" ("+g.Why+extra+")")
 	}
 	return strings.Join(parts, "; ")
 }

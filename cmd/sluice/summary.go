@@ -65,7 +65,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 		}
 		tw.Flush()
 		if len(noRate) > 0 {
-			fmt.Fprintf(w, "  no drop rate: %s\n", reports.NoRateNote(noRate))
+			fmt.Fprintf(w, "  no drop rate: %s\n", reports.NoRateNote(noRate, nil))
 		}
 		for _, t := range v.Thresholds {
 			mark := "PASS"
