@@ -122,7 +122,40 @@ type Plan struct {
 	Seed        uint64
 	Duration    time.Duration // the run's length: every client's window is within [0, Duration)
 	Populations []Population
+	// Segment, when its Of is more than 1, keeps only this segment's share
+	// of the clients (see Segment); the zero value is the whole plan.
+	Segment Segment
 }
+
+// Segment is one of Of deterministic shares of a plan, for a run split
+// over Of load generators (sluice run --segment I/N): segment Index keeps
+// the clients whose Index mod Of is Index, so that the Of segments
+// together hold every client exactly once and each a mix of every
+// population. A client keeps everything it has in the whole plan (its
+// Index, Seed, Account, Addr and arrival), so it sends the same traffic in
+// any segment. Clients that share a key (a PerAccount or PerAddress group)
+// can be dealt to different segments: the same account or address group
+// then connects from several generators at once, which over loopback
+// reaches one server as one address and on a fleet of machines as
+// several. The zero value, and Of 1, is the whole plan.
+type Segment struct {
+	Index, Of int
+}
+
+// Whole reports whether s is the whole plan.
+func (s Segment) Whole() bool { return s.Of <= 1 }
+
+// String is "I/N", as --segment takes it ("0/1" is the whole plan as one
+// segment; "" the zero value).
+func (s Segment) String() string {
+	if s.Of == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Of)
+}
+
+// holds reports whether the client of plan index idx is in the segment.
+func (s Segment) holds(idx int) bool { return s.Whole() || idx%s.Of == s.Index }
 
 // MaxClients bounds a plan's total number of clients.
 const MaxClients = 1 << 20
@@ -137,6 +170,9 @@ func (p *Plan) Validate() error {
 	}
 	if len(p.Populations) == 0 {
 		return &ParamError{"plan", "Populations", 0, "need at least one"}
+	}
+	if sg := p.Segment; sg.Of < 0 || sg.Of > MaxClients || !sg.Whole() && (sg.Index < 0 || sg.Index >= sg.Of) || sg.Whole() && sg.Index != 0 {
+		return &ParamError{"plan", "Segment", sg, "must be I/N with 0 ≤ I < N"}
 	}
 	seen := map[string]bool{}
 	total := 0
@@ -245,6 +281,7 @@ func (p *Plan) Clients() []Client {
 	var out []Client
 	var account uint64
 	var addr uint32
+	next := 0 // the next client's index in the whole plan
 	for pi := range p.Populations {
 		pop := &p.Populations[pi]
 		perAcct, perAddr := max(pop.PerAccount, 1), max(pop.PerAddress, 1)
@@ -257,7 +294,12 @@ func (p *Plan) Clients() []Client {
 			if i%perAddr == 0 {
 				addr++
 			}
-			idx := len(out)
+			idx := next
+			next++
+			arrive := arr.at(i) // drawn for every client: a Poisson arrival follows the one before it
+			if !p.Segment.holds(idx) {
+				continue
+			}
 			out = append(out, Client{
 				Index:      idx,
 				Population: pi,
@@ -267,7 +309,7 @@ func (p *Plan) Clients() []Client {
 				Addr:       addr,
 				Start:      start,
 				End:        end,
-				Arrive:     arr.at(i),
+				Arrive:     arrive,
 				Behaviour:  pop.Behaviour,
 			})
 		}

@@ -264,6 +264,7 @@ func CutOffTimes(times []time.Duration, clients int) *CutOff {
 	}
 	s := slices.Clone(times)
 	slices.Sort(s)
+	c.Times = s
 	c.P50 = s[(len(s)-1)/2]
 	c.Max = s[len(s)-1]
 	if m := (c.Of - 1) / 2; m < len(s) { // the clients never cut off sort last

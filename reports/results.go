@@ -88,6 +88,20 @@ type Run struct {
 	// did not set it), and its decisions are what the clients saw: see
 	// KindStats.Unknown and NoRateUnknown.
 	Target string `json:"target,omitempty"`
+	// Segment is "I/N" for one of N shares of a run split over several
+	// load generators (sluice run --segment), empty for a whole run.
+	// Segments holds, for results merged from them (MergeSegments), how
+	// many there were.
+	Segment  string `json:"segment,omitempty"`
+	Segments int    `json:"segments,omitempty"`
+	// StartAt is the wall-clock time the run waited for before it started
+	// (sluice run --start-at), so that segments on several machines start
+	// together; zero when it started at once.
+	StartAt time.Time `json:"start_at,omitzero"`
+	// Thresholds are the scenario's thresholds as written, so that results
+	// merged from segments can be judged on the whole (each variant's
+	// Thresholds hold its own evaluation).
+	Thresholds []string `json:"thresholds,omitempty"`
 }
 
 // TargetNote says what a run against a Target measured, for every output
@@ -453,6 +467,10 @@ type CutOff struct {
 	// AllP50 is the median over all Of clients, a client never cut off
 	// counting as never: Never when fewer than half were cut off.
 	AllP50 time.Duration `json:"all_p50_ns"`
+	// Times are the times of the clients cut off, in increasing order, so
+	// that segments of one run merge exactly (MergeSegments). Files from
+	// before they were recorded have none.
+	Times []time.Duration `json:"times_ns,omitempty"`
 }
 
 // Never is a CutOff time for a client that was never cut off.

@@ -520,7 +520,7 @@ func TestAddIntervalOrder(t *testing.T) {
 func TestCutOffTimes(t *testing.T) {
 	c := CutOffTimes([]time.Duration{5, 1, 3, 9}, 6)
 	// All six: 1, 3, 5, 9 and two never; the lower median is the third.
-	if *c != (CutOff{Clients: 4, Of: 6, P50: 3, Max: 9, AllP50: 5}) || c.MaxAll() != Never {
+	if !reflect.DeepEqual(*c, CutOff{Clients: 4, Of: 6, P50: 3, Max: 9, AllP50: 5, Times: []time.Duration{1, 3, 5, 9}}) || c.MaxAll() != Never {
 		t.Fatalf("%+v", *c)
 	}
 	if c := CutOffTimes([]time.Duration{2}, 4); c.AllP50 != Never || c.P50 != 2 {
@@ -529,7 +529,7 @@ func TestCutOffTimes(t *testing.T) {
 	if c := CutOffTimes([]time.Duration{4, 2}, 2); c.AllP50 != 2 || c.MaxAll() != 4 {
 		t.Fatalf("all cut off: %+v", *c)
 	}
-	if c := CutOffTimes(nil, 3); *c != (CutOff{Of: 3, AllP50: Never}) {
+	if c := CutOffTimes(nil, 3); !reflect.DeepEqual(*c, CutOff{Of: 3, AllP50: Never}) {
 		t.Fatalf("%+v", *c)
 	}
 }
