@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 	"github.com/sluicedev/sluice/scenarios"
 	"github.com/spf13/cobra"
@@ -30,6 +32,8 @@ type runFlags struct {
 	policy   string
 	progress string
 	target   string
+	segment  string
+	startAt  string
 }
 
 func newRunCmd() *cobra.Command {
@@ -68,6 +72,13 @@ dials from its own 127.x.y.z; against another host every client comes
 from this host's address, so that server's per-address limits see one
 address.
 
+--segment I/N runs one of N deterministic shares of every population
+(client i when i mod N is I, each with its own seed as in the whole run),
+for a run split over N load generators; --start-at TIME (RFC 3339) makes
+each wait for the same instant so that their time series line up. A
+segment's thresholds are over its share: it exits 0 unless it could not
+run; 'sluice merge' judges the whole.
+
 Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
 expected to fail passed, or the measurements are invalid: the load
 generator fell behind its schedule, a worker stopped at its action cap, or
@@ -75,7 +86,8 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 		Example: `  sluice run scenarios/quickstart.yaml
   sluice run --driver loopback --policy balanced --duration 60s scenarios/quickstart.yaml
   sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml
-  sluice run --target 127.0.0.1:7777 --policy balanced scenarios/quickstart.yaml`,
+  sluice run --target 127.0.0.1:7777 --policy balanced scenarios/quickstart.yaml
+  sluice run --segment 0/3 --start-at 2026-12-01T12:00:00Z -o seg0 scenarios/quickstart.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}
@@ -87,13 +99,40 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	fl.StringVar(&f.target, "target", "", "HOST:PORT of a server sluice did not start, driven over sockets (default: the scenario's target, else the reference server in-process)")
+	fl.StringVar(&f.segment, "segment", "", "I/N: run only segment I (from 0) of N of every population, for a run split over N generators (merge them with sluice merge)")
+	fl.StringVar(&f.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339) before the first variant, so that segments start together")
 	return c
+}
+
+// parseSegment reads --segment I/N.
+func parseSegment(s string) (loadgen.Segment, error) {
+	i, n, ok := strings.Cut(s, "/")
+	a, err1 := strconv.Atoi(i)
+	b, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
+		return loadgen.Segment{}, usageError{fmt.Errorf("--segment %s: not I/N with 0 ≤ I < N, such as 0/3", s)}
+	}
+	return loadgen.Segment{Index: a, Of: b}, nil
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
 	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, Target: f.target, SluiceVersion: sluiceVersion()}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
+	}
+	if c.Flags().Changed("segment") {
+		sg, err := parseSegment(f.segment)
+		if err != nil {
+			return err
+		}
+		opt.Segment = sg
+	}
+	if f.startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.startAt)
+		if err != nil {
+			return usageError{fmt.Errorf("--start-at %s: not an RFC 3339 time such as 2026-12-01T12:00:00Z", f.startAt)}
+		}
+		opt.StartAt = t
 	}
 	// The flags first: a bad flag is a usage error (exit 2) whatever the
 	// file holds. --policy needs the scenario's variants; Run checks it.
@@ -182,6 +221,8 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	case !out.Results.Run.Complete:
 		fmt.Fprintln(w, "run interrupted: the results are partial and marked incomplete")
 		return withCode(exitInterrupted, nil)
+	case opt.Segment.Of > 0:
+		fmt.Fprintf(w, "segment %s: its thresholds are over its share of the run; merge every segment (sluice merge) to judge the whole\n", opt.Segment)
 	case len(out.Invalid) > 0:
 		fmt.Fprintf(w, "measurements invalid for %v (see each variant's invalid notes in the report)\n", out.Invalid)
 		return withCode(exitThresholds, nil)
