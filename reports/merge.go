@@ -308,4 +308,3 @@ func mergeSeries(p *Population, from []Interval) error {
 	}
 	return nil
 }
-

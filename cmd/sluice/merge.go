@@ -30,7 +30,7 @@ Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
 expected to fail passed, or the measurements are invalid), 1 a file
 cannot be read or the segments do not make one run, 2 usage.`,
 		Example: `  sluice merge seg0/results.json seg1/results.json seg2/results.json -o whole`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args:    args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, files []string) error {
 			if out == "" {
 				return usageError{fmt.Errorf("-o DIR is required: where to write the merged results")}
