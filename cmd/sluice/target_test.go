@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/reports"
 	"github.com/sluicedev/sluice/scenarios"
 	"github.com/stretchr/testify/require"
 )
@@ -154,5 +155,78 @@ func agree(t *testing.T, what string, a, b int64) {
 	d := max(a-b, b-a)
 	if d > 3 && float64(d) > 0.02*float64(max(a, b)) {
 		t.Errorf("%s: %d in-process, %d on the target (%s)", what, a, b, fmt.Sprintf("%.1f%% apart", 100*float64(d)/float64(max(a, b))))
+	}
+}
+
+// Three segment processes (sluice run --segment I/3 --start-at T) against
+// one sluice serve, merged with sluice merge, measure what one run of the
+// whole against the same server measures, within 2% (or 3 messages).
+func TestSegmentProcessesAgainstOneServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four load generator processes over loopback sockets")
+	}
+	const file = scenarioDir + "honest-only.yaml"
+	s, err := scenarios.Load(file)
+	require.NoError(t, err)
+	vs, err := s.Policies()
+	require.NoError(t, err)
+	variant := vs[0].Name
+	addr := serveChild(t, "--scenario", file, "--variant", variant, "--max-conns", "20000")
+	dir := t.TempDir()
+	common := []string{"run", "--target", addr, "--policy", variant, "--duration", "4s", "--progress", "none"}
+
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	var procs []*exec.Cmd
+	var files []string
+	for i := range 3 {
+		out := filepath.Join(dir, fmt.Sprintf("seg%d", i))
+		files = append(files, filepath.Join(out, "results.json"))
+		cmd := exec.Command(os.Args[0], append(common, "--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "-o", out, file)...)
+		cmd.Env = append(os.Environ(), cliEnv+"=1")
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	for i, p := range procs {
+		require.NoError(t, p.Wait(), "segment %d", i)
+	}
+	merged := filepath.Join(dir, "merged")
+	// Judged on the whole: 0, or 3 when a generator fell behind its
+	// schedule on a machine this loaded (four generators and a server on
+	// two cores), which the merged results then say.
+	judged := func(code int, stdout, stderr string) {
+		t.Helper()
+		if code == exitThresholds && strings.Contains(stdout, "measurements invalid") {
+			t.Logf("measurements invalid on this machine: %s", stdout[strings.LastIndex(stdout, "INVALID"):])
+			return
+		}
+		require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, append([]string{"merge", "-o", merged}, files...)...)
+	judged(code, stdout, stderr)
+	require.Contains(t, stdout, "merged 3 segments")
+
+	whole := filepath.Join(dir, "whole")
+	code, stdout, stderr = runCLI(t, append(common, "-o", whole, file)...)
+	judged(code, stdout, stderr)
+
+	m, err := reports.ReadFile(filepath.Join(merged, "results.json"))
+	require.NoError(t, err)
+	w, err := reports.ReadFile(filepath.Join(whole, "results.json"))
+	require.NoError(t, err)
+	require.Equal(t, 3, m.Run.Segments)
+	mv, wv := m.Variants[0], w.Variants[0]
+	for _, wp := range wv.Populations {
+		mp := mv.Population(wp.Name)
+		require.NotNil(t, mp)
+		require.Equal(t, wp.Clients, mp.Clients)
+		for _, wk := range wp.Kinds {
+			mk := mp.Kind(wk.Kind)
+			agree(t, wp.Name+"/"+wk.Kind+" sent", wk.Sent, mk.Sent)
+			agree(t, wp.Name+"/"+wk.Kind+" accepted", wk.Accepted, mk.Accepted)
+			agree(t, wp.Name+"/"+wk.Kind+" unknown", wk.Unknown, mk.Unknown)
+			for reason, n := range wk.Drops {
+				agree(t, wp.Name+"/"+wk.Kind+" "+reason, n, mk.Drops[reason])
+			}
+		}
 	}
 }
