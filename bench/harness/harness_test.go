@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(serverEnv); mode != "" {
 		os.Exit(serveChild(mode))
 	}
+	if spec := os.Getenv(generatorEnv); spec != "" {
+		os.Exit(generate(spec))
+	}
 	goleak.VerifyTestMain(m)
 }
 
