@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -62,6 +63,23 @@ func EventFromMsg(conn ConnID, at int64, m *wire.Msg, ev *Event) bool {
 		ev.Kind, ev.Timestamp = EvPong, m.Timestamp
 	case wire.TypeDisconnect:
 		ev.Kind, ev.Reason = EvDisconnect, m.Reason
+	default:
+		return false
+	}
+	return true
+}
+
+// eventFromFrame fills ev from a frame a Protocol read, as EventFromMsg
+// does from a reference frame.
+func eventFromFrame(conn ConnID, at int64, f *proto.Frame, ev *Event) bool {
+	*ev = Event{Conn: conn, At: at}
+	switch f.Kind {
+	case proto.Reply:
+		ev.Kind, ev.ID, ev.Status, ev.Reason, ev.RetryAfter = EvReply, f.ID, wire.Status(f.Status), f.Reason, f.RetryAfter
+	case proto.Pong:
+		ev.Kind, ev.Timestamp = EvPong, f.Timestamp
+	case proto.Disconnect:
+		ev.Kind, ev.Reason = EvDisconnect, f.Reason
 	default:
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluicedev/sluice/loadgen/wire"
+	"github.com/sluicedev/sluice/loadgen/proto"
 )
 
 // ErrNotLoopback is returned by NewLoopback for a server address outside
@@ -43,6 +43,7 @@ type Loopback struct {
 	conns   map[ConnID]*loopConn
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
+	proto   proto.Protocol
 }
 
 type loopConn struct {
@@ -60,14 +61,15 @@ const loopbackEvents = 4096
 // ctx (a cancelled run stops dialling) and, like writes, time out after
 // timeout.
 func NewLoopback(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration) (*Loopback, error) {
-	return newSocketDriver(ctx, addr, rt, timeout, false)
+	return newSocketDriver(ctx, addr, rt, timeout, false, proto.Reference{})
 }
 
 // newSocketDriver is NewLoopback, and with anyAddr the same driver to a
-// server at any address the user named (Remote.AnyAddress). Only to a
-// loopback server does each address group dial from its own 127.x.y.z:
-// elsewhere, the host's own address is the only one the server can see.
-func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration, anyAddr bool) (*Loopback, error) {
+// server at any address the user named (Remote.AnyAddress), reading the
+// server's frames with p. Only to a loopback server does each address
+// group dial from its own 127.x.y.z: elsewhere, the host's own address is
+// the only one the server can see.
+func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration, anyAddr bool, p proto.Protocol) (*Loopback, error) {
 	loop := addr.Addr().Unmap().IsLoopback()
 	if !loop && !anyAddr {
 		return nil, fmt.Errorf("%w: %v", ErrNotLoopback, addr)
@@ -76,6 +78,7 @@ func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, tim
 		timeout = 2 * time.Second
 	}
 	return &Loopback{
+		proto:   p,
 		bind:    loop,
 		rt:      rt,
 		ctx:     ctx,
@@ -127,16 +130,13 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 func (l *Loopback) read(id ConnID, c *loopConn) {
 	defer l.wg.Done()
 	defer c.nc.Close()
-	fr, err := wire.NewFramer(c.nc, wire.DefaultMaxFrame, 0)
-	if err != nil { // the sizes are constants
-		panic(err)
-	}
-	var m wire.Msg
+	fr := l.proto.NewReader(c.nc)
+	var f proto.Frame
 	var ev Event
 	for {
-		err := fr.ReadMsg(&m)
+		err := fr.Next(&f)
 		at := l.rt.Now()
-		if err != nil || !EventFromMsg(id, at, &m, &ev) {
+		if err != nil || !eventFromFrame(id, at, &f, &ev) {
 			if !c.closed.Load() {
 				l.send(Event{Conn: id, Kind: EvClosed, At: at})
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/loadgen/server"
 )
 
@@ -54,6 +55,19 @@ type RunSpec struct {
 	// codes), with room for every client's connection; its tick rate and
 	// limits are its own, so TickRate and NoLimits must be left unset.
 	Remote *Remote
+	// Protocol is how the clients of a loopback run against a Remote
+	// frame what they send and read what the server answers (see package
+	// loadgen/proto); nil is the reference protocol, the only one the
+	// in-process server and the sim speak.
+	Protocol proto.Protocol
+}
+
+// protocol returns the run's protocol.
+func (s RunSpec) protocol() proto.Protocol {
+	if s.Protocol == nil {
+		return proto.Reference{}
+	}
+	return s.Protocol
 }
 
 // Remote is a running server for RunLoopback: its loopback address, and
@@ -174,6 +188,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be an address with a port"}
 	case s.Remote != nil && !s.Remote.AnyAddress && !s.Remote.Addr.Addr().Unmap().IsLoopback():
 		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port (AnyAddress allows another)"}
+	case s.Protocol != nil && s.Protocol.Name() != proto.ReferenceName && s.Remote == nil:
+		return s, &ParamError{"run", "Protocol", s.Protocol.Name(), "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
@@ -346,7 +362,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
 			return nil, err
 		}
-		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress); err != nil {
+		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
@@ -354,6 +370,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		w := workers[i]
 		w.SetChannels(chans)
+		w.SetProtocol(sp.protocol())
 		w.warmup = int64(sp.Warmup)
 		w.clientView = stats == nil
 		w.setSeries(ser)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -176,6 +177,7 @@ type Worker struct {
 	// clientView: the run cannot read the server's counters (a Remote
 	// without Stats), so the series takes the replies' decisions too.
 	clientView bool
+	proto      proto.Protocol // how clients frame what they send
 	clock      int64 // the latest record time: records are placed at max(t, clock)
 	series     *series
 	cur        int                       // the series interval acc holds
@@ -200,7 +202,7 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 	if len(clients) > MaxClients {
 		return nil, &ParamError{"run", "clients", len(clients), "too many"}
 	}
-	w := &Worker{d: d, rec: rec, cfg: cfg, channels: DefaultChannels, clients: make([]clientState, len(clients)), cur: -1}
+	w := &Worker{d: d, rec: rec, cfg: cfg, channels: DefaultChannels, proto: proto.Reference{}, clients: make([]clientState, len(clients)), cur: -1}
 	for _, c := range clients {
 		w.end = max(w.end, c.End)
 	}
@@ -229,6 +231,10 @@ func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worke
 // SetChannels sets the channels the kinds are sent on (see ChannelsOf).
 // Call it before Run.
 func (w *Worker) SetChannels(ch Channels) { w.channels = ch }
+
+// SetProtocol sets how the clients frame what they send (the reference
+// protocol unless set). Call it before Run.
+func (w *Worker) SetProtocol(p proto.Protocol) { w.proto = p }
 
 // advance moves cs.next to the client's next action, or to its leave (a
 // disconnect Timeout after its window, when that is before the end of the
@@ -497,7 +503,7 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	if len(label) > wire.MaxLabel {
 		label = label[:wire.MaxLabel]
 	}
-	w.wbuf, _ = wire.AppendHello(w.wbuf[:0], w.token, []byte(label))
+	w.wbuf = w.proto.AppendHello(w.wbuf[:0], w.token, []byte(label))
 	if err := w.d.Write(conn, w.wbuf); err != nil {
 		w.add(now, pop, KindHello, Disconnected, 1)
 		cs.state = open // so that lost closes it
@@ -555,9 +561,10 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 	}
 	payload := w.zeros[:a.Size]
 	w.wbuf, w.meta = w.wbuf[:0], w.meta[:0]
+	ch := proto.Channel{Name: kind.String(), Code: code}
 	if t == wire.TypeInput {
 		for range count {
-			w.wbuf, _ = wire.AppendInput(w.wbuf, code, payload)
+			w.wbuf = w.proto.AppendInput(w.wbuf, ch, payload)
 		}
 		w.meta = append(w.meta, frameMeta{kind: kind, intended: a.At, n: count, bytes: int64(len(w.wbuf))})
 		w.transmit(i, cs, now)
@@ -568,10 +575,10 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 		var id uint64
 		if t == wire.TypePing {
 			id = uint64(a.At)
-			w.wbuf = wire.AppendPing(w.wbuf, id)
+			w.wbuf = w.proto.AppendPing(w.wbuf, id)
 		} else {
 			id = cs.requestID(a.Reuse)
-			w.wbuf, _ = wire.AppendRequest(w.wbuf, code, id, payload)
+			w.wbuf = w.proto.AppendRequest(w.wbuf, ch, id, payload)
 		}
 		w.meta = append(w.meta, frameMeta{kind: kind, id: id, intended: a.At, n: 1, bytes: int64(len(w.wbuf) - before), tracked: true})
 	}

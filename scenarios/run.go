@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -37,6 +38,11 @@ type Options struct {
 	// thresholds that need the server's own counts are not evaluated
 	// (reports.Variant.NotApplicable).
 	Target string
+	// Protocol names the registered protocol (loadgen/proto) the clients
+	// speak to a Target; empty is the reference protocol. Only a target
+	// can speak another: the in-process server and the sim speak the
+	// reference protocol.
+	Protocol string
 	// Segment, when its Of is more than 1, runs only that share of every
 	// population (see loadgen.Segment): one of several load generators
 	// that together run the whole scenario. Its results are merged with
@@ -74,6 +80,11 @@ func (o Options) Validate() error {
 	}
 	if o.Duration > loadgen.MaxDuration {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, loadgen.MaxDuration)}
+	}
+	if o.Protocol != "" {
+		if _, err := proto.Lookup(o.Protocol); err != nil {
+			return &OptionError{Option: "protocol", Msg: err.Error(), err: err}
+		}
 	}
 	if sg := o.Segment; sg.Of < 0 || !sg.Whole() && (sg.Index < 0 || sg.Index >= sg.Of) {
 		return &OptionError{Option: "segment", Msg: fmt.Sprintf("%d/%d is not I/N with 0 ≤ I < N", sg.Index, sg.Of)}
@@ -143,6 +154,10 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		}
 		remote = &loadgen.Remote{Addr: addr, AnyAddress: true}
 	}
+	protocol, err := proto.Lookup(opt.Protocol)
+	if err != nil {
+		return nil, &OptionError{Option: "protocol", Msg: err.Error(), err: err}
+	}
 	expected := map[string]bool{}
 	for _, v := range variants {
 		expected[v.Name] = !v.ExpectFail
@@ -158,7 +173,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	complete := true
 	var runErr error
 	for i, v := range variants {
-		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote}
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol}
 		if opt.Progress != nil {
 			name, idx, of := v.Name, i, len(variants)
 			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }
@@ -241,6 +256,9 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	}
 	if opt.Target != "" {
 		c.Target, c.Driver = opt.Target, DriverLoopback
+	}
+	if opt.Protocol != "" && opt.Protocol != proto.ReferenceName && c.Target == "" {
+		return nil, &OptionError{Option: "protocol", Msg: fmt.Sprintf("%s is spoken only to a target (--target, or target: in the scenario): the in-process server and the sim speak the reference protocol", opt.Protocol)}
 	}
 	if c.Target != "" && c.Driver != DriverLoopback {
 		return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot drive the scenario's target %s: a target is driven over sockets (loopback)", c.Driver, c.Target)}
