@@ -29,3 +29,22 @@ func TestServeBadFlagValuesAreUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// serve takes its policy from a policy file or from a scenario's variant,
+// never both, and says which variants there are when it needs one named.
+func TestServeScenarioVariantFlags(t *testing.T) {
+	policy, scenario := scenarioDir+"policies/game.yaml", scenarioDir+"quickstart.yaml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", policy, "--scenario", scenario}, "--policy and --scenario: give one"},
+		{[]string{"--policy", policy, "--variant", "tight"}, "--variant names a variant of --scenario FILE"},
+		{[]string{"--scenario", scenario}, "has 2 policy variants: name one with --variant (balanced, tight)"},
+		{[]string{"--scenario", scenario, "--variant", "loose"}, `--variant "loose": ` + scenario + " has no such policy variant (have balanced, tight)"},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"serve"}, c.args...)...)
+		assert.Equal(t, exitUsage, code, out+errOut)
+		assert.Contains(t, errOut, c.want)
+	}
+}
