@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +16,7 @@ func newServeCmd() *cobra.Command {
 	var policyFile, listen string
 	var maxConns int
 	var tick float64
+	var obs observeFlags
 	c := &cobra.Command{
 		Use:   "serve --policy FILE [--listen 127.0.0.1:PORT]",
 		Short: "Run the reference game server with a policy, for any client",
@@ -26,36 +26,73 @@ gracefully, telling each client why. It speaks the reference protocol
 documented in package loadgen/wire. The listen address must be a loopback
 address; port 0 picks a free port, printed on start.
 
+--metrics ADDR serves Prometheus metrics of the gate on /metrics and the
+runtime's profiles on /debug/pprof/ (see docs/metrics.md); the address must
+be loopback unless --metrics-allow-non-loopback is given. The security log
+(floods, lockouts, disconnects and table-full refusals, naming session,
+account and source) goes to stderr as --log-format text or json, at
+--log-level and above (off: none), keeping one record in --log-sample.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
 or is not valid, or the server failed (the address is taken), 2 usage
-(including a bad --listen, --tick or --max-conns value).`,
+(including a bad --listen, --tick, --max-conns, --metrics or --log-*
+value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
-  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777`,
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
+  sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := loadPolicyFlag(policyFile)
 			if err != nil {
 				return err
 			}
+			if err := obs.check(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick}
-			err = server.Run(ctx, cfg, func(a netip.AddrPort) {
-				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, a)
-			})
-			if errors.Is(err, server.ErrNonLoopback) {
-				// The server's message names a Go config field; the
-				// command has no way to set it, on purpose.
-				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost)", listen)}
+			s, err := server.New(cfg)
+			if err != nil {
+				return serveError(c, listen, err)
 			}
-			return serveFlagError(c, err)
+			o, err := obs.attach(s.Gate(), c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer o.close()
+			err = s.Serve(ctx, func(s *server.Server) {
+				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, s.Addr())
+				if o.ln != nil {
+					fmt.Fprintf(c.OutOrStdout(), "sluice: metrics on http://%s/metrics\n", o.ln.Addr())
+				}
+				if serveStarted != nil {
+					serveStarted(s)
+				}
+			})
+			return serveError(c, listen, err)
 		},
 	}
 	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
+	obs.register(c)
 	return c
+}
+
+// serveStarted, when not nil, is called with the server once it listens
+// (tests read its gate beside what they scrape).
+var serveStarted func(*server.Server)
+
+// serveError maps the server's errors to the command's.
+func serveError(c *cobra.Command, listen string, err error) error {
+	if errors.Is(err, server.ErrNonLoopback) {
+		// The server's message names a Go config field; the
+		// command has no way to set it, on purpose.
+		return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost)", listen)}
+	}
+	return serveFlagError(c, err)
 }
 
 // serveFlags maps the server.Config fields that serve's flags set to the
