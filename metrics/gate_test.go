@@ -235,3 +235,23 @@ func TestLimiterCollectorEqualsReport(t *testing.T) {
 	require.NoError(t, l.Close())
 	assert.Equal(t, 1.0, value(t, gather(t, NewLimiterCollector(l, LimiterCollectorOptions{})), "sluice_limiter_closed"))
 }
+
+// An attached collector and security log add nothing to an accepted
+// Check: it still allocates nothing.
+func TestCheckAllocatesNothingWithCollectorAttached(t *testing.T) {
+	g := testGate(t, 16)
+	c := NewGateCollector(g, GateCollectorOptions{})
+	defer c.Close()
+	gather(t, c)
+	h, v := g.Open(addr(1), 0)
+	require.True(t, v.OK())
+	require.True(t, g.Authenticate(h, 1, 0).OK())
+	now := int64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += int64(1e8)
+		if v := g.Check(core.Message{Session: h, Kind: 0, Size: 10}, now); !v.OK() {
+			t.Fatalf("check: %v", v)
+		}
+	})
+	assert.Zero(t, allocs)
+}
