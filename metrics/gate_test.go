@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -242,6 +245,8 @@ func TestCheckAllocatesNothingWithCollectorAttached(t *testing.T) {
 	g := testGate(t, 16)
 	c := NewGateCollector(g, GateCollectorOptions{})
 	defer c.Close()
+	l := NewSecurityLog(g, slog.NewTextHandler(io.Discard, nil), SecurityLogOptions{})
+	defer l.Close(context.Background())
 	gather(t, c)
 	h, v := g.Open(addr(1), 0)
 	require.True(t, v.OK())
