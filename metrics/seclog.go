@@ -52,8 +52,10 @@ type SecurityLogOptions struct {
 	// per session, event and reason per interval, at its end, counting the
 	// reports folded in. Default 1s.
 	Interval time.Duration
-	// Buffer is how many reports may wait for the writer; a report that
-	// finds it full is dropped and counted, never waited for. Default 4096.
+	// Buffer is how many reports may wait for the writer (rounded up to a
+	// power of two); a report that finds the buffer full is dropped and
+	// counted, never waited for. The writer empties it every 10ms (or
+	// every Interval, if shorter). Default 4096.
 	Buffer int
 	// Sample, when not nil, is asked about every coalesced record just
 	// before it is written, on the writer's goroutine; false drops the
@@ -93,8 +95,8 @@ type SecurityLogStats struct {
 // (floods, lockouts, disconnects and table-full refusals, with session,
 // account and source) to a log/slog handler, coalesced per session, event
 // and reason per interval and optionally sampled. It is fail-open: the
-// observer only hands each report to a bounded buffer, without waiting
-// (a full buffer drops the report and counts it); one goroutine of the
+// observer only hands each report to a bounded lock-free buffer, without
+// waiting (a full buffer drops the report and counts it); one goroutine of the
 // log's own coalesces and calls the handler, recovering its panics, so a
 // handler that blocks or panics changes no decision and delays no
 // message. It reads nothing of a message but what the gate's events carry:
@@ -108,7 +110,7 @@ type SecurityLog struct {
 	h      slog.Handler
 	opts   SecurityLogOptions
 	remove func()
-	in     chan SecurityEvent
+	in     *ring
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
@@ -129,7 +131,7 @@ func NewSecurityLog(g *core.Gate, h slog.Handler, opts SecurityLogOptions) *Secu
 	}
 	l := &SecurityLog{
 		g: g, h: h, opts: opts,
-		in:   make(chan SecurityEvent, opts.Buffer),
+		in:   newRing(opts.Buffer),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 		descReports: prometheus.NewDesc("sluice_security_log_reports_total",
@@ -144,12 +146,10 @@ func NewSecurityLog(g *core.Gate, h slog.Handler, opts SecurityLogOptions) *Secu
 	return l
 }
 
-// offer hands one report to the writer without waiting.
+// offer hands one report to the writer without waiting or locking.
 func (l *SecurityLog) offer(e SecurityEvent) {
 	l.reports.Add(1)
-	select {
-	case l.in <- e:
-	default:
+	if !l.in.push(&e) {
 		l.bufferFull.Add(1)
 	}
 }
@@ -197,12 +197,17 @@ type coalesceKey struct {
 	reason  core.Reason
 }
 
-// run is the writer: it folds reports into the interval's records and
-// writes them when the interval ends, and once more on Close.
+// drainEvery is how often the writer empties the buffer, at most.
+const drainEvery = 10 * time.Millisecond
+
+// run is the writer: it empties the buffer every drainEvery, folds the
+// reports into the interval's records and writes them when the interval
+// ends, and once more on Close.
 func (l *SecurityLog) run() {
 	defer close(l.done)
-	t := time.NewTicker(l.opts.Interval)
+	t := time.NewTicker(min(l.opts.Interval, drainEvery))
 	defer t.Stop()
+	last := time.Now()
 	pending := map[coalesceKey]*SecurityEvent{}
 	var order []coalesceKey
 	fold := func(e SecurityEvent) {
@@ -238,22 +243,22 @@ func (l *SecurityLog) run() {
 		clear(pending)
 		order = order[:0]
 	}
+	drain := func() {
+		var e SecurityEvent
+		for l.in.pop(&e) {
+			fold(e)
+		}
+	}
 	for {
 		select {
-		case e := <-l.in:
-			fold(e)
-		case <-t.C:
-			flush()
-		case <-l.stop:
-			for {
-				select {
-				case e := <-l.in:
-					fold(e)
-					continue
-				default:
-				}
-				break
+		case now := <-t.C:
+			drain()
+			if now.Sub(last) >= l.opts.Interval {
+				last = now
+				flush()
 			}
+		case <-l.stop:
+			drain()
 			flush()
 			return
 		}
