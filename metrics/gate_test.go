@@ -190,8 +190,8 @@ func seriesOf(t *testing.T, c prometheus.Collector) int {
 // A gate that has seen 100,000 sessions (each its own address and account)
 // exposes exactly the series of one that has seen 10.
 func TestGateCollectorCardinality(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens 100,000 sessions")
+	if testing.Short() || raceEnabled {
+		t.Skip("opens 100,000 sessions (run without -short and -race)")
 	}
 	count := func(n int) int {
 		g := testGate(t, n)
