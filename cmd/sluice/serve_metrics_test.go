@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -219,7 +220,36 @@ func TestServeMetricsDuringAFlood(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	promtoolCheck(t, body)
+
+	// The security log, on stderr as JSON, names the flooders' sessions,
+	// accounts and source; it is written once the server stops.
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, exitOK, code, errOut.String())
+		done <- code // for the deferred check
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	events := map[string]int{}
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		ev, _ := rec["event"].(string)
+		events[ev]++
+		assert.Equal(t, "sluice security: "+ev, rec["msg"])
+		assert.Contains(t, rec, "session")
+		assert.Contains(t, rec, "account")
+		if src, ok := rec["source"]; ok {
+			assert.Equal(t, "127.0.0.1/32", src)
+		}
+	}
+	assert.Positive(t, events["flood"], "stderr: %s", errOut.String())
+	assert.Positive(t, events["disconnect"], "stderr: %s", errOut.String())
+	promtoolCheck(t, body) // last: it skips where promtool is missing
 }
 
 // promtoolCheck runs `promtool check metrics` on an exposition: it must
