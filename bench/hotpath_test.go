@@ -317,10 +317,11 @@ func gatePolicy() core.Policy {
 // match buckets all pass) and deny (the channel's bucket is empty).
 func BenchmarkGate(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		kind uint16
-		want core.Action
-	}{{"accept", 0, core.Accept}, {"deny", 1, core.Drop}} {
+		name    string
+		kind    uint16
+		want    core.Action
+		scraped bool // a metrics.GateCollector attached and scraped without pause
+	}{{"accept", 0, core.Accept, false}, {"deny", 1, core.Drop, false}, {"accept-scraped", 0, core.Accept, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			g, err := core.NewGate(gatePolicy(), 0)
 			if err != nil {
@@ -337,6 +338,9 @@ func BenchmarkGate(b *testing.B) {
 			g.Check(m, 0) // empties "slow"
 			if v := g.Check(m, 1000); v.Action != c.want {
 				b.Fatalf("check: %+v, want %v", v, c.want)
+			}
+			if c.scraped {
+				defer scrapeContinuously(b, g)()
 			}
 			now, ok := int64(1000), 0
 			b.ReportAllocs()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +20,7 @@ func newServeCmd() *cobra.Command {
 	var maxConns int
 	var tick float64
 	var expose bool
+	var obs observeFlags
 	c := &cobra.Command{
 		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT]",
 		Short: "Run the reference game server with a policy, for any client",
@@ -40,29 +40,53 @@ The listen address must be a loopback address unless --expose is given.
 anyone who can reach that address can connect and send traffic, and the
 server's per-address limits see each generator's host as one address.
 
+--metrics ADDR serves Prometheus metrics of the gate on /metrics and the
+runtime's profiles on /debug/pprof/ (see docs/metrics.md); the address must
+be loopback unless --metrics-allow-non-loopback is given. The security log
+(floods, lockouts, disconnects and table-full refusals, naming session,
+account and source) goes to stderr as --log-format text or json, at
+--log-level and above (off: none), keeping one record in --log-sample.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
 or is not valid, or the server failed (the address is taken), 2 usage
-(including a bad --listen, --tick or --max-conns value).`,
+(including a bad --listen, --tick, --max-conns, --metrics or --log-*
+value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
   sluice serve --scenario scenarios/quickstart.yaml --variant balanced --listen 127.0.0.1:7777
-  sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose`,
+  sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose
+  sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, what, err := servePolicy(policyFile, scenarioFile, variant)
 			if err != nil {
 				return err
 			}
+			if err := obs.check(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose}
-			err = server.Run(ctx, cfg, func(a netip.AddrPort) {
-				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", what, a)
-			})
-			if errors.Is(err, server.ErrNonLoopback) {
-				return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", listen)}
+			s, err := server.New(cfg)
+			if err != nil {
+				return serveError(c, listen, err)
 			}
-			return serveFlagError(c, err)
+			o, err := obs.attach(s.Gate(), c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer o.close()
+			err = s.Serve(ctx, func(s *server.Server) {
+				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", what, s.Addr())
+				if o.ln != nil {
+					fmt.Fprintf(c.OutOrStdout(), "sluice: metrics on http://%s/metrics\n", o.ln.Addr())
+				}
+				if serveStarted != nil {
+					serveStarted(s)
+				}
+			})
+			return serveError(c, listen, err)
 		},
 	}
 	c.Flags().StringVar(&policyFile, "policy", "", "policy file (YAML or JSON)")
@@ -72,6 +96,7 @@ or is not valid, or the server failed (the address is taken), 2 usage
 	c.Flags().BoolVar(&expose, "expose", false, "allow a --listen address that is not loopback (reachable by other machines)")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
+	obs.register(c)
 	return c
 }
 
@@ -106,6 +131,20 @@ func servePolicy(policyFile, scenarioFile, variant string) (core.Policy, string,
 		return core.Policy{}, "", usageError{fmt.Errorf("--scenario %s has %d policy variants: name one with --variant (%s)", scenarioFile, len(vs), strings.Join(names, ", "))}
 	}
 	return core.Policy{}, "", usageError{fmt.Errorf("--variant %q: %s has no such policy variant (have %s)", variant, scenarioFile, strings.Join(names, ", "))}
+}
+
+// serveStarted, when not nil, is called with the server once it listens
+// (tests read its gate beside what they scrape).
+var serveStarted func(*server.Server)
+
+// serveError maps the server's errors to the command's.
+func serveError(c *cobra.Command, listen string, err error) error {
+	if errors.Is(err, server.ErrNonLoopback) {
+		// The server's message names a Go config field; the
+		// command has no way to set it, on purpose.
+		return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", listen)}
+	}
+	return serveFlagError(c, err)
 }
 
 // serveFlags maps the server.Config fields that serve's flags set to the

@@ -333,16 +333,11 @@ func Run(ctx context.Context, cfg Config, ready func(netip.AddrPort)) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Start(); err != nil {
-		return err
-	}
-	if ready != nil {
-		ready(s.Addr())
-	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout+s.cfg.WriteTimeout/2+time.Second)
-	defer cancel()
-	return s.Shutdown(sctx)
+	return s.Serve(ctx, func(s *Server) {
+		if ready != nil {
+			ready(s.Addr())
+		}
+	})
 }
 
 func (s *Server) acceptLoop(ln net.Listener) {
