@@ -51,7 +51,7 @@ line), 2 usage.`,
 				for _, f := range findings {
 					fmt.Fprintln(out, f)
 				}
-				fmt.Fprintf(out, "%s: %d findings\n", policyFile, len(findings))
+				fmt.Fprintf(out, "%s: %s\n", policyFile, count(len(findings), "finding"))
 			}
 			for _, f := range findings {
 				if f.Severity == core.SeverityError {

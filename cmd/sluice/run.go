@@ -66,7 +66,7 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl := c.Flags()
 	fl.StringVarP(&f.out, "output", "o", "", "directory for results (default results/<scenario name>)")
 	fl.StringVar(&f.driver, "driver", "", "sim or loopback (default: the scenario's)")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed for every client generator (default: the scenario's)")
+	fl.Var(seedValue{&f.seed}, "seed", "seed for every client generator, an integer from 0 to 2^64-1 (default: the scenario's)")
 	fl.DurationVar(&f.duration, "duration", 0, "run length, more than 0; warmup, population windows and ramps scale with it, and a length at which the scenario's file would be refused is refused (default: the scenario's)")
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
@@ -77,6 +77,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion()}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
+	}
+	if c.Flags().Changed("policy") && f.policy == "" {
+		return usageError{errors.New("--policy: empty: name a policy variant, or leave the flag out to run every variant")}
 	}
 	// The flags first: a bad flag is a usage error (exit 2) whatever the
 	// file holds. --policy needs the scenario's variants; Run checks it.
