@@ -174,6 +174,7 @@ type params struct {
 	oneMeta uint64
 	rate    float64 // as configured, tokens per second
 	burst   float64 // as configured, tokens
+	effRate float64 // ρ in tokens per second, rounded to the nearest float64
 }
 
 // anchorAt anchors the virtual clock so that v(t0) = v0 plus frac (a
@@ -399,6 +400,20 @@ func (p *params) setRho(rho uint64) {
 	p.rhoZ = uint(bits.LeadingZeros64(rho))
 	p.rhoNorm = rho << p.rhoZ
 	p.rhoInv, _ = bits.Div64(^p.rhoNorm, math.MaxUint64, p.rhoNorm)
+	p.effRate = effectiveRate(rho, p.shift)
+}
+
+// effectiveRate is ρ·1e9/2^(60+F) tokens per second rounded once, to the
+// nearest float64: the product is exact in 128 bits (ρ has 64, 1e9 30),
+// the scaling by a power of two is exact, and Float64 rounds to nearest
+// even. Computing it in float64 steps would round twice and land one ulp
+// off for some rates (30/s would read 29.999999999999996).
+func effectiveRate(rho uint64, shift uint) float64 {
+	x := new(big.Float).SetPrec(128).SetUint64(rho)
+	x.Mul(x, new(big.Float).SetPrec(128).SetUint64(1e9))
+	x.SetMantExp(x, -rhoFracBits-int(shift))
+	f, _ := x.Float64()
+	return f
 }
 
 // setBurst sets the capacity: the burst rounded down to a whole number of
@@ -424,13 +439,13 @@ func (l *Limit) Rate() float64 { return l.p.Load().rate }
 func (l *Limit) Burst() float64 { return l.p.Load().burst }
 
 // EffectiveRate returns the rate the fixed-point clock actually runs at, in
-// tokens per second, rounded to the nearest float64. The fixed-point rate
+// tokens per second, rounded to the nearest float64 (computed once per
+// configuration: reading it costs a load). The fixed-point rate
 // itself is never below Rate and exceeds it by less than 2^-60 units per
 // nanosecond: under 2^-59 of Rate for the rate a limit is made with, and
 // under one part in a million after any rate change SetRateAt accepts.
 func (l *Limit) EffectiveRate() float64 {
-	p := l.p.Load()
-	return math.Ldexp(float64(p.rho), -rhoFracBits-int(p.shift)) * 1e9
+	return l.p.Load().effRate
 }
 
 // Quantum returns the refill quantum in tokens: 2^-F.
