@@ -153,7 +153,52 @@ func ParseThreshold(text string) (Threshold, error) {
 		return t, fmt.Errorf("%s: %v", t.Metric, err)
 	}
 	t.Value = v
+	if err := t.decidable(); err != nil {
+		return t, err
+	}
 	return t, nil
+}
+
+// decidable refuses a threshold that no measurement could fail, or none
+// could pass: every metric is 0 or more, and a share is at most 100%, so
+// `drop_rate < 200%` always holds and `drop_rate < -1%` never does.
+func (t Threshold) decidable() error {
+	lo, hi, rng := 0.0, math.Inf(1), "0 or more"
+	if t.Unit == reports.UnitFraction {
+		hi, rng = 1, "a share from 0% to 100%"
+	}
+	v := t.Value
+	var always, never bool
+	switch t.Op {
+	case "<":
+		always, never = v > hi, v <= lo
+	case "<=":
+		always, never = v >= hi, v < lo
+	case ">":
+		always, never = v < lo, v >= hi
+	case ">=":
+		always, never = v <= lo, v > hi
+	case "==":
+		never = v < lo || v > hi
+	}
+	switch {
+	case always:
+		return fmt.Errorf("%s %s %s can never fail: %s is %s", t.Metric, t.Op, t.valueText(), t.Metric, rng)
+	case never:
+		return fmt.Errorf("%s %s %s can never pass: %s is %s", t.Metric, t.Op, t.valueText(), t.Metric, rng)
+	}
+	return nil
+}
+
+// valueText writes the threshold's value as it was written, in its unit.
+func (t Threshold) valueText() string {
+	switch t.Unit {
+	case reports.UnitFraction:
+		return strconv.FormatFloat(t.Value*100, 'g', -1, 64) + "%"
+	case reports.UnitNs:
+		return time.Duration(t.Value).String()
+	}
+	return strconv.FormatFloat(t.Value, 'g', -1, 64)
 }
 
 // parseValue reads a threshold's value in unit: a duration for UnitNs, a
