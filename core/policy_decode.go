@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicedev/sluice/internal/suggest"
 	"github.com/sluicedev/sluice/internal/valuekind"
+	"github.com/sluicedev/sluice/internal/yamlerr"
 )
 
 // DecodePolicyYAML decodes a policy from YAML and validates it. Decoding
@@ -35,7 +36,7 @@ func DecodePolicyYAML(data []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	if doc == nil {
-		return Policy{}, &PolicyError{Msg: "empty document"}
+		return Policy{}, &PolicyError{Msg: "empty document: the file holds no policy (write at least its channels)"}
 	}
 	return DecodePolicyNode(doc)
 }
@@ -53,7 +54,8 @@ func PolicyDocument(data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, &PolicyError{Line: yamlErrLine(err), Msg: err.Error(), Err: err}
+		line, col, msg := yamlerr.Place(data, err)
+		return nil, &PolicyError{Line: line, Col: col, Msg: msg, Err: err}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -100,10 +102,10 @@ func decodePolicy(n cfgNode) (Policy, error) {
 	return p, p.Validate()
 }
 
-// bindPolicy binds n to a Policy, with the line of every field it sets,
+// bindPolicy binds n to a Policy, with the place of every field it sets,
 // without validating the limits.
 func bindPolicy(n cfgNode) (Policy, error) {
-	p := Policy{lines: map[string]int{}}
+	p := Policy{lines: map[string]srcPos{}}
 	err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines) // before p is returned: it fills p
 	return p, err
 }
@@ -389,8 +391,8 @@ func under(err error, path string) error {
 
 // bind stores node n into v, naming path in every error and recording the
 // line of every path it visits.
-func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
-	lines[path] = n.line()
+func bind(n cfgNode, v reflect.Value, path string, lines map[string]srcPos) error {
+	lines[path] = srcPos{n.line(), n.col()}
 	fail := func(msg string, err error) error {
 		return &PolicyError{Path: path, Line: n.line(), Col: n.col(), Msg: msg, Err: err}
 	}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/yamlerr"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 	"gopkg.in/yaml.v3"
@@ -143,7 +144,7 @@ func Parse(data []byte, file string) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the file is empty: a scenario needs at least name, duration, a policy and populations", file)
 		}
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	// A scenario is one document, as a policy file is: a second would be
 	// ignored.
@@ -160,7 +161,7 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	}
 	var s Scenario
 	if err := root.Decode(&s); err != nil {
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	s.File, s.data = file, data
 	sum := sha256.Sum256(data)
@@ -171,10 +172,15 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	return &s, nil
 }
 
-func yamlSyntaxError(file string, err error) error {
+// yamlSyntaxError places a yaml.v3 error in file (its bytes data) at the
+// line and column of the character at fault (see yamlerr.Place).
+func yamlSyntaxError(file string, data []byte, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		return fmt.Errorf("%s: %s", file, te.Errors[0])
+	}
+	if line, col, msg := yamlerr.Place(data, err); line > 0 {
+		return &FieldError{File: file, Line: line, Col: col, Msg: msg}
 	}
 	return fmt.Errorf("%s: %v", file, err)
 }
@@ -362,6 +368,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		if msg := s.rawRate(th); msg != "" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
+		}
+		if err := th.decidable(); err != nil {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, err.Error())
 		}
 		s.thresholds = append(s.thresholds, th)
 	}

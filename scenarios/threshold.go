@@ -153,15 +153,17 @@ func ParseThreshold(text string) (Threshold, error) {
 		return t, fmt.Errorf("%s: %v", t.Metric, err)
 	}
 	t.Value = v
-	if err := t.decidable(); err != nil {
-		return t, err
-	}
 	return t, nil
 }
 
-// decidable refuses a threshold that no measurement could fail, or none
-// could pass: every metric is 0 or more, and a share is at most 100%, so
-// `drop_rate < 200%` always holds and `drop_rate < -1%` never does.
+// decidable refuses a threshold whose value no measurement could reach
+// (the scenario checks it after what names a population and a kind, so
+// that a threshold that measures nothing is told so first): every metric
+// is 0 or more, and a share is at most 100%, so `drop_rate < 200%` always
+// holds and `drop_rate < -1%` never does; nor can `< 0`, or `> 100%` of a
+// share, ever pass. A comparison that takes in the whole range at its
+// edge (`>= 0`, `<= 100%`) is kept: it records the value and fails
+// nothing, as written.
 func (t Threshold) decidable() error {
 	lo, hi, rng := 0.0, math.Inf(1), "0 or more"
 	if t.Unit == reports.UnitFraction {
@@ -173,11 +175,11 @@ func (t Threshold) decidable() error {
 	case "<":
 		always, never = v > hi, v <= lo
 	case "<=":
-		always, never = v >= hi, v < lo
+		always, never = v > hi, v < lo
 	case ">":
 		always, never = v < lo, v >= hi
 	case ">=":
-		always, never = v <= lo, v > hi
+		always, never = v < lo, v > hi
 	case "==":
 		never = v < lo || v > hi
 	}
