@@ -81,11 +81,25 @@ func DecodePolicyJSON(data []byte) (Policy, error) {
 	return decodePolicy(n)
 }
 
-// LoadPolicy reads a policy file: .json is JSON, anything else YAML.
+// MaxPolicyFileBytes bounds a policy file LoadPolicy reads: a policy is a
+// page a person writes, and one beyond a MiB is refused unread rather
+// than decoded into memory.
+const MaxPolicyFileBytes = 1 << 20
+
+// LoadPolicy reads a policy file: .json is JSON, anything else YAML. A
+// file over MaxPolicyFileBytes is refused.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Policy{}, fmt.Errorf("core: policy: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
+	if err != nil {
+		return Policy{}, fmt.Errorf("core: policy: %w", err)
+	}
+	if len(data) > MaxPolicyFileBytes {
+		return Policy{}, &PolicyError{Msg: fmt.Sprintf("the file is larger than %d bytes (1 MiB), the most a policy file may be", MaxPolicyFileBytes)}
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		return DecodePolicyJSON(data)

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -128,8 +127,11 @@ type Arrival struct {
 
 // Load reads and validates a scenario file.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, "the scenario file")
 	if err != nil {
+		if errors.Is(err, ErrTooBig) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	return Parse(data, path)
@@ -138,6 +140,9 @@ func Load(path string) (*Scenario, error) {
 // Parse validates a scenario from its bytes; file names it in errors and
 // anchors a relative policy_file.
 func Parse(data []byte, file string) (*Scenario, error) {
+	if len(data) > MaxFileBytes {
+		return nil, tooBig(file, "the scenario file")
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -222,6 +227,9 @@ func (s *Scenario) fail(root *yaml.Node, path string, at []any, msg string) erro
 }
 
 func (s *Scenario) validate(root *yaml.Node) error {
+	if err := s.checkBounds(root); err != nil {
+		return err
+	}
 	if s.Name == "" {
 		return s.fail(root, "name", nil, "is required")
 	}
@@ -261,7 +269,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if !filepath.IsAbs(s.PolicyFile) {
 			s.PolicyFile = filepath.Join(filepath.Dir(s.File), s.PolicyFile)
 		}
-		data, err := os.ReadFile(s.PolicyFile)
+		data, err := readBounded(s.PolicyFile, "the policy file")
 		if err != nil {
 			return s.fail(root, "policy_file", []any{"policy_file"}, err.Error())
 		}

@@ -50,7 +50,9 @@ results directory if the run made it and it is still empty.
 DIR is checked before the first variant runs: a DIR that is a file, a
 results.json or report.html that is a directory, or a DIR/hdr holding
 files sluice did not write (it replaces DIR/hdr on each run) stops the
-run at once. If the write still fails after the run, the summary is
+run at once. Each file is written whole or not at all, and DIR/hdr is put
+in place whole; the temporary files of a write cut short (.NAME.tmp-N)
+are sluice's own, removed by the next run into DIR. If the write still fails after the run, the summary is
 printed before the error.
 
 Exit codes: 0 every threshold held, 3 a threshold failed (or a variant
@@ -140,6 +142,10 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		prog.interrupted(ended.Load())
 		select {
 		case <-again:
+			// Whatever is being written goes unfinished: its temporary
+			// files go too, so that nothing half-written is left (each
+			// file reaches its real name only whole).
+			_ = reports.RemoveLeftovers(f.out)
 			prog.quit(removeEmpty(made))
 			quit(exitInterrupted)
 		case <-ran:
