@@ -3,6 +3,28 @@
 // read. Time is always a parameter (nanoseconds on the caller's clock), so the
 // bucket is deterministic in tests and as cheap as the caller's clock allows.
 //
+// # Use
+//
+// A [Bucket] is one limit: make it with [New] (or [NewAt] on a clock of
+// your own), take with [Bucket.TakeAt] (or [Bucket.Take], which reads
+// [Nanotime]) and read the [Result]:
+//
+//	chat, err := atomicbucket.New(10, 20) // 10 per second, bursts of 20
+//	if err != nil {
+//		return err // a *ConfigError naming rate or burst
+//	}
+//	r := chat.TakeAt(atomicbucket.Nanotime(), 1)
+//	switch r.Status() {
+//	case atomicbucket.Allowed: // r.Remaining() whole tokens are left
+//	case atomicbucket.Denied: // r.RetryAfter() until one token is there
+//	case atomicbucket.Invalid: // n was 0 or above the burst: it never passes
+//	}
+//
+// That is all most callers need. A server with many keys uses package
+// core's Limiter (or Gate), which keeps one word per key in package
+// shardmap; the parts of this package it builds on are listed under
+// "Building blocks for keyed tables" below.
+//
 // # Model
 //
 // A bucket of rate r tokens per second and burst b holds up to b tokens and
@@ -63,6 +85,20 @@
 // return to the old timeline, the bucket credits the time in between (at
 // most one burst). A stale reading more than a day old is what it takes to
 // trigger it; a monotonic clock never does.
+//
+// # Building blocks for keyed tables
+//
+// A table of many buckets (package shardmap) keeps one word per key and
+// shares one configuration among them: a [Limit] (from [NewLimit]) is that
+// configuration, and its methods decide on a word the caller keeps:
+// [Limit.TakeAt] and [Limit.TakeLiveAt] on an atomic.Uint64,
+// [Limit.Decide] on a value for the caller's own CompareAndSwap,
+// [Limit.FullWord] for a new key, [Limit.IsFull] and [Limit.FullIn] for
+// eviction, [Limit.Refund] to give back an all-or-nothing take, and
+// [Limit.Snapshot] with [Pass] to decide a passing take inline in the
+// caller's loop. [DeniedFor] and [InvalidTake] are the results a layer above
+// a bucket returns for reasons of its own. A [Bucket] is exactly a Limit
+// and one word.
 //
 // All methods are safe for concurrent use.
 package atomicbucket
