@@ -12,8 +12,9 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -23,37 +24,45 @@ import (
 // Go files of dir, keyed "Type.Field", as one line of text (the comment's
 // lines joined by spaces).
 func Read(dir string) (map[string]string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				ts, ok := n.(*ast.TypeSpec)
-				if !ok {
-					return true
-				}
-				st, ok := ts.Type.(*ast.StructType)
-				if !ok {
-					return true
-				}
-				for _, fl := range st.Fields.List {
-					if fl.Doc == nil || fl.Tag == nil || !strings.Contains(fl.Tag.Value, `yaml:"`) {
-						continue
-					}
-					text := strings.Join(strings.Fields(fl.Doc.Text()), " ")
-					for _, name := range fl.Names {
-						out[ts.Name.Name+"."+name.Name] = text
-					}
-				}
-				return true
-			})
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
 		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			for _, fl := range st.Fields.List {
+				if fl.Doc == nil || fl.Tag == nil || !strings.Contains(fl.Tag.Value, `yaml:"`) {
+					continue
+				}
+				text := strings.Join(strings.Fields(fl.Doc.Text()), " ")
+				for _, name := range fl.Names {
+					out[ts.Name.Name+"."+name.Name] = text
+				}
+			}
+			return true
+		})
 	}
 	return out, nil
 }
