@@ -3,6 +3,7 @@ package atomicbucket
 import (
 	"errors"
 	"math"
+	"math/big"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -391,4 +392,46 @@ func TestInvalidTakeIsWhatDecideSays(t *testing.T) {
 	for _, n := range []uint64{1, 3} {
 		assert.True(t, b.Valid(n), "n=%d", n)
 	}
+}
+
+// TestEffectiveRateIsTheNearestFloat64 holds EffectiveRate to its doc: the
+// float64 nearest the fixed-point rate ρ·1e9/2^(60+F), rounded once (30/s
+// is exactly 30, not 29.999999999999996), for every integer rate up to
+// 20,000/s and a spread of others, after SetRateAt too.
+func TestEffectiveRateIsTheNearestFloat64(t *testing.T) {
+	nearest := func(l *Limit) float64 {
+		p := l.p.Load()
+		exact := new(big.Rat).SetFrac(new(big.Int).Mul(new(big.Int).SetUint64(p.rho), big.NewInt(1e9)),
+			new(big.Int).Lsh(big.NewInt(1), rhoFracBits+p.shift))
+		f, _ := exact.Float64() // the nearest float64, ties to even
+		return f
+	}
+	l, err := NewLimit(30, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 30.0, l.EffectiveRate(), "30/s")
+	rates := []float64{0.5, 1.0 / 3, 2.5, 480_000, 1e9, 123456.789, 1e-6 * 7}
+	for r := 1; r <= 20_000; r++ {
+		rates = append(rates, float64(r))
+	}
+	off := 0
+	for _, r := range rates {
+		l, err := NewLimit(r, math.Max(1, math.Ceil(r)), 0)
+		if err != nil {
+			continue // outside the encoding (a fill time too long)
+		}
+		if got, want := l.EffectiveRate(), nearest(l); got != want {
+			off++
+			if off < 5 {
+				t.Errorf("rate %v: EffectiveRate %v, nearest float64 %v", r, got, want)
+			}
+		}
+		if r > 1 && r < 1e8 {
+			require.NoError(t, l.SetRateAt(r*3, 5))
+			if got, want := l.EffectiveRate(), nearest(l); got != want {
+				off++
+				t.Errorf("rate %v after SetRateAt(%v): EffectiveRate %v, nearest float64 %v", r, r*3, got, want)
+			}
+		}
+	}
+	assert.Zero(t, off, "rates whose EffectiveRate is not the nearest float64")
 }

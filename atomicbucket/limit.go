@@ -3,6 +3,28 @@
 // read. Time is always a parameter (nanoseconds on the caller's clock), so the
 // bucket is deterministic in tests and as cheap as the caller's clock allows.
 //
+// # Use
+//
+// A [Bucket] is one limit: make it with [New] (or [NewAt] on a clock of
+// your own), take with [Bucket.TakeAt] (or [Bucket.Take], which reads
+// [Nanotime]) and read the [Result]:
+//
+//	chat, err := atomicbucket.New(10, 20) // 10 per second, bursts of 20
+//	if err != nil {
+//		return err // a *ConfigError naming rate or burst
+//	}
+//	r := chat.TakeAt(atomicbucket.Nanotime(), 1)
+//	switch r.Status() {
+//	case atomicbucket.Allowed: // r.Remaining() whole tokens are left
+//	case atomicbucket.Denied: // r.RetryAfter() until one token is there
+//	case atomicbucket.Invalid: // n was 0 or above the burst: it never passes
+//	}
+//
+// That is all most callers need. A server with many keys uses package
+// core's Limiter (or Gate), which keeps one word per key in package
+// shardmap; the parts of this package it builds on are listed under
+// "Building blocks for keyed tables" below.
+//
 // # Model
 //
 // A bucket of rate r tokens per second and burst b holds up to b tokens and
@@ -63,6 +85,20 @@
 // return to the old timeline, the bucket credits the time in between (at
 // most one burst). A stale reading more than a day old is what it takes to
 // trigger it; a monotonic clock never does.
+//
+// # Building blocks for keyed tables
+//
+// A table of many buckets (package shardmap) keeps one word per key and
+// shares one configuration among them: a [Limit] (from [NewLimit]) is that
+// configuration, and its methods decide on a word the caller keeps:
+// [Limit.TakeAt] and [Limit.TakeLiveAt] on an atomic.Uint64,
+// [Limit.Decide] on a value for the caller's own CompareAndSwap,
+// [Limit.FullWord] for a new key, [Limit.IsFull] and [Limit.FullIn] for
+// eviction, [Limit.Refund] to give back an all-or-nothing take, and
+// [Limit.Snapshot] with [Pass] to decide a passing take inline in the
+// caller's loop. [DeniedFor] and [InvalidTake] are the results a layer above
+// a bucket returns for reasons of its own. A [Bucket] is exactly a Limit
+// and one word.
 //
 // All methods are safe for concurrent use.
 package atomicbucket
@@ -174,6 +210,7 @@ type params struct {
 	oneMeta uint64
 	rate    float64 // as configured, tokens per second
 	burst   float64 // as configured, tokens
+	effRate float64 // ρ in tokens per second, rounded to the nearest float64
 }
 
 // anchorAt anchors the virtual clock so that v(t0) = v0 plus frac (a
@@ -399,6 +436,20 @@ func (p *params) setRho(rho uint64) {
 	p.rhoZ = uint(bits.LeadingZeros64(rho))
 	p.rhoNorm = rho << p.rhoZ
 	p.rhoInv, _ = bits.Div64(^p.rhoNorm, math.MaxUint64, p.rhoNorm)
+	p.effRate = effectiveRate(rho, p.shift)
+}
+
+// effectiveRate is ρ·1e9/2^(60+F) tokens per second rounded once, to the
+// nearest float64: the product is exact in 128 bits (ρ has 64, 1e9 30),
+// the scaling by a power of two is exact, and Float64 rounds to nearest
+// even. Computing it in float64 steps would round twice and land one ulp
+// off for some rates (30/s would read 29.999999999999996).
+func effectiveRate(rho uint64, shift uint) float64 {
+	x := new(big.Float).SetPrec(128).SetUint64(rho)
+	x.Mul(x, new(big.Float).SetPrec(128).SetUint64(1e9))
+	x.SetMantExp(x, -rhoFracBits-int(shift))
+	f, _ := x.Float64()
+	return f
 }
 
 // setBurst sets the capacity: the burst rounded down to a whole number of
@@ -424,13 +475,13 @@ func (l *Limit) Rate() float64 { return l.p.Load().rate }
 func (l *Limit) Burst() float64 { return l.p.Load().burst }
 
 // EffectiveRate returns the rate the fixed-point clock actually runs at, in
-// tokens per second, rounded to the nearest float64. The fixed-point rate
+// tokens per second, rounded to the nearest float64 (computed once per
+// configuration: reading it costs a load). The fixed-point rate
 // itself is never below Rate and exceeds it by less than 2^-60 units per
 // nanosecond: under 2^-59 of Rate for the rate a limit is made with, and
 // under one part in a million after any rate change SetRateAt accepts.
 func (l *Limit) EffectiveRate() float64 {
-	p := l.p.Load()
-	return math.Ldexp(float64(p.rho), -rhoFracBits-int(p.shift)) * 1e9
+	return l.p.Load().effRate
 }
 
 // Quantum returns the refill quantum in tokens: 2^-F.

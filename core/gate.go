@@ -290,7 +290,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		}
 		k, err := newLimiterKeyed(b, int(maxKeys), &esc, reason, now, cfg.tableSeed)
 		if err != nil {
-			return nil, &PolicyError{Path: path, Line: pol.lines[path], Msg: err.Error(), Err: err}
+			return nil, &PolicyError{Path: path, Line: pol.lines[path].line, Col: pol.lines[path].col, Msg: err.Error(), Err: err}
 		}
 		return k, nil
 	}

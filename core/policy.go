@@ -60,10 +60,14 @@ type Policy struct {
 	// nothing: every verdict's Action is Accept.
 	Shadow bool `yaml:"shadow,omitempty" json:"shadow,omitempty"`
 
-	// lines maps field paths to source lines when the policy was decoded;
-	// Validate uses it to say where a bad value came from.
-	lines map[string]int
+	// lines maps field paths to source positions when the policy was
+	// decoded; Validate uses it to say where a bad value came from.
+	lines map[string]srcPos
 }
+
+// srcPos is a field's place in its source: line, and column (0 when not
+// known: JSON).
+type srcPos struct{ line, col int }
 
 // Class says what a rate-limited client observes on a channel.
 type Class uint8
@@ -424,7 +428,7 @@ func (e *PolicyError) Unwrap() []error {
 
 // Line returns the source line of a field path when the policy was decoded
 // from a file, or 0.
-func (p *Policy) Line(path string) int { return p.lines[path] }
+func (p *Policy) Line(path string) int { return p.lines[path].line }
 
 // orDefault points an unset optional field at a fresh copy of def.
 func orDefault[T any](p **T, def T) {
@@ -690,25 +694,25 @@ func (p *Policy) validate() error {
 }
 
 type validator struct {
-	lines map[string]int
+	lines map[string]srcPos
 	errs  []error
 }
 
 func (v *validator) add(path, msg string) { v.addErr(path, msg, nil) }
 
 func (v *validator) addErr(path, msg string, err error) {
-	line := v.lines[path]
-	if line == 0 { // a defaulted field: point at its parent
-		for p := path; line == 0 && p != ""; {
+	at := v.lines[path]
+	if at.line == 0 { // a defaulted field: point at its parent
+		for p := path; at.line == 0 && p != ""; {
 			i := strings.LastIndexAny(p, ".[")
 			if i < 0 {
 				break
 			}
 			p = p[:i]
-			line = v.lines[p]
+			at = v.lines[p]
 		}
 	}
-	v.errs = append(v.errs, &PolicyError{Path: path, Line: line, Msg: msg, Err: err})
+	v.errs = append(v.errs, &PolicyError{Path: path, Line: at.line, Col: at.col, Msg: msg, Err: err})
 }
 
 // limit validates a rate and burst exactly as the bucket encoding will

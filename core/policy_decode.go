@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicedev/sluice/internal/suggest"
 	"github.com/sluicedev/sluice/internal/valuekind"
+	"github.com/sluicedev/sluice/internal/yamlerr"
 )
 
 // DecodePolicyYAML decodes a policy from YAML and validates it. Decoding
@@ -35,7 +36,7 @@ func DecodePolicyYAML(data []byte) (Policy, error) {
 		return Policy{}, err
 	}
 	if doc == nil {
-		return Policy{}, &PolicyError{Msg: "empty document"}
+		return Policy{}, &PolicyError{Msg: "empty document: the file holds no policy (write at least its channels)"}
 	}
 	return DecodePolicyNode(doc)
 }
@@ -53,7 +54,8 @@ func PolicyDocument(data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, &PolicyError{Line: yamlErrLine(err), Msg: err.Error(), Err: err}
+		line, col, msg := yamlerr.Place(data, err)
+		return nil, &PolicyError{Line: line, Col: col, Msg: msg, Err: err}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -79,11 +81,25 @@ func DecodePolicyJSON(data []byte) (Policy, error) {
 	return decodePolicy(n)
 }
 
-// LoadPolicy reads a policy file: .json is JSON, anything else YAML.
+// MaxPolicyFileBytes bounds a policy file LoadPolicy reads: a policy is a
+// page a person writes, and one beyond a MiB is refused unread rather
+// than decoded into memory.
+const MaxPolicyFileBytes = 1 << 20
+
+// LoadPolicy reads a policy file: .json is JSON, anything else YAML. A
+// file over MaxPolicyFileBytes is refused.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Policy{}, fmt.Errorf("core: policy: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
+	if err != nil {
+		return Policy{}, fmt.Errorf("core: policy: %w", err)
+	}
+	if len(data) > MaxPolicyFileBytes {
+		return Policy{}, &PolicyError{Msg: fmt.Sprintf("the file is larger than %d bytes (1 MiB), the most a policy file may be", MaxPolicyFileBytes)}
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		return DecodePolicyJSON(data)
@@ -100,10 +116,10 @@ func decodePolicy(n cfgNode) (Policy, error) {
 	return p, p.Validate()
 }
 
-// bindPolicy binds n to a Policy, with the line of every field it sets,
+// bindPolicy binds n to a Policy, with the place of every field it sets,
 // without validating the limits.
 func bindPolicy(n cfgNode) (Policy, error) {
-	p := Policy{lines: map[string]int{}}
+	p := Policy{lines: map[string]srcPos{}}
 	err := bind(n, reflect.ValueOf(&p).Elem(), "", p.lines) // before p is returned: it fills p
 	return p, err
 }
@@ -389,8 +405,8 @@ func under(err error, path string) error {
 
 // bind stores node n into v, naming path in every error and recording the
 // line of every path it visits.
-func bind(n cfgNode, v reflect.Value, path string, lines map[string]int) error {
-	lines[path] = n.line()
+func bind(n cfgNode, v reflect.Value, path string, lines map[string]srcPos) error {
+	lines[path] = srcPos{n.line(), n.col()}
 	fail := func(msg string, err error) error {
 		return &PolicyError{Path: path, Line: n.line(), Col: n.col(), Msg: msg, Err: err}
 	}

@@ -178,7 +178,7 @@ type Worker struct {
 	// without Stats), so the series takes the replies' decisions too.
 	clientView bool
 	proto      proto.Protocol // how clients frame what they send
-	clock      int64 // the latest record time: records are placed at max(t, clock)
+	clock      int64          // the latest record time: records are placed at max(t, clock)
 	series     *series
 	cur        int                       // the series interval acc holds
 	curEnd     int64                     // the end of interval cur (0 before the first record)

@@ -105,10 +105,8 @@ func RenderFiles(dir string, r *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	// The histogram files are this run's only: an earlier run's in the
-	// same directory (a variant this run did not run) would sit beside
-	// them as if they were.
-	if err := removeHistogramFiles(filepath.Join(dir, HDRDir)); err != nil {
+	// What an earlier write cut short left goes first.
+	if err := RemoveLeftovers(dir); err != nil {
 		return err
 	}
 	// r is validated once above; validating decodes every kind's histogram, so
@@ -119,10 +117,45 @@ func RenderFiles(dir string, r *Results) error {
 	if err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error { return writeHTML(w, r) }); err != nil {
 		return err
 	}
+	// The histograms are written into a directory of their own and put in
+	// place whole, replacing the earlier run's: an earlier run's files (a
+	// variant this run did not run) would sit beside this run's as if they
+	// were, and a write cut short must not leave half of them.
+	stage, err := os.MkdirTemp(dir, "."+HDRDir+tmpInfix+"*")
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	var errs []error
+	if err := writeHistograms(stage, r); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeHistogramFiles(filepath.Join(dir, HDRDir)); err != nil {
+		os.RemoveAll(stage)
+		return err
+	}
+	if entries, _ := os.ReadDir(stage); len(entries) == 0 {
+		os.Remove(stage) // no histograms: no histogram directory, as before
+		return errors.Join(errs...)
+	}
+	// MkdirTemp makes the directory for its owner alone; hdr is as
+	// readable as the files beside it.
+	if err := os.Chmod(stage, 0o755); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.Rename(stage, filepath.Join(dir, HDRDir)); err != nil {
+		os.RemoveAll(stage)
+		return fmt.Errorf("reports: %w", err)
+	}
+	return errors.Join(errs...)
+}
+
+// writeHistograms writes r's .hgrm and .hlog files under hdr, one
+// directory per variant.
+func writeHistograms(hdr string, r *Results) error {
 	var errs []error
 	vnames := newNamer()
 	for _, v := range r.Variants {
-		vdir := filepath.Join(dir, HDRDir, vnames.name(v.Name))
+		vdir := filepath.Join(hdr, vnames.name(v.Name))
 		made := false
 		pnames := newNamer()
 		// Population and kind names can join into the same file name
@@ -236,6 +269,9 @@ func checkHistogramDir(dir string) error {
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if isLeftover(d.Name(), false) && d.Type().IsRegular() {
+			return nil // a write cut short: sluice's own, removed with the rest
 		}
 		if ext := filepath.Ext(path); ext != ".hgrm" && ext != ".hlog" || !d.Type().IsRegular() {
 			foreign = path

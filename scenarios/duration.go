@@ -37,7 +37,7 @@ func (s *Scenario) checkDuration(d time.Duration) error {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(s.data, &doc); err != nil {
-		return yamlSyntaxError(s.File, err)
+		return yamlSyntaxError(s.File, s.data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil // s was parsed from this file, so this does not happen

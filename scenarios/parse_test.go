@@ -84,7 +84,7 @@ func TestParseErrorsGivePositionPathAndSuggestion(t *testing.T) {
 		{"key twice", "seed: 7", "seed: 7\nseed: 8", []string{"t.yaml:3:1:", "seed", "repeated key"}},
 		{"merge key at the top", "seed: 7", "<<: {seed: 7}", []string{"t.yaml:2:1:", "<<", "merge keys (<<) are not supported"}},
 		{"behaviour param kind", "    count: 3", "    count: 3\n  - name: r\n    behaviour: replay\n    count: 1\n    params: {kind: chta}", []string{"t.yaml:18:20:", "populations[1].params.kind", `unknown kind "chta"`}},
-		{"policy value", "      rate: 30", "      rate: -1", []string{"t.yaml:10: policy.channels[0].rate: -1 must be greater than 0"}},
+		{"policy value", "      rate: 30", "      rate: -1", []string{"t.yaml:10:13: policy.channels[0].rate: -1 must be greater than 0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

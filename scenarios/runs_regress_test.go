@@ -134,29 +134,29 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 		want              []string // nil: no error
 	}{
 		{"the set's own field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: 60, burst: 120}\n",
-			"account: {rate: -5}", []string{"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0"}},
+			"account: {rate: -5}", []string{"s.yaml:7:23: variants[0].set.account.rate: -5 must be greater than 0"}},
 		{"the policy file's field", "channels:\n  - {name: move, class: input, rate: 30}\naccount: {rate: -60, burst: 120}\n",
-			"channels: [{name: move, rate: 20}]", []string{"p.yaml:3: account.rate: -60", `(with the set of policy variant "v")`}},
+			"channels: [{name: move, rate: 20}]", []string{"p.yaml:3:17: account.rate: -60", `(with the set of policy variant "v")`}},
 		// A set that breaks a field it did not write.
 		{"a field the set broke", "channels:\n  - {name: move, class: input, rate: 30}\nstrikes:\n  ladder: {warn: 1, shed: 2, drop: 3, disconnect: 4, lockout: 5}\n",
-			"strikes: {ladder: {warn: 3}}", []string{"p.yaml:4: strikes.ladder.shed: must be greater than warn (3)", `(with the set of policy variant "v")`}},
+			"strikes: {ladder: {warn: 3}}", []string{"p.yaml:4:27: strikes.ladder.shed: must be greater than warn (3)", `(with the set of policy variant "v")`}},
 		// The files number their lines apart: the set's line 7 is not
 		// the policy file's.
 		{"a line number both files have", "channels:\n  - name: move\n    class: input\n    rate: 30\naccount: {rate: 60, burst: 120}\naddress:\n  rate: -60\n",
-			"account: {rate: 50}", []string{"p.yaml:7: address.rate: -60", `(with the set of policy variant "v")`}},
+			"account: {rate: 50}", []string{"p.yaml:7:9: address.rate: -60", `(with the set of policy variant "v")`}},
 		{"a policy file every set completes", "channels:\n  - {name: move, class: input}\n",
 			"channels: [{name: move, rate: 20}]", nil},
 		// A named item is found in the set by its name, not its index,
 		// and named at its own index there (the merged policy's is 1).
 		{"a named item at another index", "channels:\n  - {name: move, class: input, rate: 30}\n  - {name: chat, class: request, rate: 1}\n",
-			"channels: [{name: chat, rate: -5}]", []string{"s.yaml:7: variants[0].set.channels[0].rate: -5"}},
+			"channels: [{name: chat, rate: -5}]", []string{"s.yaml:7:37: variants[0].set.channels[0].rate: -5"}},
 		// Every problem core finds is reported, each in its own file.
 		{"problems in both files", "channels:\n  - {name: move, class: input, rate: -1}\naccount: {rate: -60, burst: 120}\n",
-			"account: {rate: -5}", []string{"p.yaml:2: channels[0].rate: -1", "s.yaml:7: variants[0].set.account.rate: -5"}},
+			"account: {rate: -5}", []string{"p.yaml:2:38: channels[0].rate: -1", "s.yaml:7:23: variants[0].set.account.rate: -5"}},
 		// A field the base's item leaves out is the base's even when
 		// that item's line is also the set's (7 in both files).
 		{"a defaulted field on a line both files have", "# 1\n# 2\n# 3\n# 4\n# 5\nchannels:\n  - name: move\n    rate: 30\n",
-			"channels: [{name: move, rate: 20}]", []string{"p.yaml:7: channels[0].class: is required", `(with the set of policy variant "v")`}},
+			"channels: [{name: move, rate: 20}]", []string{"p.yaml:7:5: channels[0].class: is required", `(with the set of policy variant "v")`}},
 		// A new item without its class: refused when the scenario is
 		// read, at the set's line, as a name the base lacks.
 		{"a field the set's new item lacks", "channels:\n  - {name: move, class: input, rate: 30}\n",
@@ -164,7 +164,7 @@ func TestPolicyErrorsNameTheFileTheyAreIn(t *testing.T) {
 		// A null in a set changes nothing: the field stays the base's,
 		// even on a line both files have.
 		{"a field the set nulls", "# 1\n# 2\n# 3\nchannels:\n  - {name: move, class: input, rate: 30}\n# 6\naccount: {rate: -60, burst: 120}\n",
-			"account: {rate: ~}", []string{"p.yaml:7: account.rate: -60", `(with the set of policy variant "v")`}},
+			"account: {rate: ~}", []string{"p.yaml:7:17: account.rate: -60", `(with the set of policy variant "v")`}},
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/p.yaml", []byte(c.policy), 0o644), c.name)
@@ -253,9 +253,9 @@ func TestNullInsideASetChangesNothing(t *testing.T) {
 func TestPolicyErrorsFollowASetsAlias(t *testing.T) {
 	for _, c := range []struct{ name, base, set, want string }{
 		{"over the base's value: the anchor's line", "  account: {rate: 60}\n", "account: {rate: *zero}",
-			"t.yaml:8: variants[0].set.account.rate: 0 must be greater than 0"},
+			"t.yaml:8:26: variants[0].set.account.rate: 0 must be greater than 0"},
 		{"a key the base lacks: the alias's line", "", "account: {rate: *zero}",
-			"t.yaml:12: variants[0].set.account.rate: 0 must be greater than 0"},
+			"t.yaml:12:23: variants[0].set.account.rate: 0 must be greater than 0"},
 	} {
 		doc := "name: t\nduration: 10s\npolicy:\n  channels:\n    - name: move\n      class: input\n      rate: 30\n" +
 			"  transport: {minCharge: &zero 0}\n" + c.base +

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/yamlerr"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/reports"
 	"gopkg.in/yaml.v3"
@@ -130,8 +130,11 @@ type Arrival struct {
 
 // Load reads and validates a scenario file.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, "the scenario file")
 	if err != nil {
+		if errors.Is(err, ErrTooBig) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	return Parse(data, path)
@@ -140,13 +143,16 @@ func Load(path string) (*Scenario, error) {
 // Parse validates a scenario from its bytes; file names it in errors and
 // anchors a relative policy_file.
 func Parse(data []byte, file string) (*Scenario, error) {
+	if len(data) > MaxFileBytes {
+		return nil, tooBig(file, "the scenario file")
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: the file is empty: a scenario needs at least name, duration, a policy and populations", file)
 		}
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	// A scenario is one document, as a policy file is: a second would be
 	// ignored.
@@ -163,7 +169,7 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	}
 	var s Scenario
 	if err := root.Decode(&s); err != nil {
-		return nil, yamlSyntaxError(file, err)
+		return nil, yamlSyntaxError(file, data, err)
 	}
 	s.File, s.data = file, data
 	sum := sha256.Sum256(data)
@@ -174,10 +180,15 @@ func Parse(data []byte, file string) (*Scenario, error) {
 	return &s, nil
 }
 
-func yamlSyntaxError(file string, err error) error {
+// yamlSyntaxError places a yaml.v3 error in file (its bytes data) at the
+// line and column of the character at fault (see yamlerr.Place).
+func yamlSyntaxError(file string, data []byte, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		return fmt.Errorf("%s: %s", file, te.Errors[0])
+	}
+	if line, col, msg := yamlerr.Place(data, err); line > 0 {
+		return &FieldError{File: file, Line: line, Col: col, Msg: msg}
 	}
 	return fmt.Errorf("%s: %v", file, err)
 }
@@ -219,6 +230,9 @@ func (s *Scenario) fail(root *yaml.Node, path string, at []any, msg string) erro
 }
 
 func (s *Scenario) validate(root *yaml.Node) error {
+	if err := s.checkBounds(root); err != nil {
+		return err
+	}
 	if s.Name == "" {
 		return s.fail(root, "name", nil, "is required")
 	}
@@ -267,7 +281,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if !filepath.IsAbs(s.PolicyFile) {
 			s.PolicyFile = filepath.Join(filepath.Dir(s.File), s.PolicyFile)
 		}
-		data, err := os.ReadFile(s.PolicyFile)
+		data, err := readBounded(s.PolicyFile, "the policy file")
 		if err != nil {
 			return s.fail(root, "policy_file", []any{"policy_file"}, err.Error())
 		}
@@ -374,6 +388,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		if msg := s.rawRate(th); msg != "" {
 			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, msg)
+		}
+		if err := th.decidable(); err != nil {
+			return s.fail(root, fmt.Sprintf("thresholds[%d]", i), []any{"thresholds", i}, err.Error())
 		}
 		s.thresholds = append(s.thresholds, th)
 	}

@@ -156,6 +156,53 @@ func ParseThreshold(text string) (Threshold, error) {
 	return t, nil
 }
 
+// decidable refuses a threshold whose value no measurement could reach
+// (the scenario checks it after what names a population and a kind, so
+// that a threshold that measures nothing is told so first): every metric
+// is 0 or more, and a share is at most 100%, so `drop_rate < 200%` always
+// holds and `drop_rate < -1%` never does; nor can `< 0`, or `> 100%` of a
+// share, ever pass. A comparison that takes in the whole range at its
+// edge (`>= 0`, `<= 100%`) is kept: it records the value and fails
+// nothing, as written.
+func (t Threshold) decidable() error {
+	lo, hi, rng := 0.0, math.Inf(1), "0 or more"
+	if t.Unit == reports.UnitFraction {
+		hi, rng = 1, "a share from 0% to 100%"
+	}
+	v := t.Value
+	var always, never bool
+	switch t.Op {
+	case "<":
+		always, never = v > hi, v <= lo
+	case "<=":
+		always, never = v > hi, v < lo
+	case ">":
+		always, never = v < lo, v >= hi
+	case ">=":
+		always, never = v < lo, v > hi
+	case "==":
+		never = v < lo || v > hi
+	}
+	switch {
+	case always:
+		return fmt.Errorf("%s %s %s can never fail: %s is %s", t.Metric, t.Op, t.valueText(), t.Metric, rng)
+	case never:
+		return fmt.Errorf("%s %s %s can never pass: %s is %s", t.Metric, t.Op, t.valueText(), t.Metric, rng)
+	}
+	return nil
+}
+
+// valueText writes the threshold's value as it was written, in its unit.
+func (t Threshold) valueText() string {
+	switch t.Unit {
+	case reports.UnitFraction:
+		return strconv.FormatFloat(t.Value*100, 'g', -1, 64) + "%"
+	case reports.UnitNs:
+		return time.Duration(t.Value).String()
+	}
+	return strconv.FormatFloat(t.Value, 'g', -1, 64)
+}
+
 // parseValue reads a threshold's value in unit: a duration for UnitNs, a
 // number or a percentage for UnitFraction, a number otherwise.
 func parseValue(s, unit string) (float64, error) {

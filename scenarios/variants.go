@@ -271,7 +271,9 @@ func (s *Scenario) policyError(i int, v VariantNode, err error) error {
 		file, prefix = s.PolicyFile, ""
 	}
 	fe := fieldErrorOf(pe, file, join(prefix, pe.Path))
-	if len(s.Variants) > 0 {
+	// Name the set only where there is one: a variant without a set runs
+	// the base policy as it is, and its error is the base's alone.
+	if i < len(s.Variants) && s.Variants[i].Set.Kind != 0 && !isNull(&s.Variants[i].Set) {
 		fe.Msg += fmt.Sprintf(" (with the set of policy variant %q)", v.Name)
 	}
 	return fe

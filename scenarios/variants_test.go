@@ -21,38 +21,38 @@ func TestPolicyErrorsAreTheSetsWhereTheSetWroteThem(t *testing.T) {
 		// items are the set's, at the set's indices.
 		{"a list the set replaces whole", move,
 			"channels: [{name: chat, class: input, rate: 5}, {class: input, rate: -5}]",
-			"s.yaml:7: variants[0].set.channels[1].name: is required\n" +
-				"s.yaml:7: variants[0].set.channels[1].rate: -5 must be greater than 0"},
+			"s.yaml:7:55: variants[0].set.channels[1].name: is required\n" +
+				"s.yaml:7:76: variants[0].set.channels[1].rate: -5 must be greater than 0"},
 		{"a list the base does not name throughout", "channels:\n  - {class: input, rate: 30}\n",
 			"channels: [{name: move, rate: -5}]",
-			"s.yaml:7: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
-				"s.yaml:7: variants[0].set.channels[0].rate: -5 must be greater than 0"},
+			"s.yaml:7:18: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
+				"s.yaml:7:37: variants[0].set.channels[0].rate: -5 must be greater than 0"},
 		// A named item merges into the base's item of that name, at the
 		// base's index (0 here); the error gives its index in the set.
 		{"a named item at the set's second index", move,
 			"channels: [{name: chat, class: input, rate: 5}, {name: move, rate: -5}]",
-			"s.yaml:7: variants[0].set.channels[1].rate: -5 must be greater than 0"},
+			"s.yaml:7:74: variants[0].set.channels[1].rate: -5 must be greater than 0"},
 		// Core reports a defaulted field at its parent's line: the set's
 		// where the set alone writes the parent, the base's where both
 		// do (the merged mapping is the base's, on its line: line 7 of
 		// the policy file, as the set's is of s.yaml).
 		{"a defaulted field under a mapping the set alone writes", move,
 			"strikes: {ladder: {shed: 100}}",
-			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
+			"s.yaml:7:25: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
 		{"a defaulted field under a mapping both write", move + "# 3\n# 4\n# 5\n# 6\nstrikes: {ladder: {warn: 1}}\n",
 			"strikes: {ladder: {shed: 100}}",
-			`p.yaml:7: strikes.ladder.drop: must be greater than shed (100) (with the set of policy variant "v")`},
+			`p.yaml:7:19: strikes.ladder.drop: must be greater than shed (100) (with the set of policy variant "v")`},
 		// A whole value the set writes as an alias is the set's, whether
 		// the base has none (the alias is copied) or the merge resolved
 		// it over the base's.
 		{"an alias for a value the base lacks", move,
 			"{account: &a {rate: -5}, address: *a}",
-			"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0\n" +
-				"s.yaml:7: variants[0].set.address.rate: -5 must be greater than 0"},
+			"s.yaml:7:27: variants[0].set.account.rate: -5 must be greater than 0\n" +
+				"s.yaml:7:27: variants[0].set.address.rate: -5 must be greater than 0"},
 		{"an alias merged over the base's value", move + "address: {rate: 60, burst: 120}\n",
 			"{account: &a {rate: -5}, address: *a}",
-			"s.yaml:7: variants[0].set.account.rate: -5 must be greater than 0\n" +
-				"s.yaml:7: variants[0].set.address.rate: -5 must be greater than 0"},
+			"s.yaml:7:27: variants[0].set.account.rate: -5 must be greater than 0\n" +
+				"s.yaml:7:27: variants[0].set.address.rate: -5 must be greater than 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, policyErrorOf(t, c.policy, c.set)) })
 	}
@@ -89,23 +89,23 @@ func TestPolicyErrorsAtASetsNulls(t *testing.T) {
 			`s.yaml:7:25: variants[0].set.channels[0].name: no channel named "chat" in the base policy (have move): to add a channel, give its class too`},
 		{"a null for a field the base's item lacks", "channels:\n  - {name: move, rate: 30}\n",
 			"channels: [{name: move, class: ~}]",
-			`p.yaml:2: channels[0].class: is required (input, request or predicted) (with the set of policy variant "v")`},
+			`p.yaml:2:5: channels[0].class: is required (input, request or predicted) (with the set of policy variant "v")`},
 		{"a null under a mapping the set alone writes", move,
 			"strikes: {ladder: {shed: 100, drop: ~}}",
-			"s.yaml:7: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
+			"s.yaml:7:25: variants[0].set.strikes.ladder.drop: must be greater than shed (100)"},
 		// An alias whose anchor holds a null is copied without the null,
 		// at the alias's line (12), not the anchor's (8).
 		{"an alias to an anchor that holds a null", "channels:\n  - {class: input, rate: 30}\n",
 			"channels:\n        - &c\n          rate: 5\n          burst: ~\n        # 11\n        - *c",
-			"s.yaml:8: variants[0].set.channels[0].name: is required\n" +
-				"s.yaml:8: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
-				"s.yaml:12: variants[0].set.channels[1].name: is required\n" +
-				"s.yaml:12: variants[0].set.channels[1].class: is required (input, request or predicted)"},
+			"s.yaml:8:11: variants[0].set.channels[0].name: is required\n" +
+				"s.yaml:8:11: variants[0].set.channels[0].class: is required (input, request or predicted)\n" +
+				"s.yaml:12:11: variants[0].set.channels[1].name: is required\n" +
+				"s.yaml:12:11: variants[0].set.channels[1].class: is required (input, request or predicted)"},
 		// A null name names nothing: the set's list is not named
 		// throughout, so it replaces the base's whole.
 		{"a null name", move,
 			"channels: [{name: ~, class: input, rate: 5}]",
-			"s.yaml:7: variants[0].set.channels[0].name: is required"},
+			"s.yaml:7:18: variants[0].set.channels[0].name: is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, policyErrorOf(t, c.policy, c.set)) })
 	}

@@ -57,6 +57,7 @@ type series struct {
 	procs  []string
 	values map[string][]float64
 	runs   map[string][]string // the RunKey of each value, "" if none
+	timed  []float64           // seconds each sample took to time: iterations × sec/op
 }
 
 type side struct {
@@ -99,6 +100,9 @@ func index(s *Set) *side {
 		}
 		run := r.GetConfig(RunKey)
 		for _, v := range r.Values {
+			if v.Unit == "sec/op" && r.Iters > 0 {
+				sr.timed = append(sr.timed, float64(r.Iters)*v.Value)
+			}
 			sr.values[v.Unit] = append(sr.values[v.Unit], v.Value)
 			sr.runs[v.Unit] = append(sr.runs[v.Unit], run)
 		}
@@ -226,6 +230,14 @@ func Compare(base, cand *Set, cfg Config) (*Report, error) {
 				// -cpu 1,4 and the like: the samples pooled here come from
 				// different parallelism, and their spread is not noise.
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %s pools samples at GOMAXPROCS %v", k.name, sd.label, sd.procs))
+			}
+		}
+		if slices.Contains(s.units, "sec/op") {
+			bd, bshort := shortSamples(b.by[k])
+			cd, cshort := shortSamples(n.by[k])
+			if bshort || cshort {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: samples time %v (base) and %v (cand) each, median of iterations × sec/op, "+
+					"under %v: too short to time, so a change in sec/op may be noise; raise -benchtime", k.name, bd, cd, MinSampleTime))
 			}
 		}
 		for _, unit := range s.units {

@@ -364,7 +364,7 @@ func TestOutput(t *testing.T) {
 	out := text.String()
 	assert.Contains(t, out, "cpu=Synthetic CPU @ 3.00GHz")
 	assert.Regexp(t, `REGRESSION Bucket/deny/serial sec/op: \+[23]\d\.\d% \(p=\d\.\de-\d+, Holm-adjusted \d\.\de-\d+, n=10\+10, min effect 5%; [\d.]+ns → [\d.]+ns, compared raw: floor Floor/cas [+-]\d\.\d%\)`, out)
-	assert.True(t, strings.HasSuffix(out, "gate: FAIL: 1 regression(s)\n"), out)
+	assert.True(t, strings.HasSuffix(out, "gate: FAIL: 1 regression\n"), out)
 
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))

@@ -208,7 +208,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes a table of every comparison, then one line per
 // regression naming it with its delta and p-value, then a verdict line:
-// "gate: ok" or "gate: FAIL: N regression(s)".
+// "gate: ok" or "gate: FAIL: N regressions".
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "base: %s%s\n", r.Base.Label, factLine(r.Base.Facts))
@@ -220,7 +220,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}[r.Normalize]
 	corr, pcol := "", "p"
 	if r.Correction == CorrectionHolm {
-		corr, pcol = fmt.Sprintf(", p-values Holm-adjusted over %d tests", r.Tests), "p(holm)"
+		corr, pcol = ", p-values Holm-adjusted over "+plural(r.Tests, "test"), "p(holm)"
 	}
 	fmt.Fprintf(&b, "alpha %g%s, min effect %s, at least %d samples per side; %s\n\n",
 		r.Alpha, corr, pct(r.MinEffect), r.MinSamples, norm)
@@ -287,14 +287,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	switch {
 	case len(invalid) > 0:
-		fmt.Fprintf(&b, "gate: ERROR: %d comparison(s) with too few samples\n", len(invalid))
+		fmt.Fprintf(&b, "gate: ERROR: %s with too few samples: the gate needs %s\n", plural(len(invalid), "comparison"), SampleRule(r.MinSamples))
 	case len(regs) > 0:
-		fmt.Fprintf(&b, "gate: FAIL: %d regression(s)\n", len(regs))
+		fmt.Fprintf(&b, "gate: FAIL: %s\n", plural(len(regs), "regression"))
 	default:
 		b.WriteString("gate: ok\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural writes n and the noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func factLine(f map[string]string) string {

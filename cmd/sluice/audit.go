@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/suggest"
+	"github.com/sluicedev/sluice/scenarios"
 	"github.com/spf13/cobra"
 )
 
@@ -51,7 +54,7 @@ line), 2 usage.`,
 				for _, f := range findings {
 					fmt.Fprintln(out, f)
 				}
-				fmt.Fprintf(out, "%s: %d findings\n", policyFile, len(findings))
+				fmt.Fprintf(out, "%s: %s\n", policyFile, count(len(findings), "finding"))
 			}
 			for _, f := range findings {
 				if f.Severity == core.SeverityError {
@@ -80,7 +83,35 @@ func loadPolicyFlag(path string) (core.Policy, error) {
 func loadPolicyFile(path string) (core.Policy, error) {
 	p, err := core.LoadPolicy(path)
 	if err != nil {
-		return p, fmt.Errorf("%s: %w", path, err)
+		return p, policyFileError(path, err)
 	}
 	return p, nil
+}
+
+// policyFileError words core's error about the policy file path as a
+// scenario's is worded: each problem as path:line:col: field: why, with
+// no package prefix (core joins every problem it finds).
+func policyFileError(path string, err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		if _, one := err.(*core.PolicyError); !one {
+			var each []error
+			for _, e := range joined.Unwrap() {
+				each = append(each, policyFileError(path, e))
+			}
+			return errors.Join(each...)
+		}
+	}
+	var pe *core.PolicyError
+	if !errors.As(err, &pe) {
+		// A file that could not be read: the error names it already.
+		return errors.New(strings.TrimPrefix(err.Error(), "core: policy: "))
+	}
+	if pe.Line == 0 {
+		where := path
+		if pe.Path != "" {
+			where += ": " + pe.Path
+		}
+		return fmt.Errorf("%s: %s%s", where, pe.Msg, suggest.Hint(pe.Suggestion))
+	}
+	return &scenarios.FieldError{File: path, Line: pe.Line, Col: pe.Col, Path: pe.Path, Msg: pe.Msg, Suggestion: pe.Suggestion}
 }

@@ -68,12 +68,33 @@ func (g *gateFlags) finish(c *cobra.Command, rep *gate.Report, err error) error 
 		}
 	}
 	if err != nil {
-		return err // too few samples is an error, not a pass
+		// Too few samples is an error, not a pass. The text report has
+		// said so already, once per comparison and with the rule: the
+		// exit code is all that is left to give.
+		if rep != nil && !g.asJSON && onlySampleErrors(err) {
+			return withCode(exitError, nil)
+		}
+		return err
 	}
 	if rep.Regressed() {
 		return withCode(exitThresholds, errors.New("benchmark regression"))
 	}
 	return nil
+}
+
+// onlySampleErrors reports whether err is made only of *gate.SampleError
+// values (Compare joins one per comparison).
+func onlySampleErrors(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlySampleErrors(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var se *gate.SampleError
+	return errors.As(err, &se)
 }
 
 func newGateCmd() *cobra.Command {
@@ -83,12 +104,15 @@ func newGateCmd() *cobra.Command {
 		Use:   "gate BASE.txt CAND.txt",
 		Short: "Fail on a real benchmark regression between two `go test -bench` outputs",
 		Long: `gate compares the benchmarks of a candidate against a base (each one or more
-'go test -bench' output files, -count 10 or more) and fails only on a
-regression that is statistically significant (Mann-Whitney U on medians),
-in the bad direction and larger than the minimum effect. Times are compared
-as ratios to floors measured in the same run (a bare CAS, a map lookup, a
-clock read), so a slower machine is not a regression. Too few samples is an
-error, never a pass.
+'go test -bench' output files) and fails only on a regression that is
+statistically significant (Mann-Whitney U on medians), in the bad direction
+and larger than the minimum effect. Times are compared as ratios to floors
+measured in the same run (a bare CAS, a map lookup, a clock read), so a
+slower machine is not a regression.
+
+Samples: ` + gate.SampleRule(gate.DefaultMinSamples) + `.
+Too few samples is an error, never a pass; samples too short to time are
+warned of.
 
 Use --base and --cand for several files per side; with two arguments the
 first is the base and the second the candidate.

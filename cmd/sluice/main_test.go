@@ -52,7 +52,7 @@ func TestExitCodes(t *testing.T) {
 		{"validate bad key", []string{"validate", bad}, exitError, `bad.yaml:2:1: duratoin: unknown field (did you mean "duration"?)`},
 		{"validate empty file", []string{"validate", empty}, exitError, "empty.yaml: the file is empty"},
 		{"validate missing file", []string{"validate", filepath.Join(dir, "none.yaml")}, exitError, "no such file"},
-		{"audit", []string{"audit", "--policy", scenarioDir + "policies/game.yaml"}, exitOK, "findings"},
+		{"audit", []string{"audit", "--policy", scenarioDir + "policies/game.yaml"}, exitOK, "game.yaml: 1 finding\n"},
 		{"audit without policy", []string{"audit"}, exitUsage, "--policy FILE is required"},
 		{"serve without policy", []string{"serve"}, exitUsage, "--policy FILE is required"},
 		{"report missing", []string{"report", filepath.Join(dir, "none.json")}, exitError, "no such file"},

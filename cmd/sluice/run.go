@@ -56,7 +56,9 @@ results directory if the run made it and it is still empty.
 DIR is checked before the first variant runs: a DIR that is a file, a
 results.json or report.html that is a directory, or a DIR/hdr holding
 files sluice did not write (it replaces DIR/hdr on each run) stops the
-run at once. If the write still fails after the run, the summary is
+run at once. Each file is written whole or not at all, and DIR/hdr is put
+in place whole; the temporary files of a write cut short (.NAME.tmp-N)
+are sluice's own, removed by the next run into DIR. If the write still fails after the run, the summary is
 printed before the error.
 
 --target HOST:PORT drives a server sluice did not start (sluice serve in
@@ -95,7 +97,7 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl := c.Flags()
 	fl.StringVarP(&f.out, "output", "o", "", "directory for results (default results/<scenario name>)")
 	fl.StringVar(&f.driver, "driver", "", "sim or loopback (default: the scenario's)")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed for every client generator (default: the scenario's)")
+	fl.Var(seedValue{&f.seed}, "seed", "seed for every client generator, an integer from 0 to 2^64-1 (default: the scenario's)")
 	fl.DurationVar(&f.duration, "duration", 0, "run length, more than 0; warmup, population windows and ramps scale with it, and a length at which the scenario's file would be refused is refused (default: the scenario's)")
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
@@ -121,6 +123,9 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, Target: f.target, Protocol: f.protocol, SluiceVersion: sluiceVersion()}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
+	}
+	if c.Flags().Changed("policy") && f.policy == "" {
+		return usageError{errors.New("--policy: empty: name a policy variant, or leave the flag out to run every variant")}
 	}
 	if c.Flags().Changed("segment") {
 		sg, err := parseSegment(f.segment)
@@ -195,6 +200,10 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		prog.interrupted(ended.Load())
 		select {
 		case <-again:
+			// Whatever is being written goes unfinished: its temporary
+			// files go too, so that nothing half-written is left (each
+			// file reaches its real name only whole).
+			_ = reports.RemoveLeftovers(f.out)
 			prog.quit(removeEmpty(made))
 			quit(exitInterrupted)
 		case <-ran:

@@ -31,8 +31,8 @@ read), 2 usage.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%d populations, %d policy variants, %d thresholds)\n",
-				a[0], len(s.Population), len(variants), len(s.Thresholds))
+			fmt.Fprintf(c.OutOrStdout(), "%s: ok (%s, %s, %s)\n",
+				a[0], count(len(s.Population), "population"), count(len(variants), "policy variant"), count(len(s.Thresholds), "threshold"))
 			return nil
 		},
 	}
