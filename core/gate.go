@@ -18,14 +18,17 @@ import (
 // connection's transport budgets (bytes, with a minimum charge per read,
 // and frames); duplicate and replayed request ids, the connection's queue
 // caps and the account's in-flight cap; and then the address (before
-// authentication) or account bucket, the channel's bucket and the match
-// bucket, all or nothing: when a layer denies, every token the message took
+// authentication) or account bucket, the channel's bucket (the session's
+// before authentication, the account's after, so that reconnecting never
+// resets it) and the match bucket, all or nothing: when a layer denies, every token the message took
 // from earlier layers is given back, so a denied message leaves every
 // bucket as it was. Passing the gate is never permission: the server's own
 // validation and authorization run after it.
 //
 // Denials earn weighted strikes that decay over a window and escalate along
-// the ladder warn, shed, drop, disconnect, lockout. In shadow mode the gate
+// the ladder warn, shed, drop, disconnect, lockout, except the overflow of
+// an input channel's flush after a silence, within the lag credit that
+// silence earned (see lagState and Channel.LagCredit). In shadow mode the gate
 // decides, keeps its state and counts exactly as if it enforced, but every
 // Verdict's Action is Accept.
 //
@@ -35,9 +38,10 @@ import (
 // and the keyed layers are lock-free for keys already tracked (the first
 // message of a new account or match inserts its key, locking one shard of
 // that layer's table once). A denial writes only the session's own state,
-// its account's strike record, the tokens it gives back and striped
-// counters (and, with keyed escalation on, the refused key's escalation
-// mark). Open, Authenticate, Close and Step take a mutex. Time is only
+// its account's strike record (or, for a drop the lag credit forgives,
+// the credit word of the channel instead), the tokens it gives back and
+// striped counters (and, with keyed escalation on, the refused key's
+// escalation mark). Open, Authenticate, Close and Step take a mutex. Time is only
 // ever the now passed in (nanoseconds on the server's monotonic clock, one
 // clock for all calls).
 //
@@ -517,14 +521,17 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 }
 
 // Authenticate binds an open session to an account. From then on the
-// session's messages are charged to the account's bucket (shared by all of
-// the account's connections and kept after they close, so reconnecting
-// never resets it) instead of the address bucket, and its strikes go to the
-// account's record. It refuses (Disconnect) with reason Lockout while the
-// account is locked out or its strike score is at the disconnect stage,
-// NoSession for a session that is not open, Malformed for account 0 (which
-// means "none") or a session already bound to another account, and
-// TableFull when the account cannot be tracked.
+// session's messages are charged to the account's bucket and the account's
+// channel buckets (shared by all of the account's connections and kept
+// after they close, so reconnecting never resets them) instead of the
+// address bucket and its own, and its strikes go to the account's record.
+// It refuses (Disconnect) with reason Lockout while the account is locked
+// out or its strike score is at the shed stage or above, NoSession for a
+// session that is not open, Malformed for account 0 (which means "none")
+// or a session already bound to another account, and TableFull when the
+// account cannot be tracked: the table is full of accounts it cannot
+// forget, or the session's source address already left
+// tables.accountsPerAddress of them behind.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()

@@ -400,3 +400,40 @@ func TestEarliestReadmissionThenHonestPlayIsNotDisconnected(t *testing.T) {
 	assert.Zero(t, disconnects, "after %d refusals", refusals)
 	assert.Equal(t, 1, refusals, "one refusal, whose retry-after is the whole wait")
 }
+
+// The new policy fields decode, default and validate with their paths.
+func TestLagCreditAndAccountsPerAddressPolicy(t *testing.T) {
+	p, err := DecodePolicyYAML([]byte(`
+channels:
+  - {name: move, class: input, lagCredit: 2s}
+  - {name: look, class: input}
+  - {name: chat, class: request}
+tables: {accounts: 500, accountsPerAddress: 7}
+`))
+	require.NoError(t, err)
+	n := p.Normalized()
+	require.NoError(t, n.Validate())
+	assert.Equal(t, Duration(2*time.Second), *n.Channels[0].LagCredit)
+	assert.Equal(t, Duration(5*time.Second), *n.Channels[1].LagCredit, "the default for input channels")
+	assert.Nil(t, n.Channels[2].LagCredit, "none for requests")
+	assert.Equal(t, uint32(7), *n.Tables.AccountsPerAddress)
+	d0 := Policy{Tables: Tables{Accounts: new(uint32(2000))}}
+	d := d0.Normalized()
+	assert.Equal(t, uint32(20), *d.Tables.AccountsPerAddress, "accounts ÷ 100")
+
+	for _, tc := range []struct{ doc, path string }{
+		{"channels: [{name: m, class: input, lagCredit: -1s}]", "channels[0].lagCredit"},
+		{"channels: [{name: m, class: input, lagCredit: 2h}]", "channels[0].lagCredit"},
+		{"channels: [{name: c, class: request, lagCredit: 1s}]", "channels[0].lagCredit"},
+		{"tables: {accounts: 10, accountsPerAddress: 11}", "tables.accountsPerAddress"},
+		{"tables: {accountsPerAddress: 0}", "tables.accountsPerAddress"},
+	} {
+		p, err := DecodePolicyYAML([]byte(tc.doc))
+		if err == nil {
+			n := p.Normalized()
+			err = n.Validate()
+		}
+		require.Error(t, err, tc.doc)
+		assert.Contains(t, err.Error(), tc.path, tc.doc)
+	}
+}
