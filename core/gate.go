@@ -28,7 +28,7 @@ import (
 // Denials earn weighted strikes that decay over a window and escalate along
 // the ladder warn, shed, drop, disconnect, lockout, except the overflow of
 // an input channel's flush after a silence, within the lag credit that
-// silence earned (see lagState and Channel.LagCredit). In shadow mode the gate
+// silence earned (see lagWords and Channel.LagCredit). In shadow mode the gate
 // decides, keeps its state and counts exactly as if it enforced, but every
 // Verdict's Action is Accept.
 //
@@ -98,7 +98,7 @@ type chanSpec struct {
 	class       Class
 	out         bool // server-to-client: a client may not send on it
 	retry       bool
-	// Lag credit (see lagState): lagCap is the longest silence credited,
+	// Lag credit (see lagWords): lagCap is the longest silence credited,
 	// 0 for none; fillNs the bucket's fill time, burst ÷ rate.
 	lagCap      int64
 	fillNs      int64
@@ -375,7 +375,7 @@ type session struct {
 
 	bytes, frames atomic.Uint64
 	kinds         []atomic.Uint64 // before authentication; the account's after
-	lag           []lagState      // with kinds
+	lag           lagWords        // with kinds
 
 	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
 	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
@@ -493,17 +493,17 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		preInflight: make([]atomic.Int32, g.nInflight),
 	}
 	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
-	words := make([]atomic.Uint64, padWords+nk+2*np+nd+padWords)[padWords:]
+	words := make([]atomic.Uint64, padWords+3*nk+2*np+nd+padWords)[padWords:]
 	s.kinds, words = words[:nk:nk], words[nk:]
+	s.lag, words = lagWords(words[:2*nk:2*nk]), words[2*nk:]
 	s.pending, words = words[:np:np], words[np:]
 	s.meta, words = words[:np:np], words[np:]
 	s.done = words[:nd:nd]
 	s.pre.zeroAt.Store(now)
-	s.lag = make([]lagState, nk)
 	for i := range g.chans {
 		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
-		s.lag[i].last.Store(now)
 	}
+	s.lag.start(now)
 	if g.bytesLim != nil {
 		s.bytes.Store(g.bytesLim.FullWord(now))
 	}
@@ -825,7 +825,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	}
 	if r := c.lim.TakeAt(&kinds[kind], now, cost); !r.OK() {
 		g.undo(s, c, now, &h)
-		if c.lagCap > 0 && stage < StageShed && !g.ladder.disabled && lag[kind].forgive(now) {
+		if c.lagCap > 0 && stage < StageShed && !g.ladder.disabled && lag.forgive(kind, now) {
 			// The overflow of a flush after a silence: dropped, no strike.
 			g.stats.stripe(s.stripe).lagForgiven.Add(1)
 			return g.denyStrike(s, m.Session, kind, c, ChannelLimit, actionFor(c, ChannelLimit), r, m.Size, now, false)
@@ -840,7 +840,7 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 		}
 	}
 	if c.lagCap > 0 {
-		lag[kind].admitted(c, now)
+		lag.admitted(kind, c, now)
 	}
 	g.count(s.stripe, kind, None, Accept)
 	return Verdict{Stage: stage}

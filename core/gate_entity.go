@@ -19,7 +19,7 @@ type entity struct {
 	// (nil for an address): an authenticated session takes from these,
 	// not from its own, so reconnecting never resets a channel's limit.
 	kinds     []atomic.Uint64
-	lag       []lagState
+	lag       lagWords
 	refs      int
 	idleSince int64
 	owner     uint64 // accounts: the address key of the session that last left it idle
@@ -87,12 +87,13 @@ func (t *entityTable) acquire(key, owner uint64, now int64) *entity {
 		e = &entity{key: key, idleAt: -1, inflight: make([]atomic.Int32, t.nInflight)}
 		e.strikes.zeroAt.Store(now)
 		if len(t.chans) > 0 {
-			e.kinds = make([]atomic.Uint64, len(t.chans))
-			e.lag = make([]lagState, len(t.chans))
+			n := len(t.chans)
+			w := make([]atomic.Uint64, 3*n) // one allocation for the buckets and their lag credit
+			e.kinds, e.lag = w[:n:n], lagWords(w[n:])
 			for i := range t.chans {
 				e.kinds[i].Store(t.chans[i].lim.FullWord(now))
-				e.lag[i].last.Store(now)
 			}
+			e.lag.start(now)
 		}
 		t.m[key] = e
 	} else if e.idleAt >= 0 {

@@ -7,9 +7,12 @@ import (
 	"github.com/sluicedev/sluice/internal/timesat"
 )
 
-// lagState is the lag credit of one input channel of a session (before
-// authentication) or an account: when the channel's bucket last admitted a
-// message, and the credit the latest silence earned.
+// lagWords is the lag credit of the input channels of a session (before
+// authentication) or an account: two words per channel, at 2i the time
+// (an int64 in the word's bits) the channel's bucket last admitted a
+// message, and at 2i+1 the credit the latest silence earned (expiry tick
+// << lagCountBits | drops left). They are carved out of the allocation of
+// the session's or account's other words.
 //
 // The model. A client whose network stalls holds its inputs and flushes
 // them in one write when the stall ends: after a silence of S, a burst of
@@ -36,14 +39,11 @@ import (
 // so it may be up to a grain older than the latest admission; a silence is
 // counted a grain short for it, and the credit stays within the bound.
 //
-// The zero value has no credit and a last admission at time 0; sessions
-// and accounts set last to their creation time. Safe for concurrent use:
+// Zero words have no credit and a last admission at time 0; sessions and
+// accounts set last to their creation time (see start). Safe for concurrent use:
 // last moves by CompareAndSwap (so of two admissions that end one silence,
 // one grants), and a forgiven drop takes its unit by CompareAndSwap.
-type lagState struct {
-	last   atomic.Int64
-	credit atomic.Uint64 // expiry tick << lagCountBits | drops left
-}
+type lagWords []atomic.Uint64
 
 // lagCountBits is the width of the credit's count; the expiry tick, the
 // order-preserving offset of the expiry time (timesat.Offset) shifted
@@ -64,15 +64,24 @@ func lagTick(t int64) uint64 {
 	return (o + 1<<lagTickShift - 1) >> lagTickShift
 }
 
-// admitted records an admission on the channel at now and, if it ends a
+// start sets every channel's last admission to now, the creation of the
+// session or account: a silence counts from there.
+func (l lagWords) start(now int64) {
+	for i := 0; i < len(l); i += 2 {
+		l[i].Store(uint64(now))
+	}
+}
+
+// admitted records an admission on channel i at now and, if it ends a
 // silence longer than the channel's fill time, grants that silence's
 // credit. Called only for an accepted message of a channel with credit.
 // An admission within a grain (a sixteenth of the fill time) of the last
 // one written writes nothing: play faster than that, and the rest of a
 // flush, cost the accept path no write.
-func (l *lagState) admitted(c *chanSpec, now int64) {
-	prev := l.last.Load()
-	if now-prev <= c.lagGrain || !l.last.CompareAndSwap(prev, now) {
+func (l lagWords) admitted(i int, c *chanSpec, now int64) {
+	last := &l[2*i]
+	prev := last.Load()
+	if now-int64(prev) <= c.lagGrain || !last.CompareAndSwap(prev, uint64(now)) {
 		// Within a grain of the last write (the rest of a flush, or play
 		// faster than a grain), a clock step back, or a racing admission
 		// that moved it: nothing to write.
@@ -81,7 +90,7 @@ func (l *lagState) admitted(c *chanSpec, now int64) {
 	// last is at most a grain older than the latest admission, so the
 	// silence is at least gap − grain: counting that, the credit never
 	// exceeds what the silence carried.
-	gap := now - prev - c.lagGrain
+	gap := now - int64(prev) - c.lagGrain
 	if gap <= c.fillNs {
 		return
 	}
@@ -89,18 +98,19 @@ func (l *lagState) admitted(c *chanSpec, now int64) {
 	if n < 1 {
 		return
 	}
-	l.credit.Store(lagTick(timesat.Add(now, c.fillNs))<<lagTickShift | uint64(min(n, lagCountMax)))
+	l[2*i+1].Store(lagTick(timesat.Add(now, c.fillNs))<<lagTickShift | uint64(min(n, lagCountMax)))
 }
 
-// forgive takes one unit of credit at now for a drop, and reports whether
-// there was one to take.
-func (l *lagState) forgive(now int64) bool {
+// forgive takes one unit of channel i's credit at now for a drop, and
+// reports whether there was one to take.
+func (l lagWords) forgive(i int, now int64) bool {
+	credit := &l[2*i+1]
 	for {
-		w := l.credit.Load()
+		w := credit.Load()
 		if w&lagCountMax == 0 || timesat.Offset(now)>>lagTickShift >= w>>lagTickShift {
 			return false
 		}
-		if l.credit.CompareAndSwap(w, w-1) {
+		if credit.CompareAndSwap(w, w-1) {
 			return true
 		}
 	}
