@@ -18,14 +18,17 @@ import (
 // connection's transport budgets (bytes, with a minimum charge per read,
 // and frames); duplicate and replayed request ids, the connection's queue
 // caps and the account's in-flight cap; and then the address (before
-// authentication) or account bucket, the channel's bucket and the match
-// bucket, all or nothing: when a layer denies, every token the message took
+// authentication) or account bucket, the channel's bucket (the session's
+// before authentication, the account's after, so that reconnecting never
+// resets it) and the match bucket, all or nothing: when a layer denies, every token the message took
 // from earlier layers is given back, so a denied message leaves every
 // bucket as it was. Passing the gate is never permission: the server's own
 // validation and authorization run after it.
 //
 // Denials earn weighted strikes that decay over a window and escalate along
-// the ladder warn, shed, drop, disconnect, lockout. In shadow mode the gate
+// the ladder warn, shed, drop, disconnect, lockout, except the overflow of
+// an input channel's flush after a silence, within the lag credit that
+// silence earned (see lagWords and Channel.LagCredit). In shadow mode the gate
 // decides, keeps its state and counts exactly as if it enforced, but every
 // Verdict's Action is Accept.
 //
@@ -35,9 +38,10 @@ import (
 // and the keyed layers are lock-free for keys already tracked (the first
 // message of a new account or match inserts its key, locking one shard of
 // that layer's table once). A denial writes only the session's own state,
-// its account's strike record, the tokens it gives back and striped
-// counters (and, with keyed escalation on, the refused key's escalation
-// mark). Open, Authenticate, Close and Step take a mutex. Time is only
+// its account's strike record (or, for a drop the lag credit forgives,
+// the credit word of the channel instead), the tokens it gives back and
+// striped counters (and, with keyed escalation on, the refused key's
+// escalation mark). Open, Authenticate, Close and Step take a mutex. Time is only
 // ever the now passed in (nanoseconds on the server's monotonic clock, one
 // clock for all calls).
 //
@@ -94,6 +98,12 @@ type chanSpec struct {
 	class       Class
 	out         bool // server-to-client: a client may not send on it
 	retry       bool
+	// Lag credit (see lagWords): lagCap is the longest silence credited,
+	// 0 for none; fillNs the bucket's fill time, burst ÷ rate.
+	lagCap      int64
+	fillNs      int64
+	lagGrain    int64 // fillNs / 16: how often an admission writes the time of the last one
+	rate, burst float64
 }
 
 // Session is the handle of an open session, returned by Open: the slot
@@ -261,6 +271,11 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 			maxCost: uint64(math.Floor(*c.Burst)), maxSize: min(*c.MaxSize, g.maxFrame),
 			class: c.Class, out: c.Direction == ServerToClient, retry: *c.RetryAfter,
 			inflight: int32(c.InFlight), inflightIdx: -1,
+			rate: *c.Rate, burst: *c.Burst, fillNs: int64(math.Ceil(*c.Burst / *c.Rate * 1e9)),
+		}
+		if c.LagCredit != nil && c.Class == ClassInput {
+			cs.lagCap = int64(*c.LagCredit)
+			cs.lagGrain = cs.fillNs / 16
 		}
 		if c.InFlight > 0 {
 			cs.inflightIdx = g.nInflight
@@ -323,8 +338,8 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 	for i := range g.free {
 		g.free[i] = uint32(n - 1 - i) // pop from the end: lowest index first
 	}
-	g.accounts = newEntityTable(int(*pol.Tables.Accounts), g.nInflight)
-	g.addresses = newEntityTable(int(*pol.Tables.Addresses), 0)
+	g.accounts = newEntityTable(int(*pol.Tables.Accounts), g.nInflight, g.chans, *pol.Tables.AccountsPerAddress)
+	g.addresses = newEntityTable(int(*pol.Tables.Addresses), 0, nil, 0)
 	g.stats = newGateStats(len(g.chans))
 	g.lastSweep = now
 	return g, nil
@@ -359,7 +374,8 @@ type session struct {
 	preInflight []atomic.Int32
 
 	bytes, frames atomic.Uint64
-	kinds         []atomic.Uint64
+	kinds         []atomic.Uint64 // before authentication; the account's after
+	lag           lagWords        // with kinds
 
 	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
 	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
@@ -439,7 +455,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	if len(g.free) == 0 {
 		return 0, g.tableFull(row, 0)
 	}
-	ent := g.addresses.acquire(key, now)
+	ent := g.addresses.acquire(key, key, now)
 	if ent == nil {
 		return 0, g.tableFull(row, 0)
 	}
@@ -447,7 +463,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	if ent.lock.locked(now) {
 		v := g.lifecycleDeny(row, 0, Lockout, ent.lock.remaining(now))
 		if !v.OK() {
-			g.addresses.release(ent, now)
+			g.addresses.release(ent, key, now)
 			return 0, v
 		}
 		shadow = v
@@ -456,7 +472,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		if r := g.address.takeAt(key, now, 1); !r.ok {
 			v := g.lifecycleDeny(row, 0, r.reason, r.retry)
 			if !v.OK() {
-				g.addresses.release(ent, now)
+				g.addresses.release(ent, key, now)
 				return 0, v
 			}
 			shadow = v
@@ -477,8 +493,9 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		preInflight: make([]atomic.Int32, g.nInflight),
 	}
 	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
-	words := make([]atomic.Uint64, padWords+nk+2*np+nd+padWords)[padWords:]
+	words := make([]atomic.Uint64, padWords+3*nk+2*np+nd+padWords)[padWords:]
 	s.kinds, words = words[:nk:nk], words[nk:]
+	s.lag, words = lagWords(words[:2*nk:2*nk]), words[2*nk:]
 	s.pending, words = words[:np:np], words[np:]
 	s.meta, words = words[:np:np], words[np:]
 	s.done = words[:nd:nd]
@@ -486,6 +503,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	for i := range g.chans {
 		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
 	}
+	s.lag.start(now)
 	if g.bytesLim != nil {
 		s.bytes.Store(g.bytesLim.FullWord(now))
 	}
@@ -503,14 +521,17 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 }
 
 // Authenticate binds an open session to an account. From then on the
-// session's messages are charged to the account's bucket (shared by all of
-// the account's connections and kept after they close, so reconnecting
-// never resets it) instead of the address bucket, and its strikes go to the
-// account's record. It refuses (Disconnect) with reason Lockout while the
-// account is locked out or its strike score is at the disconnect stage,
-// NoSession for a session that is not open, Malformed for account 0 (which
-// means "none") or a session already bound to another account, and
-// TableFull when the account cannot be tracked.
+// session's messages are charged to the account's bucket and the account's
+// channel buckets (shared by all of the account's connections and kept
+// after they close, so reconnecting never resets them) instead of the
+// address bucket and its own, and its strikes go to the account's record.
+// It refuses (Disconnect) with reason Lockout while the account is locked
+// out or its strike score is at the shed stage or above, NoSession for a
+// session that is not open, Malformed for account 0 (which means "none")
+// or a session already bound to another account, and TableFull when the
+// account cannot be tracked: the table is full of accounts it cannot
+// forget, or the session's source address already left
+// tables.accountsPerAddress of them behind.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -528,21 +549,28 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 		}
 		return g.lifecycleDeny(row, s.stripe, Malformed, 0)
 	}
-	ent := g.accounts.acquire(account, now)
+	ent := g.accounts.acquire(account, s.addrKey, now)
 	if ent == nil {
 		return g.tableFull(row, s.stripe)
 	}
-	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageDisconnect) {
-		// Refused while locked out, and after that while the score is
-		// still at the disconnect stage: the wait is until both are over
+	if ent.lock.locked(now) || (!g.ladder.disabled && g.ladder.stageOf(ent.strikes.score(now)) >= StageShed) {
+		// Refused while locked out, and after that until the score has
+		// drained below the shed stage: the wait is until both are over
 		// (the score drains one ns per ns, and must fall below the rung).
+		// A session admitted at the drop stage would have its first
+		// inputs dropped with Lockout strikes, straight back to the
+		// disconnect rung; one admitted at the shed stage pays double for
+		// every message, which an honest stream at its channel's rate
+		// cannot, and climbs back the same way. Below the shed rung the
+		// session's costs are its channels' own, so honest play earns
+		// nothing more and the score goes on draining.
 		retry := ent.lock.remaining(now)
-		if over := ent.strikes.score(now) - g.ladder.rung[StageDisconnect]; !g.ladder.disabled && over >= 0 {
+		if over := ent.strikes.score(now) - g.ladder.rung[StageShed]; !g.ladder.disabled && over >= 0 {
 			retry = max(retry, time.Duration(over+1))
 		}
 		v := g.lifecycleDeny(row, s.stripe, Lockout, retry)
 		if !v.OK() {
-			g.accounts.release(ent, now)
+			g.accounts.release(ent, s.addrKey, now)
 			return v
 		}
 		s.account.Store(account)
@@ -591,9 +619,9 @@ func (g *Gate) Close(h Session, now int64) {
 	idx := h.index()
 	g.slots[idx].Store(nil)
 	g.free = append(g.free, idx)
-	g.addresses.release(s.addr, now)
+	g.addresses.release(s.addr, s.addrKey, now)
 	if a := s.acct.Load(); a != nil {
-		g.accounts.release(a, now)
+		g.accounts.release(a, s.addrKey, now)
 	}
 	g.mu.Unlock()
 	s.closed.Store(true) // before the scan: an admission that misses the flag is seen by the scan
@@ -672,14 +700,14 @@ type held struct {
 	id    uint64       // the request id in that slot
 	keyed keyedBuckets // address or account layer
 	key   uint64
-	kind  bool
+	kind  *atomic.Uint64 // the channel bucket taken from (the session's or the account's), nil for none
 	cost  uint64
 }
 
 // undo returns everything held, in reverse order.
 func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
-	if h.kind {
-		c.lim.RefundAt(&s.kinds[c.idx], now, h.cost)
+	if h.kind != nil {
+		c.lim.RefundAt(h.kind, now, h.cost)
 	}
 	if h.keyed != nil {
 		h.keyed.refundAt(h.key, now, h.cost)
@@ -791,16 +819,28 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 			h.keyed, h.key = layer, key
 		}
 	}
-	if r := c.lim.TakeAt(&s.kinds[kind], now, cost); !r.OK() {
+	kinds, lag := s.kinds, s.lag
+	if acct != nil {
+		kinds, lag = acct.kinds, acct.lag
+	}
+	if r := c.lim.TakeAt(&kinds[kind], now, cost); !r.OK() {
 		g.undo(s, c, now, &h)
+		if c.lagCap > 0 && stage < StageShed && !g.ladder.disabled && lag.forgive(kind, now) {
+			// The overflow of a flush after a silence: dropped, no strike.
+			g.stats.stripe(s.stripe).lagForgiven.Add(1)
+			return g.denyStrike(s, m.Session, kind, c, ChannelLimit, actionFor(c, ChannelLimit), r, m.Size, now, false)
+		}
 		return g.deny(s, m.Session, kind, c, ChannelLimit, r, m.Size, now)
 	}
-	h.kind = true
+	h.kind = &kinds[kind]
 	if g.match != nil && m.Match != 0 {
 		if r := g.match.takeAt(m.Match, now, cost); !r.ok {
 			g.undo(s, c, now, &h)
 			return g.deny(s, m.Session, kind, c, r.reason, atomicbucket.DeniedFor(r.retry), m.Size, now)
 		}
+	}
+	if c.lagCap > 0 {
+		lag.admitted(kind, c, now)
 	}
 	g.count(s.stripe, kind, None, Accept)
 	return Verdict{Stage: stage}
@@ -903,6 +943,12 @@ func (g *Gate) deny(s *session, h Session, row int, c *chanSpec, r Reason, wait 
 
 // denyAs is deny with the action before escalation given.
 func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act Action, wait atomicbucket.Result, size uint32, now int64) Verdict {
+	return g.denyStrike(s, h, row, c, r, act, wait, size, now, true)
+}
+
+// denyStrike is denyAs, adding the reason's strike weight only when strike
+// is set (a drop the lag credit forgives adds none).
+func (g *Gate) denyStrike(s *session, h Session, row int, c *chanSpec, r Reason, act Action, wait atomicbucket.Result, size uint32, now int64, strike bool) Verdict {
 	stripe := int(h.index())
 	stage := StageNone
 	var account uint64
@@ -915,7 +961,7 @@ func (g *Gate) denyAs(s *session, h Session, row int, c *chanSpec, r Reason, act
 			// its rise as this denial's.
 			before := rec.score(now)
 			after := before
-			if w := g.ladder.weight[r]; w > 0 {
+			if w := g.ladder.weight[r]; w > 0 && strike {
 				before, after = rec.add(w, g.ladder.ceiling, now)
 			}
 			sb, sa := g.ladder.stageOf(before), g.ladder.stageOf(after)

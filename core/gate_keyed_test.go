@@ -28,9 +28,13 @@ func TestGateAccountLayerOnLimiter(t *testing.T) {
 		}
 		var seen bool
 		for acct := uint64(1); acct < 5000 && !seen; acct++ {
-			s := mustOpen(t, g, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(acct >> 8), byte(acct)}), 1), 0)
-			mustAuth(t, g, s, acct, 0)
-			v := g.Check(Message{Session: s, Kind: kAsk, Size: 10, Request: 1}, 0) // leaves the account's bucket not full
+			// 20 ms apart: the account's ask bucket (100/s) is full again
+			// when the next account logs in, so the gate's account table
+			// may forget it, while its account bucket (1/s) is not.
+			now := int64(acct) * 20 * int64(time.Millisecond)
+			s := mustOpen(t, g, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(acct >> 8), byte(acct)}), 1), now)
+			mustAuth(t, g, s, acct, now)
+			v := g.Check(Message{Session: s, Kind: kAsk, Size: 10, Request: 1}, now) // leaves the account's bucket not full
 			if v.Reason == TableFull {
 				seen = true
 				assert.Equal(t, failOpen, v.OK(), "fail-open passes an untracked key; fail-closed rejects it")
@@ -38,7 +42,7 @@ func TestGateAccountLayerOnLimiter(t *testing.T) {
 					assert.Equal(t, Reject, v.Action)
 				}
 			}
-			g.Close(s, 0)
+			g.Close(s, now)
 		}
 		if failOpen {
 			st := g.Stats()

@@ -420,7 +420,7 @@ func TestGateCost(t *testing.T) {
 	st := snapshot(g, s, 3, 8, 0)
 	assert.Equal(t, 6.0, st.account)
 	assert.Equal(t, 96.0, st.match)
-	assert.Equal(t, 6.0, g.chans[kBuy].lim.LevelAt(&g.lookup(s).kinds[kBuy], 0))
+	assert.Equal(t, 6.0, g.chans[kBuy].lim.LevelAt(&g.lookup(s).acct.Load().kinds[kBuy], 0), "the account's channel bucket")
 	g.Done(s, 1)
 	require.True(t, g.Check(Message{Session: s, Kind: kBuy, Size: 10, Request: 2}, 0).OK())
 	g.Done(s, 2)

@@ -177,7 +177,10 @@ type Channel struct {
 	Class Class `yaml:"class" json:"class"`
 	// Direction defaults to client-to-server.
 	Direction Direction `yaml:"direction,omitempty" json:"direction,omitempty"`
-	// Rate is tokens per second per session; default 30.
+	// Rate is tokens per second; default 30. The bucket is the session's
+	// before authentication and the account's after: shared by all of an
+	// account's sessions and kept when they close, so reconnecting never
+	// resets it.
 	Rate *float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
 	// Burst is the bucket depth; default max(1, ceil(rate)).
 	Burst *float64 `yaml:"burst,omitempty" json:"burst,omitempty"`
@@ -194,6 +197,16 @@ type Channel struct {
 	// RetryAfter says whether a rejection tells the client when to retry;
 	// default true for request channels. Meaningful for requests only.
 	RetryAfter *bool `yaml:"retryAfter,omitempty" json:"retryAfter,omitempty"`
+	// LagCredit is the longest silence an input channel's flush is
+	// credited for: when a message arrives after the channel (of the
+	// session, or of the account once authenticated) admitted nothing for
+	// a silence S longer than the bucket's fill time (burst ÷ rate), up to
+	// min(S, LagCredit) × rate − burst of the drops that follow within one
+	// fill time earn no strike (the held inputs of a lagging client,
+	// flushed at once; see the Gate). They are still dropped: the credit
+	// admits nothing. Default 5s for input channels, 0 turns it off;
+	// input channels only.
+	LagCredit *Duration `yaml:"lagCredit,omitempty" json:"lagCredit,omitempty"`
 
 	// RateDefaulted and BurstDefaulted record that Normalize filled in the
 	// default; the audit reports defaulted rates.
@@ -288,6 +301,14 @@ type Tables struct {
 	Accounts  *uint32 `yaml:"accounts,omitempty" json:"accounts,omitempty"`
 	Addresses *uint32 `yaml:"addresses,omitempty" json:"addresses,omitempty"`
 	Matches   *uint32 `yaml:"matches,omitempty" json:"matches,omitempty"`
+	// AccountsPerAddress bounds the account entries one source address may
+	// leave behind in the gate's account table that cannot be forgotten
+	// yet (no session open, but strikes, a lockout or a limit still
+	// running): a login of an account the table does not hold, from an
+	// address at its bound, is refused TableFull, so churn from a few
+	// addresses cannot fill the table. Default Accounts ÷ 100 (at least
+	// 1); at most Accounts.
+	AccountsPerAddress *uint32 `yaml:"accountsPerAddress,omitempty" json:"accountsPerAddress,omitempty"`
 }
 
 // Escalation configures soft-throttle to lockout escalation in the keyed
@@ -338,6 +359,8 @@ const (
 	dfltStrikeWindow     = 30 * time.Second
 	dfltLockout          = 60 * time.Second
 	dfltShedFactor       = 2
+	dfltLagCredit        = 5 * time.Second
+	maxLagCredit         = time.Hour
 	dfltSessions         = 4_096
 	dfltAccounts         = 100_000
 	dfltAddresses        = 100_000
@@ -487,6 +510,9 @@ func (p *Policy) Normalize() {
 		}
 		orDefault(&c.Cost, 1)
 		orDefault(&c.RetryAfter, c.Class == ClassRequest)
+		if c.Class == ClassInput {
+			orDefault(&c.LagCredit, Duration(dfltLagCredit))
+		}
 	}
 	t := &p.Transport
 	t.Bytes.normalize(dfltByteRate, dfltByteBurst)
@@ -517,6 +543,7 @@ func (p *Policy) Normalize() {
 	orDefault(&tb.Accounts, dfltAccounts)
 	orDefault(&tb.Addresses, dfltAddresses)
 	orDefault(&tb.Matches, dfltMatches)
+	orDefault(&tb.AccountsPerAddress, max(1, *tb.Accounts/100))
 	e := &p.Escalation
 	orDefault(&e.Violations, 0)
 	orDefault(&e.Window, Duration(dfltEscalationWin))
@@ -584,6 +611,14 @@ func (p *Policy) validate() error {
 		}
 		if c.InFlight > 0 && c.Class != ClassRequest {
 			v.add(path+".inFlight", "applies to request channels only")
+		}
+		if c.LagCredit != nil {
+			switch lc := *c.LagCredit; {
+			case c.Class != ClassInput && lc != 0:
+				v.add(path+".lagCredit", "applies to input channels only")
+			case lc < 0 || lc > Duration(maxLagCredit):
+				v.add(path+".lagCredit", fmt.Sprintf("must be between 0 and %v", maxLagCredit))
+			}
 		}
 		if c.InFlight > math.MaxInt32 {
 			// The gate counts in-flight requests in an int32: a larger cap
@@ -675,6 +710,9 @@ func (p *Policy) validate() error {
 			v.add(f.path, fmt.Sprintf("must be between 1 and %d", maxTableKeys))
 		}
 	}
+	if n, a := *tb.AccountsPerAddress, *tb.Accounts; a >= 1 && a <= maxTableKeys && (n < 1 || n > a) {
+		v.add("tables.accountsPerAddress", fmt.Sprintf("must be between 1 and tables.accounts (%d)", *tb.Accounts))
+	}
 	e := &p.Escalation
 	if *e.Violations > shardmap.MaxCount {
 		v.add("escalation.violations", fmt.Sprintf("must be at most %d", shardmap.MaxCount))
@@ -758,6 +796,7 @@ func (p *Policy) clone() Policy {
 	q.Channels = make([]Channel, len(p.Channels))
 	for i, c := range p.Channels {
 		c.Rate, c.Burst, c.Cost, c.MaxSize, c.RetryAfter = cp(c.Rate), cp(c.Burst), cp(c.Cost), cp(c.MaxSize), cp(c.RetryAfter)
+		c.LagCredit = cp(c.LagCredit)
 		q.Channels[i] = c
 	}
 	cpBudget := func(b *Budget) { b.Rate, b.Burst = cp(b.Rate), cp(b.Burst) }
@@ -780,6 +819,7 @@ func (p *Policy) clone() Policy {
 	}
 	tb := &q.Tables
 	tb.Sessions, tb.Accounts, tb.Addresses, tb.Matches = cp(tb.Sessions), cp(tb.Accounts), cp(tb.Addresses), cp(tb.Matches)
+	tb.AccountsPerAddress = cp(tb.AccountsPerAddress)
 	e := &q.Escalation
 	e.Violations, e.Window, e.Lockout = cp(e.Violations), cp(e.Window), cp(e.Lockout)
 	return q

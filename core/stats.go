@@ -36,6 +36,8 @@ type statStripe struct {
 	panics    atomic.Uint64 // observers that panicked
 	rises     [numStages]atomic.Uint64
 	lockouts  atomic.Uint64
+	// lagForgiven counts drops the lag credit kept from striking.
+	lagForgiven atomic.Uint64
 }
 
 type gateStats struct {
@@ -98,6 +100,10 @@ type GateStats struct {
 	StageRises [numStages]uint64
 	// Lockouts counts lockouts imposed.
 	Lockouts uint64
+	// LagForgiven counts ChannelLimit drops on input channels that earned
+	// no strike: the overflow of a flush after a silence (see
+	// Channel.LagCredit). They are counted as drops too.
+	LagForgiven uint64
 }
 
 // KindStats counts decisions for one channel by reason; Counts[None] is the
@@ -156,6 +162,7 @@ func (g *Gate) Stats() GateStats {
 			out.StageRises[i] += st.rises[i].Load()
 		}
 		out.Lockouts += st.lockouts.Load()
+		out.LagForgiven += st.lagForgiven.Load()
 	}
 	return out
 }

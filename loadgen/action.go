@@ -229,6 +229,9 @@ type Action struct {
 	// cache line.)
 	Kind  Kind
 	Reuse Reuse
+	// OpConnect, OpDial: the source-address group to dial from (0 means
+	// the client's own, Client.Addr).
+	Addr  uint32
 	Size  int
 	Count int
 	// OpConnect, OpRetry: the account the hello carries (0 means the

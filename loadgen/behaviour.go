@@ -22,6 +22,8 @@ var registry = map[string]func() Behaviour{
 	"reset-reconnect": func() Behaviour { return &ResetReconnect{} },
 	"key-churn":       func() Behaviour { return &KeyChurn{} },
 	"hot-key":         func() Behaviour { return &HotKey{} },
+	"paced-reset":     func() Behaviour { return &PacedReset{} },
+	"malformed-churn": func() Behaviour { return &MalformedChurn{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

@@ -263,4 +263,21 @@
 //	Rate  50        requests per second per connection, ±10%
 //	Kind  purchase  what it sends
 //	Size  16        payload bytes
+//
+// paced-reset (PacedReset): exactly a channel's burst on each connection,
+// then a reconnect (same account), at a steady pace: never over a
+// per-connection limit, so only a limit kept per account bounds it.
+//
+//	Kind   chat   the channel it sends on
+//	Burst  5      frames per connection, in one write
+//	Every  125ms  time between reconnects, ±10%
+//
+// malformed-churn (MalformedChurn): a new identity again and again, each
+// sending a few frames that do not decode, so its account entry carries
+// strikes and cannot be forgotten for a while; with Addresses > 1 each
+// client cycles its identities over that many source addresses of its own.
+//
+//	Every      20ms  mean gap between identities (uniform ±50%)
+//	Frames     4     malformed frames under each identity, in one write
+//	Addresses  1     source addresses each client cycles through
 package loadgen

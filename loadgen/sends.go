@@ -20,7 +20,7 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 		set[b.kind()] = true
 	case *ByteFlood:
 		set[b.kind()] = true
-	case *BadLength, *Malformed, *Slowloris:
+	case *BadLength, *Malformed, *Slowloris, *MalformedChurn:
 		// Raw bytes only.
 	case *Replay:
 		set[b.kind()] = true
@@ -33,6 +33,8 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 	case *KeyChurn:
 		set[b.kind()] = true
 	case *HotKey:
+		set[b.kind()] = true
+	case *PacedReset:
 		set[b.kind()] = true
 	default:
 		return nil, false

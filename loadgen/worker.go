@@ -484,7 +484,11 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	if cs.firstDial < 0 {
 		cs.firstDial = now
 	}
-	if err := w.d.Dial(conn, cs.c.Addr); err != nil {
+	addr := cs.c.Addr
+	if a.Addr != 0 && a.Op != OpRetry {
+		addr = a.Addr
+	}
+	if err := w.d.Dial(conn, addr); err != nil {
 		w.add(now, pop, KindHello, Refused, 1)
 		return
 	}

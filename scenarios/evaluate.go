@@ -101,6 +101,15 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		return float64(limited) / float64(sent)
 	case "admitted_per_s":
 		return float64(accepted) / secs
+	case "accepted_per_client":
+		clients := 0
+		for _, p := range pops {
+			clients += p.Clients
+		}
+		if clients == 0 {
+			return math.NaN()
+		}
+		return float64(accepted) / float64(clients)
 	case "admitted_bytes_per_s":
 		return float64(acceptedBytes) / secs
 	case "p50", "p90", "p99", "p999", "max":

@@ -42,6 +42,7 @@ var Metrics = map[string]string{
 	"drop_rate":            "dropped ÷ sent (a fraction; 0.1% is 0.001), whatever the reason; none for the raw row, nor over a population that writes raw bytes (bad-length, malformed, slowloris), whose sends count writes while the server's drops count frames: name a kind of message there (x.hello.drop_rate)",
 	"limited_rate":         "dropped by the server's limits ÷ sent: drop_rate without what only the client saw (never sent, timeouts, disconnects); none where drop_rate has none",
 	"admitted_per_s":       "accepted messages per second of measured time",
+	"accepted_per_client":  "accepted messages per client of the populations over the measured time (per account where each client has its own): a limit of rate r and burst b kept per account holds it to r × measured seconds + b",
 	"admitted_bytes_per_s": "accepted bytes per second of measured time, estimated per kind as bytes written × accepted ÷ frames written (exact when a kind's frames are one size)",
 	"p50":                  "median response time, from the intended send time",
 	"p90":                  "90th percentile response time",

@@ -164,13 +164,12 @@ func TestAccountStrikesOutliveTheConnection(t *testing.T) {
 		t.Fatalf("first connection: reason %v (frame %v), err %v; want Malformed", r, ok, err)
 	}
 	// The same account from another address starts where it left off:
-	// its score (16, decaying) is at the drop stage, so its first message
-	// is refused with Lockout, and that strike takes it back to the
-	// disconnect rung.
+	// its score (16, decaying) is above the shed rung, so its hello is
+	// refused with Lockout (a session admitted at the drop stage would
+	// have its first message refused, and be back at the disconnect rung).
 	c2 := mustDial(t, s.Addr())
-	c2.mustHello(t, "cheater", "hostile")
-	b, _ = wire.AppendRequest(b[:0], kReq, 1, nil)
-	c2.mustWrite(t, b)
+	hb, _ := wire.AppendHello(nil, []byte("cheater"), []byte("hostile"))
+	c2.mustWrite(t, hb)
 	r, ok, err = c2.waitClosed(10 * time.Second)
 	if err != nil || !ok || r != core.Lockout {
 		t.Fatalf("second connection: reason %v (frame %v), err %v; want Lockout", r, ok, err)
