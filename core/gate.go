@@ -62,6 +62,7 @@ type Gate struct {
 	nInflight  int
 
 	ladder  strikeLadder
+	caps    connCaps
 	account keyedBuckets // nil when the layer is disabled
 	address keyedBuckets
 	match   keyedBuckets
@@ -242,6 +243,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		queueBytes: int64(*pol.Queue.PendingBytes),
 		shedFactor: *pol.Strikes.ShedFactor,
 		ladder:     newStrikeLadder(&pol.Strikes),
+		caps:       newConnCaps(&pol.Connections),
 	}
 	g.pendMask = uint64(pow2(2*int(*pol.Queue.Commands), 8)) - 1
 	g.replayMask = uint64(pow2(int(*pol.Queue.ReplayWindow), 1)) - 1
@@ -355,6 +357,10 @@ type session struct {
 	acct    atomic.Pointer[entity] // set once by Authenticate
 	account atomic.Uint64
 
+	// openCharged: Open took its token from the address bucket (see
+	// Connections.AuthRefund). Guarded by the gate's mutex.
+	openCharged bool
+
 	pre         strikeRecord // strikes before authentication
 	preInflight []atomic.Int32
 
@@ -428,9 +434,12 @@ func (g *Gate) lookup(h Session) *session {
 
 // Open starts a session for a connection from src. It charges one token
 // to src's address bucket and refuses the session (Disconnect) with reason
-// Lockout while the address is locked out, AddressLimit when it opens
-// connections too fast, or TableFull when no slot or address entry is free
-// (refused even in shadow mode: there is nowhere to keep the session).
+// Lockout while the address is locked out, ConnLimit when the address
+// already holds Connections.PerAddress sessions or PreAuthPerAddress
+// unauthenticated ones (checked before the bucket, so such a refusal costs
+// the address nothing), AddressLimit when it opens connections too fast, or
+// TableFull when no slot or address entry is free (refused even in shadow
+// mode: there is nowhere to keep the session).
 func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	key := addrKey(src.Addr())
 	row := len(g.chans) + statsRowSession
@@ -452,8 +461,19 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		}
 		shadow = v
 	}
+	if shadow.Reason == None && g.openCapped(ent) {
+		v := g.lifecycleDeny(row, 0, ConnLimit, 0)
+		if !v.OK() {
+			g.addresses.release(ent, now)
+			return 0, v
+		}
+		shadow = v
+	}
+	charged := false
 	if g.address != nil && shadow.Reason == None {
-		if r := g.address.takeAt(key, now, 1); !r.ok {
+		r := g.address.takeAt(key, now, 1)
+		charged = r.ok && r.reason == None // a fail-open TableFull pass took nothing
+		if !r.ok {
 			v := g.lifecycleDeny(row, 0, r.reason, r.retry)
 			if !v.OK() {
 				g.addresses.release(ent, now)
@@ -474,8 +494,10 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		stripe:      int(idx),
 		addrKey:     key,
 		addr:        ent,
+		openCharged: charged,
 		preInflight: make([]atomic.Int32, g.nInflight),
 	}
+	g.opened(ent)
 	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
 	words := make([]atomic.Uint64, padWords+nk+2*np+nd+padWords)[padWords:]
 	s.kinds, words = words[:nk:nk], words[nk:]
@@ -509,8 +531,11 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 // account's record. It refuses (Disconnect) with reason Lockout while the
 // account is locked out or its strike score is at the disconnect stage,
 // NoSession for a session that is not open, Malformed for account 0 (which
-// means "none") or a session already bound to another account, and
-// TableFull when the account cannot be tracked.
+// means "none") or a session already bound to another account, ConnLimit
+// when the account already has Connections.PerAccount sessions, and
+// TableFull when the account cannot be tracked. A session that
+// authenticates gets back Connections.AuthRefund of its Open's address
+// token.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -545,10 +570,23 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 			g.accounts.release(ent, now)
 			return v
 		}
+		g.bound(s, false, now)
 		s.account.Store(account)
 		s.acct.Store(ent)
 		return v // shadow mode: accepted, saying what it would have refused
 	}
+	if g.authCapped(ent) {
+		v := g.lifecycleDeny(row, s.stripe, ConnLimit, 0)
+		if !v.OK() {
+			g.accounts.release(ent, now)
+			return v
+		}
+		g.bound(s, false, now)
+		s.account.Store(account)
+		s.acct.Store(ent)
+		return v // shadow mode
+	}
+	g.bound(s, true, now)
 	s.account.Store(account)
 	s.acct.Store(ent)
 	g.count(s.stripe, row, None, Accept)
@@ -591,6 +629,7 @@ func (g *Gate) Close(h Session, now int64) {
 	idx := h.index()
 	g.slots[idx].Store(nil)
 	g.free = append(g.free, idx)
+	g.closedPreAuth(s)
 	g.addresses.release(s.addr, now)
 	if a := s.acct.Load(); a != nil {
 		g.accounts.release(a, now)

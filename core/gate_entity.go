@@ -11,6 +11,7 @@ type entity struct {
 	strikes   strikeRecord
 	lock      lockState
 	inflight  []atomic.Int32
+	conns     entityConns // addresses: see Connections
 	refs      int
 	idleSince int64
 }

@@ -485,7 +485,7 @@ var knownReasons = []string{
 	"ChannelLimit", "ByteLimit", "FrameLimit", "AccountLimit", "MatchLimit",
 	"AddressLimit", "InFlightLimit", "Oversize", "Malformed", "Duplicate",
 	"Replay", "NoSession", "Locked", "Lockout", "TableFull", "QueueFull",
-	"Closed",
+	"Closed", "ConnLimit",
 	// client-seen
 	"NotSent", "Timeout", "Disconnected", "Refused", "Overflow",
 	// a session ended with a reason the client does not know (a server of
