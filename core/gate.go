@@ -148,8 +148,9 @@ const (
 type Message struct {
 	Session Session
 	// Request is the request id of a request-class message (required for
-	// them, 0 otherwise). Ids are best increasing per session: duplicate
-	// and replay detection index small tables by the id's low bits.
+	// them, 0 otherwise). Any ids may be used: duplicate and replay
+	// detection are exact for any ids (ids counting up are the fast path;
+	// see gate_requests.go).
 	Request uint64
 	// Match is the match / room / party id the message is for, 0 for none.
 	Match uint64
@@ -367,10 +368,14 @@ type session struct {
 	bytes, frames atomic.Uint64
 	kinds         []atomic.Uint64
 
-	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
+	pending     []atomic.Uint64 // request ids in flight, at their home slot or displaced (see gate_requests.go)
 	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
 	closed      atomic.Bool     // set by Close before it releases the pending requests and emits the flood reports
 	done        []atomic.Uint64 // completed request ids, direct-mapped by id
+	ring        []atomic.Uint64 // the last completed request ids, in completion order
+	ringPos     atomic.Uint64
+	displaced   atomic.Int32 // pending requests not at their home slot
+	spilled     atomic.Bool  // some completed id is only in the ring
 	queued      atomic.Int32
 	queuedBytes atomic.Int64
 
@@ -499,11 +504,12 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	}
 	g.opened(ent)
 	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
-	words := make([]atomic.Uint64, padWords+nk+2*np+nd+padWords)[padWords:]
+	words := make([]atomic.Uint64, padWords+nk+2*np+2*nd+padWords)[padWords:]
 	s.kinds, words = words[:nk:nk], words[nk:]
 	s.pending, words = words[:np:np], words[np:]
 	s.meta, words = words[:np:np], words[np:]
-	s.done = words[:nd:nd]
+	s.done, words = words[:nd:nd], words[nd:]
+	s.ring = words[:nd:nd]
 	s.pre.zeroAt.Store(now)
 	for i := range g.chans {
 		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
@@ -637,7 +643,7 @@ func (g *Gate) Close(h Session, now int64) {
 	g.mu.Unlock()
 	s.closed.Store(true) // before the scan: an admission that misses the flag is seen by the scan
 	for i := range s.pending {
-		if id := s.pending[i].Load(); id != 0 && s.pending[i].CompareAndSwap(id, 0) {
+		if id := s.pending[i].Load(); id != 0 && g.unpend(s, uint64(i), id) {
 			g.takeRelease(s, uint64(i))
 		}
 	}
@@ -653,12 +659,13 @@ func (g *Gate) Done(h Session, requestID uint64) {
 	if s == nil || requestID == 0 {
 		return
 	}
-	i := requestID & g.pendMask
-	if s.pending[i].Load() != requestID {
+	j := g.pendingIndex(s, requestID)
+	if j < 0 {
 		return
 	}
-	s.done[requestID&g.replayMask].Store(requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
-	if s.pending[i].CompareAndSwap(requestID, 0) {
+	i := uint64(j)
+	g.recordDone(s, requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
+	if g.unpend(s, i, requestID) {
 		g.takeRelease(s, i)
 	}
 }
@@ -723,7 +730,7 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 	if h.keyed != nil {
 		h.keyed.refundAt(h.key, now, h.cost)
 	}
-	if h.pend != 0 && s.pending[h.pend-1].CompareAndSwap(h.id, 0) { // unless a Close released it
+	if h.pend != 0 && g.unpend(s, h.pend-1, h.id) { // unless a Close released it
 		g.takeRelease(s, h.pend-1)
 	}
 	if h.frame {
@@ -859,11 +866,10 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 // session closed and releases itself.
 func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *held) Reason {
 	id := m.Request
-	i := id & g.pendMask
-	if s.pending[i].Load() == id {
+	if g.pendingIndex(s, id) >= 0 {
 		return Duplicate
 	}
-	if s.done[id&g.replayMask].Load() == id {
+	if g.replayed(s, id) {
 		return Replay
 	}
 	size := int64(m.Size)
@@ -875,19 +881,18 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		s.unqueue(size)
 		return QueueFull
 	}
-	if !s.pending[i].CompareAndSwap(0, id) {
+	j, r := g.claimPending(s, id)
+	if r != None {
 		s.unqueue(size)
-		if s.pending[i].Load() == id { // the same id, admitted concurrently
-			return Duplicate
-		}
-		return QueueFull // another pending request holds the slot
+		return r
 	}
+	i := uint64(j)
 	acct := s.acct.Load() != nil
 	if c.inflight > 0 {
 		ctr := s.inflightCounter(c.inflightIdx, acct)
 		if ctr.Add(1) > c.inflight {
 			ctr.Add(-1)
-			s.pending[i].CompareAndSwap(id, 0) // unless a Close cleared it: no meta, nothing released
+			g.unpend(s, i, id) // unless a Close cleared it: no meta, nothing released
 			s.unqueue(size)
 			return InFlightLimit
 		}
@@ -900,14 +905,14 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		// A Close cleared the slot and another request of the session
 		// claimed it and published first: this one gives its counts back.
 		g.release(s, meta)
-		s.pending[i].CompareAndSwap(id, 0)
+		g.unpend(s, i, id)
 		return QueueFull
 	}
 	if s.closed.Load() || s.pending[i].Load() != id {
 		// Close has run (its scan may have passed this slot) or cleared
 		// the slot before the meta was there: take the slot back if it is
 		// still this request's, and release unless Close took the meta.
-		s.pending[i].CompareAndSwap(id, 0)
+		g.unpend(s, i, id)
 		if s.meta[i].CompareAndSwap(meta, 0) {
 			g.release(s, meta)
 		}
