@@ -108,6 +108,7 @@ type Sim struct {
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
 	pingLim  *atomicbucket.Limit
+	tokens   *server.Tokens // Hello tokens to accounts, as the server names them
 	maxFrame int
 	readBuf  int
 	maxRead  int
@@ -297,6 +298,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 			s.kinds[ch] = Kind(k)
 		}
 	}
+	s.tokens = server.NewTokens(0)
 	// The framer's geometry, as server.New computes it.
 	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
 	s.readBuf = cfg.ReadBuffer
@@ -381,7 +383,8 @@ func simAddr(g uint32, port uint16) netip.AddrPort {
 // source address (at the end of a stall, if one is on). A refusal (the
 // address is locked out or too fast, a full table) comes as an
 // EvDisconnect with the reason, and a connection beyond MaxConns as an
-// EvClosed, as over a socket; Dial itself never fails.
+// EvDisconnect with reason TableFull, as over a socket; Dial itself never
+// fails.
 func (s *Sim) Dial(id ConnID, addr uint32) error {
 	now := s.vt.Now()
 	if old := s.conns.get(id); old != nil {
@@ -395,7 +398,7 @@ func (s *Sim) Dial(id ConnID, addr uint32) error {
 	s.conns.put(c)
 	if s.nopen >= s.cfg.MaxConns {
 		c.open = false
-		s.vt.Push(Event{Conn: id, Kind: EvClosed, At: now})
+		s.vt.Push(Event{Conn: id, Kind: EvDisconnect, At: now, Reason: uint8(core.TableFull)})
 		return nil
 	}
 	s.nopen++
@@ -752,6 +755,11 @@ func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
 // frame handles one whole frame (err is nil or a malformed error).
 func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 	if err != nil {
+		if m.Type == wire.TypeHello && !c.hello {
+			c.hello = true // a first Hello whose lengths do not add up: refused at once
+			s.refuseHello(c, core.Malformed, m.Size, now)
+			return
+		}
 		s.malformed(c, KindRaw, m.Size, now)
 		return
 	}
@@ -801,12 +809,15 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 	// The first Hello is answered once checked, a refused one too, as the
 	// server does.
 	if m.Version != wire.Version {
-		s.reply(c, 0, wire.StatusRejected, core.Malformed, 0, now)
-		s.malformed(c, KindHello, m.Size, now)
-		s.disconnect(c, core.Malformed, now)
+		s.refuseHello(c, core.Malformed, m.Size, now)
 		return
 	}
-	v := s.gate.Authenticate(c.h, server.AccountID(m.Token), now)
+	acct, r := s.tokens.Account(m.Token)
+	if r != core.None {
+		s.refuseHello(c, r, m.Size, now)
+		return
+	}
+	v := s.gate.Authenticate(c.h, acct, now)
 	if v.Action == core.Disconnect {
 		s.reply(c, 0, wire.StatusRejected, v.Reason, v.RetryAfter, now)
 		s.verdict(c, KindHello, v, 0, now)
@@ -815,6 +826,19 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 	c.authed = true
 	s.decide(c, KindHello, core.None, now)
 	s.reply(c, 0, wire.StatusOK, 0, 0, now)
+}
+
+// refuseHello answers the first Hello with a refusal for reason r and ends
+// the connection, as the server does: a malformed one is also checked as
+// malformed.
+func (s *Sim) refuseHello(c *simConn, r core.Reason, size int, now int64) {
+	s.reply(c, 0, wire.StatusRejected, r, 0, now)
+	if r == core.Malformed {
+		s.malformed(c, KindHello, size, now)
+	} else {
+		s.decide(c, KindHello, r, now)
+	}
+	s.disconnect(c, r, now)
 }
 
 // gated checks a frame of kind k on a channel and acts on the verdict; a
