@@ -358,9 +358,11 @@ type session struct {
 	acct    atomic.Pointer[entity] // set once by Authenticate
 	account atomic.Uint64
 
-	// openCharged: Open took its token from the address bucket (see
-	// Connections.AuthRefund). Guarded by the gate's mutex.
-	openCharged bool
+	// openCharged: Open took its token from the address bucket; authed:
+	// Authenticate bound it (not only in shadow mode), at authedAt. See
+	// Connections.AuthRefund. Guarded by the gate's mutex.
+	openCharged, authed bool
+	authedAt            int64
 
 	pre         strikeRecord // strikes before authentication
 	preInflight []atomic.Int32
@@ -539,9 +541,9 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 // NoSession for a session that is not open, Malformed for account 0 (which
 // means "none") or a session already bound to another account, ConnLimit
 // when the account already has Connections.PerAccount sessions, and
-// TableFull when the account cannot be tracked. A session that
-// authenticates gets back Connections.AuthRefund of its Open's address
-// token.
+// TableFull when the account cannot be tracked. A session that stays
+// authenticated for Connections.AuthRefundAfter gets back AuthRefund of
+// its Open's address token when it closes.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -635,7 +637,7 @@ func (g *Gate) Close(h Session, now int64) {
 	idx := h.index()
 	g.slots[idx].Store(nil)
 	g.free = append(g.free, idx)
-	g.closedPreAuth(s)
+	g.closing(s, now)
 	g.addresses.release(s.addr, now)
 	if a := s.acct.Load(); a != nil {
 		g.accounts.release(a, now)

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Connections caps what one source address or one account may hold of the
@@ -32,16 +33,20 @@ type Connections struct {
 	// old connection's close).
 	PerAccount *uint32 `yaml:"perAccount,omitempty" json:"perAccount,omitempty"`
 	// AuthRefund is the share of its Open's address token a session gets
-	// back when it authenticates, in [0, 1]; default 0.5. A handshake that
-	// authenticates then costs the address bucket 1 − AuthRefund tokens,
-	// one that fails or is abandoned a whole token, so a host churning
-	// failed handshakes behind a NAT spends the shared budget faster than
-	// the honest players beside it. Refunds are paid in whole tokens as
-	// each address's shares add up. It is not 1 by default: a client
-	// churning fresh accounts from one address (each handshake
-	// authenticating) must still be held to a login rate by the address
-	// bucket.
+	// back, in [0, 1], once it has authenticated and stayed so for
+	// AuthRefundAfter (paid when it closes); default 0.5. A handshake that
+	// authenticates and plays then costs the address bucket 1 − AuthRefund
+	// tokens, one that fails, is abandoned or is churned away at once a
+	// whole token, so a host churning handshakes behind a NAT spends the
+	// shared budget faster than the honest players beside it. Refunds are
+	// paid in whole tokens as each address's shares add up. The refund
+	// waits, and is not 1 by default, so that a client churning fresh
+	// accounts from one address (each handshake authenticating) is still
+	// held to a login rate by the address bucket.
 	AuthRefund *float64 `yaml:"authRefund,omitempty" json:"authRefund,omitempty"`
+	// AuthRefundAfter is how long a session must have been authenticated
+	// when it closes to earn AuthRefund; default 1s.
+	AuthRefundAfter *Duration `yaml:"authRefundAfter,omitempty" json:"authRefundAfter,omitempty"`
 }
 
 // Defaults of Connections (documented on the fields).
@@ -50,6 +55,7 @@ const (
 	dfltPreAuthPerAddr  = 32
 	dfltConnsPerAccount = 16
 	dfltAuthRefund      = 0.5
+	dfltAuthRefundAfter = time.Second
 )
 
 func (c *Connections) normalize() {
@@ -57,6 +63,7 @@ func (c *Connections) normalize() {
 	orDefault(&c.PreAuthPerAddress, dfltPreAuthPerAddr)
 	orDefault(&c.PerAccount, dfltConnsPerAccount)
 	orDefault(&c.AuthRefund, dfltAuthRefund)
+	orDefault(&c.AuthRefundAfter, Duration(dfltAuthRefundAfter))
 }
 
 func (c *Connections) validate(v *validator) {
@@ -75,10 +82,13 @@ func (c *Connections) validate(v *validator) {
 	if r := *c.AuthRefund; math.IsNaN(r) || r < 0 || r > 1 {
 		v.add("connections.authRefund", fmt.Sprintf("%v must be between 0 and 1", r))
 	}
+	if *c.AuthRefundAfter < 0 {
+		v.add("connections.authRefundAfter", "must not be negative")
+	}
 }
 
 func (c Connections) clone() Connections {
-	c.PerAddress, c.PreAuthPerAddress, c.PerAccount, c.AuthRefund = cp(c.PerAddress), cp(c.PreAuthPerAddress), cp(c.PerAccount), cp(c.AuthRefund)
+	c.PerAddress, c.PreAuthPerAddress, c.PerAccount, c.AuthRefund, c.AuthRefundAfter = cp(c.PerAddress), cp(c.PreAuthPerAddress), cp(c.PerAccount), cp(c.AuthRefund), cp(c.AuthRefundAfter)
 	return c
 }
 
@@ -86,14 +96,16 @@ func (c Connections) clone() Connections {
 type connCaps struct {
 	perAddress, preAuth, perAccount int
 	refund                          float64
+	refundAfter                     int64
 }
 
 func newConnCaps(c *Connections) connCaps {
 	return connCaps{
-		perAddress: int(*c.PerAddress),
-		preAuth:    int(*c.PreAuthPerAddress),
-		perAccount: int(*c.PerAccount),
-		refund:     *c.AuthRefund,
+		perAddress:  int(*c.PerAddress),
+		preAuth:     int(*c.PreAuthPerAddress),
+		perAccount:  int(*c.PerAccount),
+		refund:      *c.AuthRefund,
+		refundAfter: int64(*c.AuthRefundAfter),
 	}
 }
 
@@ -124,28 +136,32 @@ func (g *Gate) authCapped(ent *entity) bool { return ent.refs > g.caps.perAccoun
 
 // bound notes that s has just been bound to an account: it no longer
 // counts as unauthenticated at its address and, when it authenticated (not
-// a shadow-mode pass of a refusal) and its Open took a token from the
-// address bucket, its address earns its refund share, paid in whole
-// tokens. Called with the gate's mutex held, once per session (s.acct was
-// nil before).
-func (g *Gate) bound(s *session, refund bool, now int64) {
+// a shadow-mode pass of a refusal), the time, from which its refund is
+// due. Called with the gate's mutex held, once per session (s.acct was nil
+// before).
+func (g *Gate) bound(s *session, authenticated bool, now int64) {
+	s.addr.conns.preAuth--
+	if authenticated {
+		s.authed, s.authedAt = true, now
+	}
+}
+
+// closing settles a closing session's place at its address: one that was
+// never bound to an account leaves the unauthenticated count, and one that
+// stayed authenticated for AuthRefundAfter earns its address its refund
+// share of the token its Open took, paid in whole tokens. Called with the
+// gate's mutex held.
+func (g *Gate) closing(s *session, now int64) {
 	a := s.addr
-	a.conns.preAuth--
-	if !refund || !s.openCharged || g.address == nil || g.caps.refund == 0 {
+	if s.acct.Load() == nil {
+		a.conns.preAuth--
+	}
+	if !s.authed || now-s.authedAt < g.caps.refundAfter || !s.openCharged || g.address == nil || g.caps.refund == 0 {
 		return
 	}
 	a.conns.credit += g.caps.refund
 	if a.conns.credit >= 1 {
 		a.conns.credit--
 		g.address.refundAt(s.addrKey, now, 1)
-	}
-}
-
-// closedPreAuth forgets a session that closes without ever being bound to
-// an account from its address's unauthenticated count. Called with the
-// gate's mutex held.
-func (g *Gate) closedPreAuth(s *session) {
-	if s.acct.Load() == nil {
-		s.addr.conns.preAuth--
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -114,52 +115,57 @@ func TestGateConnCapShadow(t *testing.T) {
 	mustOpen(t, g, srcPort(3), 0) // the counts came back down
 }
 
-// A handshake that authenticates costs the address bucket 1 − AuthRefund
-// tokens; one that is abandoned costs a whole token. With a burst of 4 and
-// no refill: 4 abandoned handshakes, 7 authenticated ones at a refund of
-// one half (the shares are paid in whole tokens: 4, 3, 3, 2, 2, 1, 1, 0
-// tokens before each Open), and any number at a refund of 1.
+// A handshake that authenticates and stays so for AuthRefundAfter costs
+// the address bucket 1 − AuthRefund tokens; one that is abandoned, or
+// churned away sooner, costs a whole token. With a burst of 4 and no
+// refill to speak of: 4 abandoned handshakes, 7 authenticated ones at a
+// refund of one half (the shares are paid in whole tokens: 4, 3, 3, 2, 2,
+// 1, 1, 0 tokens before each Open), and any number at a refund of 1.
 func TestGateAuthRefund(t *testing.T) {
-	handshakes := func(refund float64, auth bool) int {
+	handshakes := func(refund float64, auth bool, lives int64) int {
 		p := testPolicy()
-		p.Address = Budget{Rate: new(0.001), Burst: new(4.0)}
+		p.Address = Budget{Rate: new(1e-5), Burst: new(4.0)}
 		p.Connections.AuthRefund = new(refund)
 		g := mustGate(t, p)
+		now := int64(0)
 		for n := range 50 {
-			s, v := g.Open(srcPort(uint16(n+1)), 0)
+			s, v := g.Open(srcPort(uint16(n+1)), now)
 			if v.Action != Accept {
 				require.Equal(t, AddressLimit, v.Reason)
 				return n
 			}
 			if auth {
-				mustAuth(t, g, s, uint64(n+1), 0)
+				mustAuth(t, g, s, uint64(n+1), now)
 			}
-			g.Close(s, 0)
+			now += lives
+			g.Close(s, now)
 		}
 		return 50
 	}
-	assert.Equal(t, 4, handshakes(0.5, false))
-	assert.Equal(t, 7, handshakes(0.5, true))
-	assert.Equal(t, 4, handshakes(0, true))
-	assert.Equal(t, 50, handshakes(1, true))
+	assert.Equal(t, 4, handshakes(0.5, false, 2*sec))
+	assert.Equal(t, 7, handshakes(0.5, true, 2*sec))
+	assert.Equal(t, 7, handshakes(0.5, true, sec), "AuthRefundAfter (1s) is enough")
+	assert.Equal(t, 4, handshakes(0.5, true, sec-1), "a session churned away sooner earns nothing")
+	assert.Equal(t, 4, handshakes(0, true, 2*sec))
+	assert.Equal(t, 50, handshakes(1, true, 2*sec))
 	// A handshake refused at Authenticate (here: the account is at its
 	// cap) earns no refund.
 	p := capPolicy(100, 100, 1)
-	p.Address = Budget{Rate: new(0.001), Burst: new(4.0)}
+	p.Address = Budget{Rate: new(1e-5), Burst: new(4.0)}
 	p.Connections.AuthRefund = new(1.0)
 	g := mustGate(t, p)
 	first := mustOpen(t, g, srcPort(1), 0)
-	mustAuth(t, g, first, 5, 0) // refunded: 4 tokens
+	mustAuth(t, g, first, 5, 0) // holds the account: 3 tokens left
 	n := 0
 	for ; n < 10; n++ {
-		s, v := g.Open(srcPort(uint16(100+n)), 0)
+		s, v := g.Open(srcPort(uint16(100+n)), int64(n)*2*sec)
 		if v.Action != Accept {
 			break
 		}
-		assert.Equal(t, ConnLimit, g.Authenticate(s, 5, 0).Reason)
-		g.Close(s, 0)
+		assert.Equal(t, ConnLimit, g.Authenticate(s, 5, int64(n)*2*sec).Reason)
+		g.Close(s, int64(n+1)*2*sec)
 	}
-	assert.Equal(t, 4, n)
+	assert.Equal(t, 3, n)
 }
 
 func TestConnectionsValidation(t *testing.T) {
@@ -173,6 +179,7 @@ func TestConnectionsValidation(t *testing.T) {
 		{Connections{PerAccount: new(uint32(0))}, "connections.perAccount"},
 		{Connections{AuthRefund: new(-0.1)}, "connections.authRefund"},
 		{Connections{AuthRefund: new(1.5)}, "connections.authRefund"},
+		{Connections{AuthRefundAfter: new(Duration(-1))}, "connections.authRefundAfter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
@@ -215,4 +222,5 @@ func TestConnectionsValidation(t *testing.T) {
 	assert.Equal(t, uint32(32), *q.Connections.PreAuthPerAddress)
 	assert.Equal(t, uint32(16), *q.Connections.PerAccount)
 	assert.Equal(t, 0.5, *q.Connections.AuthRefund)
+	assert.Equal(t, Duration(time.Second), *q.Connections.AuthRefundAfter)
 }

@@ -22,6 +22,10 @@ var registry = map[string]func() Behaviour{
 	"reset-reconnect": func() Behaviour { return &ResetReconnect{} },
 	"key-churn":       func() Behaviour { return &KeyChurn{} },
 	"hot-key":         func() Behaviour { return &HotKey{} },
+	"slot-hold":       func() Behaviour { return &SlotHold{} },
+	"nat-churn":       func() Behaviour { return &NATChurn{} },
+	"half-close":      func() Behaviour { return &HalfClose{} },
+	"sparse-ids":      func() Behaviour { return &SparseIDs{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

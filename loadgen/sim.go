@@ -154,6 +154,8 @@ type simConn struct {
 	held         []byte // written during a stall
 	addr         netip.AddrPort
 	pingWord     atomic.Uint64
+	owed         int  // requests accepted and not yet answered
+	halfClosed   bool // the client shut down its sending side: closed once owed is 0
 }
 
 // conns are the server's connections by ConnID (those it closed included,
@@ -485,6 +487,34 @@ func (s *Sim) Write(id ConnID, p []byte) error {
 	return nil
 }
 
+// CloseWrite shuts down conn's sending side: the server reads the end of
+// the stream and, as the reference server does, closes the connection
+// once the requests it admitted are answered (at once if none is owed;
+// the server's DrainTimeout is never reached here, where a tick answers
+// every request), the client seeing the close (EvClosed).
+func (s *Sim) CloseWrite(id ConnID) error {
+	c := s.conns.get(id)
+	if c == nil {
+		return errConnClosed
+	}
+	if !c.open {
+		return nil
+	}
+	now := s.vt.Now()
+	if c.owed > 0 && !c.backlogged && s.stallAt(now) < 0 {
+		c.halfClosed = true
+		return nil
+	}
+	s.endOfStream(c, now)
+	return nil
+}
+
+// endOfStream closes a half-closed connection from the server's side.
+func (s *Sim) endOfStream(c *simConn, now int64) {
+	s.vt.Push(Event{Conn: c.id, Kind: EvClosed, At: now})
+	s.shut(c, now)
+}
+
 // Close closes conn from the client's side: the server sees the end of the
 // stream and closes its session.
 func (s *Sim) Close(id ConnID) error {
@@ -607,6 +637,10 @@ func (s *Sim) complete(d completion, now int64) {
 		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
 	}
 	s.gate.Done(c.h, d.id)
+	c.owed--
+	if c.owed == 0 && c.halfClosed && c.open {
+		s.endOfStream(c, now)
+	}
 }
 
 // runTick applies the inputs queued, runs Gate.Step, and closes the
@@ -868,6 +902,7 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 			s.inputs++
 		} else {
 			s.done = append(s.done, completion{at: s.answerAt(), c: c, id: id, authed: c.authed})
+			c.owed++
 		}
 	}
 }

@@ -63,9 +63,10 @@ func (c RunConfig) validate() error {
 type connState uint8
 
 const (
-	down      connState = iota // no connection
-	handshake                  // hello sent, reply awaited: sends are held
-	open                       // session accepted, or dialled without a hello
+	down       connState = iota // no connection
+	handshake                   // hello sent, reply awaited: sends are held
+	open                        // session accepted, or dialled without a hello
+	halfClosed                  // the client shut down its sending side: replies still come, nothing is sent
 )
 
 // pending is a message whose reply is awaited.
@@ -364,7 +365,7 @@ func (w *Worker) overdue(now int64) {
 			if !c.dial {
 				w.add(now, pop, KindHello, HeldAtEnd, 1)
 			}
-		case OpDisconnect:
+		case OpDisconnect, OpHalfClose:
 			c.up = false
 		}
 		would[i] = c
@@ -431,7 +432,7 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 		w.send(i, cs, a, now)
 	case OpRaw:
 		w.record(now, pop, KindRaw, SendLag, now-a.At)
-		if cs.state == down {
+		if cs.state == down || cs.state == halfClosed {
 			w.add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
@@ -451,6 +452,8 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	case OpFlush:
 		cs.frozen = false
 		w.flush(i, cs, now)
+	case OpHalfClose:
+		w.halfClose(i, cs, now)
 	}
 }
 
@@ -506,6 +509,46 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	w.track(i, cs, KindHello, 0, a.At, now)
 }
 
+// sparseID is the n-th sparse request id (ReuseSparse): n scrambled by
+// splitmix64's finaliser, a bijection of the 64-bit integers, so distinct
+// n give distinct ids; 0 (which no request may carry) becomes 1, which
+// the n that scrambles to 1 would also give, once in 2^64.
+func sparseID(n uint64) uint64 {
+	z := n + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return max(z, 1)
+}
+
+// halfClose shuts down the sending side of an open connection; a client
+// not logged in yet (or down) just closes, as it has nothing in flight to
+// wait for.
+func (w *Worker) halfClose(i int32, cs *clientState, now int64) {
+	if cs.state != open || cs.frozen {
+		if cs.state != down || len(cs.heldMeta) > 0 {
+			w.lost(i, cs, true, now)
+		}
+		return
+	}
+	hc, ok := w.d.(halfCloser)
+	if !ok {
+		w.lost(i, cs, true, now)
+		return
+	}
+	if err := hc.CloseWrite(ConnID{i, cs.gen}); err != nil {
+		w.lost(i, cs, true, now)
+		return
+	}
+	cs.state = halfClosed
+}
+
+// halfCloser is a Driver that can shut down a connection's sending side
+// and keep reading it (OpHalfClose); a driver without it closes instead.
+type halfCloser interface {
+	CloseWrite(conn ConnID) error
+}
+
 // requestID picks the id of a request frame.
 func (cs *clientState) requestID(r Reuse) uint64 {
 	switch {
@@ -514,6 +557,10 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 	case r == ReuseDone && cs.doneID != 0:
 		cs.lastID = cs.doneID
 		return cs.doneID
+	case r == ReuseSparse:
+		cs.nextID++
+		cs.lastID = sparseID(cs.nextID)
+		return cs.lastID
 	}
 	cs.nextID++
 	cs.lastID = cs.nextID
@@ -543,7 +590,7 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 	pop := cs.pop
 	kind, t, code, count, ok := w.sendable(a)
 	w.record(now, pop, kind, SendLag, now-a.At)
-	if !ok || cs.state == down {
+	if !ok || cs.state == down || cs.state == halfClosed {
 		w.add(now, pop, kind, NotSent, count)
 		return
 	}
@@ -772,6 +819,11 @@ func (w *Worker) handle(ev *Event) {
 		w.add(ev.At, pop, KindSession, o, 1)
 		w.lost(i, cs, true, ev.At)
 	case EvClosed:
+		if cs.state == halfClosed {
+			// The close that follows the client's own half-close.
+			w.lost(i, cs, false, ev.At)
+			return
+		}
 		cs.cutOff(ev.At, false)
 		w.add(ev.At, pop, KindSession, Disconnected, 1)
 		w.lost(i, cs, false, ev.At)
