@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +266,47 @@ func TestRequestIdsOverSockets(t *testing.T) {
 		st := s.Gate().Stats()
 		return st.Count("req", core.Replay) == 1
 	})
+}
+
+// Over sockets, a handshake that authenticates and stays costs the address
+// less than one that is abandoned: with a bucket of 2 tokens that does not
+// refill and a refund of a whole token, any number of sessions that log in
+// and stay past connections.authRefundAfter are admitted one after
+// another, while the third abandoned connection is refused AddressLimit.
+func TestAuthRefundOverSockets(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policy.Address = core.Budget{Rate: new(1e-5), Burst: new(2.0)}
+	cfg.Policy.Connections = core.Connections{AuthRefund: new(1.0), AuthRefundAfter: new(core.Duration(10 * time.Millisecond))}
+	s := startServer(t, cfg)
+	src := nextSrc()
+	for i := range 5 {
+		c, err := dialFrom(s.Addr(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.hello(fmt.Sprint(100+i), "p"); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		c.nc.Close()
+		eventually(t, 5*time.Second, "the session closed", func() bool { return s.Stats().Conns.Open == 0 })
+	}
+	other := nextSrc()
+	for i := range 3 {
+		c, err := dialFrom(s.Addr(), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			eventually(t, 5*time.Second, "the session opened", func() bool { return s.Stats().Conns.Open == 1 })
+			c.nc.Close()
+			eventually(t, 5*time.Second, "the session closed", func() bool { return s.Stats().Conns.Open == 0 })
+			continue
+		}
+		r, ok, err := c.waitClosed(5 * time.Second)
+		c.nc.Close()
+		if err != nil || !ok || r != core.AddressLimit {
+			t.Fatalf("third abandoned handshake: reason %v, frame %v, err %v; want AddressLimit", r, ok, err)
+		}
+	}
 }
