@@ -19,8 +19,10 @@ import (
 // (description, expect), and a reader refuses a file with no variants, a
 // variant with no populations, a threshold over a population the variant
 // lacks, a drop reason it does not know, or a time series without an
-// interval length.
-const SchemaVersion = 5
+// interval length. Version 6: the drop reason ConnLimit (a connection
+// refused because its address or account holds as many as the policy
+// allows), which a version-5 reader would refuse.
+const SchemaVersion = 6
 
 // Drivers of a run.
 const (
