@@ -122,6 +122,10 @@ type clientFields struct {
 	dribble    []byte
 	dribbleOff int
 
+	// halfCloseDue: an OpHalfClose came while the hello was awaited; it is
+	// carried out once the held frames are written.
+	halfCloseDue bool
+
 	// What the run reports per client (see Result).
 	firstDial, firstSend int64 // -1 until the first dial, the first write
 	cut                  int64 // when the server first disconnected or locked it out; -1 if never
@@ -521,10 +525,14 @@ func sparseID(n uint64) uint64 {
 	return max(z, 1)
 }
 
-// halfClose shuts down the sending side of an open connection; a client
-// not logged in yet (or down) just closes, as it has nothing in flight to
-// wait for.
+// halfClose shuts down the sending side of an open connection. A client
+// still logging in does it once the hello is answered and what it held is
+// written; a frozen or down one just closes.
 func (w *Worker) halfClose(i int32, cs *clientState, now int64) {
+	if cs.state == handshake && !cs.frozen {
+		cs.halfCloseDue = true
+		return
+	}
 	if cs.state != open || cs.frozen {
 		if cs.state != down || len(cs.heldMeta) > 0 {
 			w.lost(i, cs, true, now)
@@ -725,6 +733,7 @@ func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
 		_ = w.d.Close(ConnID{i, cs.gen})
 	}
 	cs.state = down
+	cs.halfCloseDue = false
 }
 
 // cutOff notes that the server disconnected the client (or, with locked,
@@ -776,6 +785,10 @@ func (w *Worker) handle(ev *Event) {
 			// the reply arrived (a loopback worker that was busy): their
 			// service time and reply deadline count from the write.
 			w.flush(i, cs, w.d.Now())
+			if cs.halfCloseDue {
+				cs.halfCloseDue = false
+				w.halfClose(i, cs, w.d.Now())
+			}
 		} else {
 			// The server refused the session (its Disconnect follows):
 			// what that Disconnect would record, recorded here, since the

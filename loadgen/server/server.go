@@ -201,7 +201,7 @@ func (s *Server) ConnMemoryBound() int {
 // read and write buffers, as an upper bound in bytes: two goroutine stacks
 // (the reader's grows to 8 KiB, the writer's stays at 2-4 KiB), the
 // net.Conn and poller state, the conn record, and the gate's session
-// (request tables of 2 × 64 and 64 words with the default queue policy).
+// (request tables of 2 × 64 and 2 × 64 words with the default queue policy).
 // The heap test asserts the measured cost stays under ConnMemoryBound.
 const ConnOverhead = 20 << 10
 
