@@ -66,6 +66,7 @@ type Gate struct {
 	nInflight  int
 
 	ladder  strikeLadder
+	caps    connCaps
 	account keyedBuckets // nil when the layer is disabled
 	address keyedBuckets
 	match   keyedBuckets
@@ -157,8 +158,9 @@ const (
 type Message struct {
 	Session Session
 	// Request is the request id of a request-class message (required for
-	// them, 0 otherwise). Ids are best increasing per session: duplicate
-	// and replay detection index small tables by the id's low bits.
+	// them, 0 otherwise). Any ids may be used: duplicate and replay
+	// detection are exact for any ids (ids counting up are the fast path;
+	// see gate_requests.go).
 	Request uint64
 	// Match is the match / room / party id the message is for, 0 for none.
 	Match uint64
@@ -252,6 +254,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		queueBytes: int64(*pol.Queue.PendingBytes),
 		shedFactor: *pol.Strikes.ShedFactor,
 		ladder:     newStrikeLadder(&pol.Strikes),
+		caps:       newConnCaps(&pol.Connections),
 	}
 	g.pendMask = uint64(pow2(2*int(*pol.Queue.Commands), 8)) - 1
 	g.replayMask = uint64(pow2(int(*pol.Queue.ReplayWindow), 1)) - 1
@@ -370,6 +373,12 @@ type session struct {
 	acct    atomic.Pointer[entity] // set once by Authenticate
 	account atomic.Uint64
 
+	// openCharged: Open took its token from the address bucket; authed:
+	// Authenticate bound it (not only in shadow mode), at authedAt. See
+	// Connections.AuthRefund. Guarded by the gate's mutex.
+	openCharged, authed bool
+	authedAt            int64
+
 	pre         strikeRecord // strikes before authentication
 	preInflight []atomic.Int32
 
@@ -377,10 +386,14 @@ type session struct {
 	kinds         []atomic.Uint64 // before authentication; the account's after
 	lag           lagWords        // with kinds
 
-	pending     []atomic.Uint64 // request ids in flight, direct-mapped by id
+	pending     []atomic.Uint64 // request ids in flight, at their home slot or displaced (see gate_requests.go)
 	meta        []atomic.Uint64 // what releasing each pending request gives back (see admitRequest); 0 once taken
 	closed      atomic.Bool     // set by Close before it releases the pending requests and emits the flood reports
 	done        []atomic.Uint64 // completed request ids, direct-mapped by id
+	ring        []atomic.Uint64 // the last completed request ids, in completion order
+	ringPos     atomic.Uint64
+	displaced   atomic.Int32 // pending requests not at their home slot
+	spilled     atomic.Bool  // some completed id is only in the ring
 	queued      atomic.Int32
 	queuedBytes atomic.Int64
 
@@ -444,9 +457,12 @@ func (g *Gate) lookup(h Session) *session {
 
 // Open starts a session for a connection from src. It charges one token
 // to src's address bucket and refuses the session (Disconnect) with reason
-// Lockout while the address is locked out, AddressLimit when it opens
-// connections too fast, or TableFull when no slot or address entry is free
-// (refused even in shadow mode: there is nowhere to keep the session).
+// Lockout while the address is locked out, ConnLimit when the address
+// already holds Connections.PerAddress sessions or PreAuthPerAddress
+// unauthenticated ones (checked before the bucket, so such a refusal costs
+// the address nothing), AddressLimit when it opens connections too fast, or
+// TableFull when no slot or address entry is free (refused even in shadow
+// mode: there is nowhere to keep the session).
 func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	key := addrKey(src.Addr())
 	row := len(g.chans) + statsRowSession
@@ -468,8 +484,19 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		}
 		shadow = v
 	}
+	if shadow.Reason == None && g.openCapped(ent) {
+		v := g.lifecycleDeny(row, 0, ConnLimit, 0)
+		if !v.OK() {
+			g.addresses.release(ent, key, now)
+			return 0, v
+		}
+		shadow = v
+	}
+	charged := false
 	if g.address != nil && shadow.Reason == None {
-		if r := g.address.takeAt(key, now, 1); !r.ok {
+		r := g.address.takeAt(key, now, 1)
+		charged = r.ok && r.reason == None // a fail-open TableFull pass took nothing
+		if !r.ok {
 			v := g.lifecycleDeny(row, 0, r.reason, r.retry)
 			if !v.OK() {
 				g.addresses.release(ent, key, now)
@@ -490,15 +517,18 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 		stripe:      int(idx),
 		addrKey:     key,
 		addr:        ent,
+		openCharged: charged,
 		preInflight: make([]atomic.Int32, g.nInflight),
 	}
+	g.opened(ent)
 	nk, np, nd := len(g.chans), int(g.pendMask+1), int(g.replayMask+1)
-	words := make([]atomic.Uint64, padWords+3*nk+2*np+nd+padWords)[padWords:]
+	words := make([]atomic.Uint64, padWords+3*nk+2*np+2*nd+padWords)[padWords:]
 	s.kinds, words = words[:nk:nk], words[nk:]
 	s.lag, words = lagWords(words[:2*nk:2*nk]), words[2*nk:]
 	s.pending, words = words[:np:np], words[np:]
 	s.meta, words = words[:np:np], words[np:]
-	s.done = words[:nd:nd]
+	s.done, words = words[:nd:nd], words[nd:]
+	s.ring = words[:nd:nd]
 	s.pre.zeroAt.Store(now)
 	for i := range g.chans {
 		s.kinds[i].Store(g.chans[i].lim.FullWord(now))
@@ -528,10 +558,13 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 // It refuses (Disconnect) with reason Lockout while the account is locked
 // out or its strike score is at the shed stage or above, NoSession for a
 // session that is not open, Malformed for account 0 (which means "none")
-// or a session already bound to another account, and TableFull when the
-// account cannot be tracked: the table is full of accounts it cannot
+// or a session already bound to another account, ConnLimit when the
+// account already has Connections.PerAccount sessions, and TableFull when
+// the account cannot be tracked: the table is full of accounts it cannot
 // forget, or the session's source address already left
-// tables.accountsPerAddress of them behind.
+// tables.accountsPerAddress of them behind. A session that stays
+// authenticated for Connections.AuthRefundAfter gets back AuthRefund of
+// its Open's address token when it closes.
 func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -573,10 +606,23 @@ func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
 			g.accounts.release(ent, s.addrKey, now)
 			return v
 		}
+		g.bound(s, false, now)
 		s.account.Store(account)
 		s.acct.Store(ent)
 		return v // shadow mode: accepted, saying what it would have refused
 	}
+	if g.authCapped(ent) {
+		v := g.lifecycleDeny(row, s.stripe, ConnLimit, 0)
+		if !v.OK() {
+			g.accounts.release(ent, s.addrKey, now)
+			return v
+		}
+		g.bound(s, false, now)
+		s.account.Store(account)
+		s.acct.Store(ent)
+		return v // shadow mode
+	}
+	g.bound(s, true, now)
 	s.account.Store(account)
 	s.acct.Store(ent)
 	g.count(s.stripe, row, None, Accept)
@@ -619,6 +665,7 @@ func (g *Gate) Close(h Session, now int64) {
 	idx := h.index()
 	g.slots[idx].Store(nil)
 	g.free = append(g.free, idx)
+	g.closing(s, now)
 	g.addresses.release(s.addr, s.addrKey, now)
 	if a := s.acct.Load(); a != nil {
 		g.accounts.release(a, s.addrKey, now)
@@ -626,7 +673,7 @@ func (g *Gate) Close(h Session, now int64) {
 	g.mu.Unlock()
 	s.closed.Store(true) // before the scan: an admission that misses the flag is seen by the scan
 	for i := range s.pending {
-		if id := s.pending[i].Load(); id != 0 && s.pending[i].CompareAndSwap(id, 0) {
+		if id := s.pending[i].Load(); id != 0 && g.unpend(s, uint64(i), id) {
 			g.takeRelease(s, uint64(i))
 		}
 	}
@@ -642,12 +689,13 @@ func (g *Gate) Done(h Session, requestID uint64) {
 	if s == nil || requestID == 0 {
 		return
 	}
-	i := requestID & g.pendMask
-	if s.pending[i].Load() != requestID {
+	j := g.pendingIndex(s, requestID)
+	if j < 0 {
 		return
 	}
-	s.done[requestID&g.replayMask].Store(requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
-	if s.pending[i].CompareAndSwap(requestID, 0) {
+	i := uint64(j)
+	g.recordDone(s, requestID) // before the pending slot clears: a duplicate racing Done is caught by one or the other
+	if g.unpend(s, i, requestID) {
 		g.takeRelease(s, i)
 	}
 }
@@ -712,7 +760,7 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 	if h.keyed != nil {
 		h.keyed.refundAt(h.key, now, h.cost)
 	}
-	if h.pend != 0 && s.pending[h.pend-1].CompareAndSwap(h.id, 0) { // unless a Close released it
+	if h.pend != 0 && g.unpend(s, h.pend-1, h.id) { // unless a Close released it
 		g.takeRelease(s, h.pend-1)
 	}
 	if h.frame {
@@ -860,11 +908,10 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 // session closed and releases itself.
 func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *held) Reason {
 	id := m.Request
-	i := id & g.pendMask
-	if s.pending[i].Load() == id {
+	if g.pendingIndex(s, id) >= 0 {
 		return Duplicate
 	}
-	if s.done[id&g.replayMask].Load() == id {
+	if g.replayed(s, id) {
 		return Replay
 	}
 	size := int64(m.Size)
@@ -876,19 +923,18 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		s.unqueue(size)
 		return QueueFull
 	}
-	if !s.pending[i].CompareAndSwap(0, id) {
+	j, r := g.claimPending(s, id)
+	if r != None {
 		s.unqueue(size)
-		if s.pending[i].Load() == id { // the same id, admitted concurrently
-			return Duplicate
-		}
-		return QueueFull // another pending request holds the slot
+		return r
 	}
+	i := uint64(j)
 	acct := s.acct.Load() != nil
 	if c.inflight > 0 {
 		ctr := s.inflightCounter(c.inflightIdx, acct)
 		if ctr.Add(1) > c.inflight {
 			ctr.Add(-1)
-			s.pending[i].CompareAndSwap(id, 0) // unless a Close cleared it: no meta, nothing released
+			g.unpend(s, i, id) // unless a Close cleared it: no meta, nothing released
 			s.unqueue(size)
 			return InFlightLimit
 		}
@@ -901,14 +947,14 @@ func (g *Gate) admitRequest(s *session, c *chanSpec, kind int, m Message, h *hel
 		// A Close cleared the slot and another request of the session
 		// claimed it and published first: this one gives its counts back.
 		g.release(s, meta)
-		s.pending[i].CompareAndSwap(id, 0)
+		g.unpend(s, i, id)
 		return QueueFull
 	}
 	if s.closed.Load() || s.pending[i].Load() != id {
 		// Close has run (its scan may have passed this slot) or cleared
 		// the slot before the meta was there: take the slot back if it is
 		// still this request's, and release unless Close took the meta.
-		s.pending[i].CompareAndSwap(id, 0)
+		g.unpend(s, i, id)
 		if s.meta[i].CompareAndSwap(meta, 0) {
 			g.release(s, meta)
 		}

@@ -20,6 +20,7 @@ type entity struct {
 	// not from its own, so reconnecting never resets a channel's limit.
 	kinds     []atomic.Uint64
 	lag       lagWords
+	conns     entityConns // addresses: see Connections
 	refs      int
 	idleSince int64
 	owner     uint64 // accounts: the address key of the session that last left it idle

@@ -53,6 +53,9 @@ type Policy struct {
 	Strikes Strikes `yaml:"strikes,omitempty" json:"strikes,omitempty"`
 	// Tables bounds the number of tracked sessions and keys.
 	Tables Tables `yaml:"tables,omitempty" json:"tables,omitempty"`
+	// Connections caps the sessions one source address or one account may
+	// hold at once, and sets what a handshake costs the address bucket.
+	Connections Connections `yaml:"connections,omitempty" json:"connections,omitempty"`
 	// Escalation configures the keyed limiter's soft-throttle to lockout
 	// escalation and what a full table does.
 	Escalation Escalation `yaml:"escalation,omitempty" json:"escalation,omitempty"`
@@ -544,6 +547,7 @@ func (p *Policy) Normalize() {
 	orDefault(&tb.Addresses, dfltAddresses)
 	orDefault(&tb.Matches, dfltMatches)
 	orDefault(&tb.AccountsPerAddress, max(1, *tb.Accounts/100))
+	p.Connections.normalize()
 	e := &p.Escalation
 	orDefault(&e.Violations, 0)
 	orDefault(&e.Window, Duration(dfltEscalationWin))
@@ -713,6 +717,7 @@ func (p *Policy) validate() error {
 	if n, a := *tb.AccountsPerAddress, *tb.Accounts; a >= 1 && a <= maxTableKeys && (n < 1 || n > a) {
 		v.add("tables.accountsPerAddress", fmt.Sprintf("must be between 1 and tables.accounts (%d)", *tb.Accounts))
 	}
+	p.Connections.validate(&v)
 	e := &p.Escalation
 	if *e.Violations > shardmap.MaxCount {
 		v.add("escalation.violations", fmt.Sprintf("must be at most %d", shardmap.MaxCount))
@@ -820,6 +825,7 @@ func (p *Policy) clone() Policy {
 	tb := &q.Tables
 	tb.Sessions, tb.Accounts, tb.Addresses, tb.Matches = cp(tb.Sessions), cp(tb.Accounts), cp(tb.Addresses), cp(tb.Matches)
 	tb.AccountsPerAddress = cp(tb.AccountsPerAddress)
+	q.Connections = p.Connections.clone()
 	e := &q.Escalation
 	e.Violations, e.Window, e.Lockout = cp(e.Violations), cp(e.Window), cp(e.Lockout)
 	return q

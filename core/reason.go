@@ -29,6 +29,7 @@ const (
 	TableFull                   // the keyed table is full and nothing could be evicted
 	QueueFull                   // the connection's command queue or pending bytes are full
 	Closed                      // the limiter or gate was closed: fail closed
+	ConnLimit                   // the source address or account already holds as many connections as the policy allows
 	numReasons
 )
 
@@ -51,6 +52,7 @@ var reasonNames = [numReasons]string{
 	TableFull:     "TableFull",
 	QueueFull:     "QueueFull",
 	Closed:        "Closed",
+	ConnLimit:     "ConnLimit",
 }
 
 // NumReasons is the number of defined reasons, for tables indexed by Reason.

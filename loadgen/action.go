@@ -190,10 +190,15 @@ const (
 	OpFreeze
 	// OpFlush: see OpFreeze.
 	OpFlush
+	// OpHalfClose shuts down the sending side of the connection
+	// (shutdown(SHUT_WR)) and keeps reading: the replies to what was sent
+	// still count, and the server's close that follows ends the connection
+	// without counting as a disconnect. Nothing can be sent on it after.
+	OpHalfClose
 	numOps
 )
 
-var opNames = [numOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush"}
+var opNames = [numOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush", "half-close"}
 
 // String returns the operation's name.
 func (o Op) String() string {
@@ -211,6 +216,11 @@ const (
 	ReuseNone Reuse = iota // a fresh id for every frame
 	ReuseLast              // the client's latest request id: a duplicate, likely still in flight
 	ReuseDone              // the client's latest answered request id: a replay
+	// ReuseSparse: a fresh id, but not the next one counting up: the
+	// client's ids are spread over all 64 bits (a fixed scramble of its
+	// count, never 0 and never repeating on a connection), so their low
+	// bits collide as often as random ids'.
+	ReuseSparse
 )
 
 // Action is one thing a client intends to do at a time. Behaviours make

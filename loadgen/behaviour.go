@@ -24,6 +24,10 @@ var registry = map[string]func() Behaviour{
 	"hot-key":         func() Behaviour { return &HotKey{} },
 	"paced-reset":     func() Behaviour { return &PacedReset{} },
 	"malformed-churn": func() Behaviour { return &MalformedChurn{} },
+	"slot-hold":       func() Behaviour { return &SlotHold{} },
+	"nat-churn":       func() Behaviour { return &NATChurn{} },
+	"half-close":      func() Behaviour { return &HalfClose{} },
+	"sparse-ids":      func() Behaviour { return &SparseIDs{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

@@ -48,7 +48,7 @@ func allBehaviours(t *testing.T) []Behaviour {
 }
 
 func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
-	require.Len(t, BehaviourNames(), 15)
+	require.Len(t, BehaviourNames(), 19)
 	for _, b := range allBehaviours(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			require.NoError(t, b.Validate())

@@ -280,4 +280,28 @@
 //	Every      20ms  mean gap between identities (uniform ±50%)
 //	Frames     4     malformed frames under each identity, in one write
 //	Addresses  1     source addresses each client cycles through
+//
+// slot-hold (SlotHold): one connection held per client, logged in under
+// its own account and kept alive by rare pings; with PerAddress = Clients
+// one host holds as many slots as the server lets one address have.
+//
+//	ConnectSpread  8s     the connect is uniform in [0, ConnectSpread) after the arrival
+//	PingEvery      20s    gap between pings, ±10%
+//	RetryEvery     10s    while down, reconnect this often
+//	NoHello        false  dial and never say Hello
+//
+// nat-churn (NATChurn): log in and walk away a quarter of Every later,
+// again and again: handshakes that are never played, behind a crowd's
+// address (Population.SameAddressAs).
+//
+//	Every  40ms  mean gap between handshakes (uniform ±50%)
+//
+// half-close (HalfClose), honest: connect, send Requests chats in one
+// write, half-close the socket (OpHalfClose) and expect the answers.
+//
+//	Every     4s  mean gap between rounds (uniform ±50%), each on a new connection
+//	Requests  3   chats before the half-close
+//
+// sparse-ids (SparseIDs), honest: Honest, with request ids spread over all
+// 64 bits (ReuseSparse) instead of counting up; the same parameters.
 package loadgen

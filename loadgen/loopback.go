@@ -193,6 +193,21 @@ func (l *Loopback) Close(id ConnID) error {
 	return nil
 }
 
+// CloseWrite shuts down conn's sending side (shutdown(SHUT_WR)); its
+// reading goroutine goes on delivering what the server sends until the
+// server closes.
+func (l *Loopback) CloseWrite(id ConnID) error {
+	c := l.conns[id]
+	if c == nil {
+		return errConnClosed
+	}
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		return errConnClosed
+	}
+	return tc.CloseWrite()
+}
+
 func (l *Loopback) closeConn(id ConnID, c *loopConn) {
 	delete(l.conns, id)
 	c.closed.Store(true)

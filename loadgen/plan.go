@@ -97,6 +97,11 @@ type Population struct {
 	// PerAccount is how many clients share one account: a hot key hammered
 	// from many connections (≤ 1: one account each).
 	PerAccount int
+	// SameAddressAs names an earlier population whose first source
+	// address every client of this one dials from (PerAddress is then
+	// ignored): a host behind the same NAT as a crowd. "" for addresses
+	// of its own.
+	SameAddressAs string
 	// Arrival says when the clients arrive within the window.
 	Arrival Arrival
 	// Start and Stop are the population's active window within the run:
@@ -207,6 +212,9 @@ func (p *Plan) Validate() error {
 		default:
 			return &ParamError{owner, "Arrival.Kind", a.Kind, "must be all, ramp or poisson"}
 		}
+		if pop.SameAddressAs != "" && !seen[pop.SameAddressAs] {
+			return &ParamError{owner, "SameAddressAs", pop.SameAddressAs, "must name an earlier population"}
+		}
 		seen[pop.Name] = true
 		total += pop.Clients
 		if total > MaxClients {
@@ -282,17 +290,28 @@ func (p *Plan) Clients() []Client {
 	var account uint64
 	var addr uint32
 	next := 0 // the next client's index in the whole plan
+	firstAddr := map[string]uint32{}
 	for pi := range p.Populations {
 		pop := &p.Populations[pi]
 		perAcct, perAddr := max(pop.PerAccount, 1), max(pop.PerAddress, 1)
+		shared, share := firstAddr[pop.SameAddressAs]
+		if share {
+			firstAddr[pop.Name] = shared
+		} else {
+			firstAddr[pop.Name] = addr + 1
+		}
 		start, end := pop.window(p.Duration)
 		arr := newArrivals(p.Seed, pi, pop, p.Duration)
 		for i := 0; i < pop.Clients; i++ {
 			if i%perAcct == 0 {
 				account++
 			}
-			if i%perAddr == 0 {
+			if i%perAddr == 0 && pop.SameAddressAs == "" {
 				addr++
+			}
+			at := addr
+			if share && pop.SameAddressAs != "" {
+				at = shared
 			}
 			idx := next
 			next++
@@ -306,7 +325,7 @@ func (p *Plan) Clients() []Client {
 				Label:      pop.Name,
 				Seed:       ClientSeed(p.Seed, idx),
 				Account:    account,
-				Addr:       addr,
+				Addr:       at,
 				Start:      start,
 				End:        end,
 				Arrive:     arrive,

@@ -358,6 +358,8 @@ func TestLoopbackEveryBehaviour(t *testing.T) {
 			b.ConnectSpread = 100 * time.Millisecond
 		case *MassReconnect:
 			b.ConnectSpread = 100 * time.Millisecond
+		case *SlotHold:
+			b.ConnectSpread, b.PingEvery = 100*time.Millisecond, 200*time.Millisecond
 		}
 	}
 	plan := Plan{Seed: 4, Duration: 2 * time.Second, Populations: pops}

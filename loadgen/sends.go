@@ -36,6 +36,14 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 		set[b.kind()] = true
 	case *PacedReset:
 		set[b.kind()] = true
+	case *SlotHold:
+		set[KindPing] = !b.NoHello
+	case *NATChurn:
+		// Handshakes only.
+	case *HalfClose:
+		set[KindChat] = true
+	case *SparseIDs:
+		b.Honest.sends(&set)
 	default:
 		return nil, false
 	}

@@ -108,6 +108,7 @@ type Sim struct {
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
 	pingLim  *atomicbucket.Limit
+	tokens   *server.Tokens // Hello tokens to accounts, as the server names them
 	maxFrame int
 	readBuf  int
 	maxRead  int
@@ -153,6 +154,8 @@ type simConn struct {
 	held         []byte // written during a stall
 	addr         netip.AddrPort
 	pingWord     atomic.Uint64
+	owed         int  // requests accepted and not yet answered
+	halfClosed   bool // the client shut down its sending side: closed once owed is 0
 }
 
 // conns are the server's connections by ConnID (those it closed included,
@@ -297,6 +300,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 			s.kinds[ch] = Kind(k)
 		}
 	}
+	s.tokens = server.NewTokens(0)
 	// The framer's geometry, as server.New computes it.
 	s.maxFrame = min(max(int(*pol.Transport.MaxFrame), wire.MinFrameLimit), wire.MaxFrameLimit)
 	s.readBuf = cfg.ReadBuffer
@@ -381,7 +385,8 @@ func simAddr(g uint32, port uint16) netip.AddrPort {
 // source address (at the end of a stall, if one is on). A refusal (the
 // address is locked out or too fast, a full table) comes as an
 // EvDisconnect with the reason, and a connection beyond MaxConns as an
-// EvClosed, as over a socket; Dial itself never fails.
+// EvDisconnect with reason TableFull, as over a socket; Dial itself never
+// fails.
 func (s *Sim) Dial(id ConnID, addr uint32) error {
 	now := s.vt.Now()
 	if old := s.conns.get(id); old != nil {
@@ -395,7 +400,7 @@ func (s *Sim) Dial(id ConnID, addr uint32) error {
 	s.conns.put(c)
 	if s.nopen >= s.cfg.MaxConns {
 		c.open = false
-		s.vt.Push(Event{Conn: id, Kind: EvClosed, At: now})
+		s.vt.Push(Event{Conn: id, Kind: EvDisconnect, At: now, Reason: uint8(core.TableFull)})
 		return nil
 	}
 	s.nopen++
@@ -480,6 +485,34 @@ func (s *Sim) Write(id ConnID, p []byte) error {
 	s.receive(c, p, now)
 	s.endWrite(timed)
 	return nil
+}
+
+// CloseWrite shuts down conn's sending side: the server reads the end of
+// the stream and, as the reference server does, closes the connection
+// once the requests it admitted are answered (at once if none is owed;
+// the server's DrainTimeout is never reached here, where a tick answers
+// every request), the client seeing the close (EvClosed).
+func (s *Sim) CloseWrite(id ConnID) error {
+	c := s.conns.get(id)
+	if c == nil {
+		return errConnClosed
+	}
+	if !c.open {
+		return nil
+	}
+	now := s.vt.Now()
+	if c.owed > 0 && !c.backlogged && s.stallAt(now) < 0 {
+		c.halfClosed = true
+		return nil
+	}
+	s.endOfStream(c, now)
+	return nil
+}
+
+// endOfStream closes a half-closed connection from the server's side.
+func (s *Sim) endOfStream(c *simConn, now int64) {
+	s.vt.Push(Event{Conn: c.id, Kind: EvClosed, At: now})
+	s.shut(c, now)
 }
 
 // Close closes conn from the client's side: the server sees the end of the
@@ -604,6 +637,10 @@ func (s *Sim) complete(d completion, now int64) {
 		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
 	}
 	s.gate.Done(c.h, d.id)
+	c.owed--
+	if c.owed == 0 && c.halfClosed && c.open {
+		s.endOfStream(c, now)
+	}
 }
 
 // runTick applies the inputs queued, runs Gate.Step, and closes the
@@ -752,6 +789,11 @@ func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
 // frame handles one whole frame (err is nil or a malformed error).
 func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 	if err != nil {
+		if m.Type == wire.TypeHello && !c.hello {
+			c.hello = true // a first Hello whose lengths do not add up: refused at once
+			s.refuseHello(c, core.Malformed, m.Size, now)
+			return
+		}
 		s.malformed(c, KindRaw, m.Size, now)
 		return
 	}
@@ -801,12 +843,15 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 	// The first Hello is answered once checked, a refused one too, as the
 	// server does.
 	if m.Version != wire.Version {
-		s.reply(c, 0, wire.StatusRejected, core.Malformed, 0, now)
-		s.malformed(c, KindHello, m.Size, now)
-		s.disconnect(c, core.Malformed, now)
+		s.refuseHello(c, core.Malformed, m.Size, now)
 		return
 	}
-	v := s.gate.Authenticate(c.h, server.AccountID(m.Token), now)
+	acct, r := s.tokens.Account(m.Token)
+	if r != core.None {
+		s.refuseHello(c, r, m.Size, now)
+		return
+	}
+	v := s.gate.Authenticate(c.h, acct, now)
 	if v.Action == core.Disconnect {
 		s.reply(c, 0, wire.StatusRejected, v.Reason, v.RetryAfter, now)
 		s.verdict(c, KindHello, v, 0, now)
@@ -815,6 +860,19 @@ func (s *Sim) hello(c *simConn, m *wire.Msg, now int64) {
 	c.authed = true
 	s.decide(c, KindHello, core.None, now)
 	s.reply(c, 0, wire.StatusOK, 0, 0, now)
+}
+
+// refuseHello answers the first Hello with a refusal for reason r and ends
+// the connection, as the server does: a malformed one is also checked as
+// malformed.
+func (s *Sim) refuseHello(c *simConn, r core.Reason, size int, now int64) {
+	s.reply(c, 0, wire.StatusRejected, r, 0, now)
+	if r == core.Malformed {
+		s.malformed(c, KindHello, size, now)
+	} else {
+		s.decide(c, KindHello, r, now)
+	}
+	s.disconnect(c, r, now)
 }
 
 // gated checks a frame of kind k on a channel and acts on the verdict; a
@@ -844,6 +902,7 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 			s.inputs++
 		} else {
 			s.done = append(s.done, completion{at: s.answerAt(), c: c, id: id, authed: c.authed})
+			c.owed++
 		}
 	}
 }

@@ -64,9 +64,10 @@ func (c RunConfig) validate() error {
 type connState uint8
 
 const (
-	down      connState = iota // no connection
-	handshake                  // hello sent, reply awaited: sends are held
-	open                       // session accepted, or dialled without a hello
+	down       connState = iota // no connection
+	handshake                   // hello sent, reply awaited: sends are held
+	open                        // session accepted, or dialled without a hello
+	halfClosed                  // the client shut down its sending side: replies still come, nothing is sent
 )
 
 // pending is a message whose reply is awaited.
@@ -121,6 +122,10 @@ type clientFields struct {
 	// how much of it is written.
 	dribble    []byte
 	dribbleOff int
+
+	// halfCloseDue: an OpHalfClose came while the hello was awaited; it is
+	// carried out once the held frames are written.
+	halfCloseDue bool
 
 	// What the run reports per client (see Result).
 	firstDial, firstSend int64 // -1 until the first dial, the first write
@@ -373,7 +378,7 @@ func (w *Worker) overdue(now int64) {
 			if !c.dial {
 				w.add(now, pop, KindHello, HeldAtEnd, 1)
 			}
-		case OpDisconnect:
+		case OpDisconnect, OpHalfClose:
 			c.up = false
 		}
 		would[i] = c
@@ -440,7 +445,7 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 		w.send(i, cs, a, now)
 	case OpRaw:
 		w.record(now, pop, KindRaw, SendLag, now-a.At)
-		if cs.state == down {
+		if cs.state == down || cs.state == halfClosed {
 			w.add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
@@ -460,6 +465,8 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	case OpFlush:
 		cs.frozen = false
 		w.flush(i, cs, now)
+	case OpHalfClose:
+		w.halfClose(i, cs, now)
 	}
 }
 
@@ -519,6 +526,50 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	w.track(i, cs, KindHello, 0, a.At, now)
 }
 
+// sparseID is the n-th sparse request id (ReuseSparse): n scrambled by
+// splitmix64's finaliser, a bijection of the 64-bit integers, so distinct
+// n give distinct ids; 0 (which no request may carry) becomes 1, which
+// the n that scrambles to 1 would also give, once in 2^64.
+func sparseID(n uint64) uint64 {
+	z := n + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return max(z, 1)
+}
+
+// halfClose shuts down the sending side of an open connection. A client
+// still logging in does it once the hello is answered and what it held is
+// written; a frozen or down one just closes.
+func (w *Worker) halfClose(i int32, cs *clientState, now int64) {
+	if cs.state == handshake && !cs.frozen {
+		cs.halfCloseDue = true
+		return
+	}
+	if cs.state != open || cs.frozen {
+		if cs.state != down || len(cs.heldMeta) > 0 {
+			w.lost(i, cs, true, now)
+		}
+		return
+	}
+	hc, ok := w.d.(halfCloser)
+	if !ok {
+		w.lost(i, cs, true, now)
+		return
+	}
+	if err := hc.CloseWrite(ConnID{i, cs.gen}); err != nil {
+		w.lost(i, cs, true, now)
+		return
+	}
+	cs.state = halfClosed
+}
+
+// halfCloser is a Driver that can shut down a connection's sending side
+// and keep reading it (OpHalfClose); a driver without it closes instead.
+type halfCloser interface {
+	CloseWrite(conn ConnID) error
+}
+
 // requestID picks the id of a request frame.
 func (cs *clientState) requestID(r Reuse) uint64 {
 	switch {
@@ -527,6 +578,10 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 	case r == ReuseDone && cs.doneID != 0:
 		cs.lastID = cs.doneID
 		return cs.doneID
+	case r == ReuseSparse:
+		cs.nextID++
+		cs.lastID = sparseID(cs.nextID)
+		return cs.lastID
 	}
 	cs.nextID++
 	cs.lastID = cs.nextID
@@ -556,7 +611,7 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 	pop := cs.pop
 	kind, t, code, count, ok := w.sendable(a)
 	w.record(now, pop, kind, SendLag, now-a.At)
-	if !ok || cs.state == down {
+	if !ok || cs.state == down || cs.state == halfClosed {
 		w.add(now, pop, kind, NotSent, count)
 		return
 	}
@@ -692,6 +747,7 @@ func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
 		_ = w.d.Close(ConnID{i, cs.gen})
 	}
 	cs.state = down
+	cs.halfCloseDue = false
 }
 
 // cutOff notes that the server disconnected the client (or, with locked,
@@ -743,6 +799,10 @@ func (w *Worker) handle(ev *Event) {
 			// the reply arrived (a loopback worker that was busy): their
 			// service time and reply deadline count from the write.
 			w.flush(i, cs, w.d.Now())
+			if cs.halfCloseDue {
+				cs.halfCloseDue = false
+				w.halfClose(i, cs, w.d.Now())
+			}
 		} else {
 			// The server refused the session (its Disconnect follows):
 			// what that Disconnect would record, recorded here, since the
@@ -786,6 +846,11 @@ func (w *Worker) handle(ev *Event) {
 		w.add(ev.At, pop, KindSession, o, 1)
 		w.lost(i, cs, true, ev.At)
 	case EvClosed:
+		if cs.state == halfClosed {
+			// The close that follows the client's own half-close.
+			w.lost(i, cs, false, ev.At)
+			return
+		}
 		cs.cutOff(ev.At, false)
 		w.add(ev.At, pop, KindSession, Disconnected, 1)
 		w.lost(i, cs, false, ev.At)

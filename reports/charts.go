@@ -136,7 +136,7 @@ var (
 		"InFlightLimit": "#FF9DA7", "Oversize": "#9C755F", "Malformed": "#D37295",
 		"Duplicate": "#A0CBE8", "Replay": "#FFBE7D", "NoSession": "#86BCB6",
 		"Locked": "#F1CE63", "Lockout": "#7B3294", "TableFull": "#499894",
-		"QueueFull": "#FABFD2", "Closed": "#79706E", "NotSent": "#BAB0AC",
+		"QueueFull": "#FABFD2", "Closed": "#79706E", "ConnLimit": "#D4A6C8", "NotSent": "#BAB0AC",
 		"Timeout": "#3B3B3B", "Disconnected": "#B6992D", "Refused": "#C85200",
 	}
 	otherReasonColors = []string{"#8C8C8C", "#5F9EA0", "#BC8F8F", "#6B8E23", "#A0522D"}

@@ -21,8 +21,10 @@ import (
 // (description, expect), and a reader refuses a file with no variants, a
 // variant with no populations, a threshold over a population the variant
 // lacks, a drop reason it does not know, or a time series without an
-// interval length.
-const SchemaVersion = 5
+// interval length. Version 6: the drop reason ConnLimit (a connection
+// refused because its address or account holds as many as the policy
+// allows), which a version-5 reader would refuse.
+const SchemaVersion = 6
 
 // Drivers of a run.
 const (
@@ -535,7 +537,7 @@ var knownReasons = []string{
 	"ChannelLimit", "ByteLimit", "FrameLimit", "AccountLimit", "MatchLimit",
 	"AddressLimit", "InFlightLimit", "Oversize", "Malformed", "Duplicate",
 	"Replay", "NoSession", "Locked", "Lockout", "TableFull", "QueueFull",
-	"Closed",
+	"Closed", "ConnLimit",
 	// client-seen
 	"NotSent", "Timeout", "Disconnected", "Refused", "Overflow",
 	// a session ended with a reason the client does not know (a server of

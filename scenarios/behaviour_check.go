@@ -16,7 +16,7 @@ import (
 
 // honestBehaviours are the behaviours whose drops are false positives; every
 // other behaviour is hostile unless the population says otherwise.
-var honestBehaviours = map[string]bool{"honest": true, "laggy": true, "mass-reconnect": true}
+var honestBehaviours = map[string]bool{"honest": true, "laggy": true, "mass-reconnect": true, "sparse-ids": true, "half-close": true}
 
 // checkBehaviour resolves a population's behaviour and decodes its
 // parameters strictly into it.

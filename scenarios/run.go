@@ -309,6 +309,7 @@ func (s *Scenario) plan() loadgen.Plan {
 			Stop:       pop.Stop,
 			Hostile:    *pop.Hostile,
 		})
+		p.Populations[len(p.Populations)-1].SameAddressAs = pop.SameAddressAs
 	}
 	return p
 }

@@ -110,6 +110,10 @@ type Population struct {
 	// crowd); PerAccount how many share one account (a hot key). Default 1.
 	PerAddress int `yaml:"per_address"`
 	PerAccount int `yaml:"per_account"`
+	// SameAddressAs names an earlier population whose first source
+	// address this one's clients all dial from (a host behind the same
+	// NAT as a crowd).
+	SameAddressAs string `yaml:"same_address_as"`
 	// Params are the behaviour's parameters; see the loadgen package doc.
 	Params yaml.Node `yaml:"params"`
 

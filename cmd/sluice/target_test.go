@@ -68,11 +68,11 @@ func serveChild(t *testing.T, args ...string) string {
 // Every shipped scenario runs against `sluice serve` in another process
 // (--target) under the variant that server runs: the thresholds that need
 // the server's counts are listed as not measured, the others evaluated,
-// and the outcomes the clients saw agree within 2%
-// (or 3 messages, for counts too small for a share to mean anything) with
-// those of a run of the same seed against the same server in this
-// process, as RunLoopback runs it: a server in another process changes
-// nothing but where it runs.
+// and the outcomes the honest clients saw agree within 2% (or 3
+// messages, for counts too small for a share to mean anything) with those
+// of a run of the same seed against the same server in this process, as
+// RunLoopback runs it: a server in another process changes nothing but
+// where it runs.
 func TestShippedScenariosAgainstATarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every shipped scenario twice over loopback sockets")
@@ -125,6 +125,13 @@ func TestShippedScenariosAgainstATarget(t *testing.T) {
 			for _, lp := range lv.Populations {
 				rp := rv.Population(lp.Name)
 				require.NotNil(t, rp, lp.Name)
+				if lp.Role == reports.Hostile {
+					// What a hostile client gets through hinges on the
+					// instant each refusal, lockout or table-full lands,
+					// which no two runs over sockets share (two in-process
+					// runs differ as much); the thresholds judge those.
+					continue
+				}
 				agree(t, lp.Name+" false disconnects", lp.Summary.FalseDisconnects, rp.Summary.FalseDisconnects)
 				agree(t, lp.Name+" false lockouts", lp.Summary.FalseLockouts, rp.Summary.FalseLockouts)
 				for _, lk := range lp.Kinds {

@@ -55,13 +55,14 @@ const (
 	DefaultIdleTimeout    = 30 * time.Second
 	DefaultFrameTimeout   = 5 * time.Second
 	DefaultHelloTimeout   = 10 * time.Second
+	DefaultDrainTimeout   = time.Second
 	DefaultWriteTimeout   = 5 * time.Second
 	DefaultPingChannel    = "ping"
 	DefaultPingRate       = 10.0 // pongs per second per connection without a ping channel
 	DefaultMaxPopulations = 64
 	// MinWriteBuffer is the smallest WriteBuffer: room for one reply.
 	MinWriteBuffer = wire.ReplySize
-	// MaxTimeout bounds IdleTimeout, FrameTimeout, HelloTimeout and WriteTimeout: a
+	// MaxTimeout bounds IdleTimeout, FrameTimeout, HelloTimeout, WriteTimeout and DrainTimeout: a
 	// deadline is the monotonic clock plus a timeout, and a century keeps
 	// that far from overflow (time.Duration(math.MaxInt64), a natural way
 	// to write "never", would wrap into the past and close at once).
@@ -89,7 +90,8 @@ type Config struct {
 	AllowNonLoopback bool
 
 	// MaxConns is the most connections open at once; an extra one is
-	// accepted and closed at once, and counted (ConnStats.Refused).
+	// accepted, sent a Disconnect with reason TableFull and closed at
+	// once, and counted (ConnStats.Refused).
 	// Default 1024. The policy's Tables.Sessions bounds the gate's own
 	// sessions; connections beyond it are refused by the gate (TableFull).
 	MaxConns int
@@ -119,6 +121,18 @@ type Config struct {
 	// by pinging within IdleTimeout; the close comes at most an eighth of
 	// it later. Default 10s.
 	HelloTimeout time.Duration
+	// DrainTimeout bounds how long a connection whose client has
+	// half-closed it (shut down its sending side: the server reads end of
+	// stream) is kept open so that the requests it had admitted are
+	// answered; it is closed as soon as they are, or when this has passed,
+	// or at shutdown's last tick. A client that closes with nothing owed is
+	// closed at once. Default 1s.
+	DrainTimeout time.Duration
+	// MaxTokens bounds the long Hello tokens (8 bytes or more that are not
+	// a canonical decimal account) the server names accounts for (see
+	// Tokens); a Hello with a new one past it is refused with reason
+	// TableFull. Default DefaultMaxTokens.
+	MaxTokens int
 	// FrameTimeout closes a connection holding a partial frame for this
 	// long since the frame's first bytes arrived (slowloris, lying length
 	// prefixes); the close comes at most an eighth of it later. Default 5s.
@@ -180,6 +194,8 @@ func (c *Config) normalize() error {
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
 	c.FrameTimeout = cmp.Or(c.FrameTimeout, DefaultFrameTimeout)
 	c.HelloTimeout = cmp.Or(c.HelloTimeout, DefaultHelloTimeout)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.MaxTokens = cmp.Or(c.MaxTokens, DefaultMaxTokens)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.TickRate = cmp.Or(c.TickRate, DefaultTickRate)
 	c.QueueSize = cmp.Or(c.QueueSize, DefaultQueueSize)
@@ -192,7 +208,7 @@ func (c *Config) normalize() error {
 	for _, t := range []struct {
 		field string
 		d     time.Duration
-	}{{"IdleTimeout", c.IdleTimeout}, {"FrameTimeout", c.FrameTimeout}, {"HelloTimeout", c.HelloTimeout}, {"WriteTimeout", c.WriteTimeout}} {
+	}{{"IdleTimeout", c.IdleTimeout}, {"FrameTimeout", c.FrameTimeout}, {"HelloTimeout", c.HelloTimeout}, {"WriteTimeout", c.WriteTimeout}, {"DrainTimeout", c.DrainTimeout}} {
 		if t.d < 0 || t.d > MaxTimeout {
 			return bad(t.field, "%v is not in [0, %v]", t.d, MaxTimeout)
 		}
@@ -210,6 +226,8 @@ func (c *Config) normalize() error {
 		return bad("QueueSize", "%d is negative", c.QueueSize)
 	case math.IsNaN(c.PingRate) || c.PingRate <= 0 || math.IsInf(c.PingRate, 0):
 		return bad("PingRate", "%v is not a positive rate", c.PingRate)
+	case c.MaxTokens < 0 || c.MaxTokens >= 1<<56:
+		return bad("MaxTokens", "%d not in [0, 2^56)", c.MaxTokens)
 	case c.MaxPopulations < 0:
 		return bad("MaxPopulations", "%d is negative", c.MaxPopulations)
 	}

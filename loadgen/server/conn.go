@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -37,7 +38,10 @@ type conn struct {
 	m        wire.Msg         // reader: the frame being handled
 	framer   *wire.Framer     // reader
 
-	closing    atomic.Bool // no more frames are queued for writing; set under mu
+	owed       atomic.Int32  // requests queued for the tick and not yet answered
+	halfClosed atomic.Bool   // the client shut down its sending side: the reader waits for owed to reach 0
+	drained    chan struct{} // the tick's signal that owed reached 0 after halfClosed
+	closing    atomic.Bool   // no more frames are queued for writing; set under mu
 	wake       chan struct{}
 	writerDone chan struct{}
 
@@ -52,7 +56,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 			tc.SetWriteBuffer(s.cfg.SendBuffer)
 		}
 	}
-	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{})}
+	c := &conn{s: s, nc: nc, wake: make(chan struct{}, 1), writerDone: make(chan struct{}), drained: make(chan struct{}, 1)}
 	c.t.stripe = s.pops.stripe()
 	c.t.countInto(s.pops.none)
 	c.pop.Store(s.pops.none)
@@ -155,8 +159,45 @@ func (c *conn) readError(err error) {
 		// Someone else decided (the deadline was set to wake us).
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.disconnect(causeTimeout, true)
+	case errors.Is(err, io.EOF) && c.owed.Load() > 0:
+		c.drain()
 	default: // io.EOF, a reset, a forced close
 		c.disconnect(causePeerClosed, false)
+	}
+}
+
+// drain serves a connection whose client has half-closed it (end of
+// stream, its own side still reading) while requests it admitted are
+// still waiting for the tick: the reader stops reading and waits until the
+// tick has answered them all (or DrainTimeout has passed, or the server's
+// last tick has run), then ends the connection as a peer close: the
+// writer sends the answers queued and closes.
+func (c *conn) drain() {
+	c.halfClosed.Store(true)
+	t := time.NewTimer(c.s.cfg.DrainTimeout)
+	defer t.Stop()
+	for c.owed.Load() > 0 && !c.closing.Load() {
+		select {
+		case <-c.drained:
+		case <-t.C:
+			c.disconnect(causePeerClosed, false)
+			return
+		case <-c.s.tickDone:
+			c.disconnect(causePeerClosed, false)
+			return
+		}
+	}
+	c.disconnect(causePeerClosed, false)
+}
+
+// answered is the tick's note that one of the connection's requests was
+// answered (or found its connection gone).
+func (c *conn) answered() {
+	if c.owed.Add(-1) == 0 && c.halfClosed.Load() {
+		select {
+		case c.drained <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -263,6 +304,12 @@ func clampSize(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
 // reports whether the connection is ending.
 func (c *conn) frame(m *wire.Msg, err error, now int64) (stop bool) {
 	if err != nil {
+		if m.Type == wire.TypeHello && !c.hello {
+			// A first Hello whose lengths do not add up: the login fails
+			// at once, answered, rather than waiting for HelloTimeout.
+			c.hello = true
+			return c.refuseHello(core.Malformed, m.Size, now)
+		}
 		return c.malformed(m.Size, now)
 	}
 	switch m.Type {
@@ -329,7 +376,13 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 		c.t.accept()
 		return false
 	}
+	if id != 0 {
+		c.owed.Add(1) // before the tick can answer it
+	}
 	if r := c.s.enqueue(command{c: c, id: id, kind: uint8(kind), authed: c.authed.Load()}); r != core.None {
+		if id != 0 {
+			c.owed.Add(-1)
+		}
 		if id == 0 {
 			c.t.drop(r)
 			return false
@@ -378,10 +431,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	// the Disconnect), so that a client tells a refused login from a
 	// connection refused before its Hello was checked.
 	if m.Version != wire.Version {
-		c.reply(0, wire.StatusRejected, uint8(core.Malformed), 0)
-		c.malformed(m.Size, now)
-		c.leave(cause(core.Malformed))
-		return true
+		return c.refuseHello(core.Malformed, m.Size, now)
 	}
 	// Count the hello and everything after it under the client's label.
 	c.t.frames--
@@ -405,7 +455,10 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	}
 	c.t.countInto(pop)
 	c.t.frames++
-	acct := AccountID(m.Token)
+	acct, r := c.s.tokens.Account(m.Token)
+	if r != core.None {
+		return c.refuseHello(r, m.Size, now)
+	}
 	if !c.s.noLimits {
 		v := c.s.gate.Authenticate(c.h, acct, now)
 		if v.Action == core.Disconnect {
@@ -420,6 +473,21 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 	c.t.accept()
 	c.reply(0, wire.StatusOK, 0, 0)
 	return false
+}
+
+// refuseHello answers the first Hello with a refusal for reason r and
+// ends the connection for it. A malformed Hello (a bad version, lengths
+// that do not add up, an empty token) is also checked as malformed, so it
+// earns strikes; a Hello refused for want of room (TableFull) is not.
+func (c *conn) refuseHello(r core.Reason, size int, now int64) (stop bool) {
+	c.reply(0, wire.StatusRejected, uint8(r), 0)
+	if r == core.Malformed {
+		c.malformed(size, now)
+	} else {
+		c.t.drop(r)
+	}
+	c.leave(cause(r))
+	return true
 }
 
 // noteStage counts a rise of the strike stage into lockout.

@@ -40,13 +40,21 @@
 //     the retry-after; a Drop (Duplicate, Replay, transport limits) gets no
 //     reply.
 //   - Hello: the first one authenticates the session (Gate.Authenticate)
-//     with the account AccountID(token) and sets the connection's
-//     population label; it is answered with a Reply of id 0. A Hello of
-//     another version, a second Hello, a client-sent Reply, Disconnect or
-//     Pong, an Input on a request channel or a Request on an input channel,
-//     and any frame that does not decode are checked as malformed
-//     (FlagMalformed), so they earn strikes; a Hello of another version
-//     also ends the connection (reason Malformed), whatever the verdict.
+//     with the account its token names (Tokens: one account per distinct
+//     token) and sets the connection's population label; it is answered
+//     with a Reply of id 0. A Hello of another version, a second Hello, a
+//     client-sent Reply, Disconnect or Pong, an Input on a request channel
+//     or a Request on an input channel, and any frame that does not decode
+//     are checked as malformed (FlagMalformed), so they earn strikes; a
+//     first Hello of another version, with an empty token or whose lengths
+//     do not add up is answered Rejected Malformed and ends the connection
+//     at once (reason Malformed), whatever the verdict, and one refused
+//     by the gate (Lockout, ConnLimit, TableFull) or naming a new long
+//     token past Config.MaxTokens (TableFull) is answered with its reason
+//     and ends it too.
+//   - End of stream: a client that half-closes its connection
+//     (shutdown(SHUT_WR)) while requests it sent are queued gets their
+//     answers, within Config.DrainTimeout, and then the close.
 //   - Ping: checked on the channel named Config.PingChannel when the
 //     policy has one, else limited by a bucket of the server's own
 //     (Config.PingRate); answered at once with a Pong.

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"runtime"
 	"syscall"
@@ -55,7 +56,6 @@ func TestHeapBoundedUnderManyHostileConnections(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 
-	hello, _ := wire.AppendHello(nil, []byte("x"), []byte("hostile"))
 	partial := wire.AppendHeader(nil, 3000, wire.TypeInput)
 	partial = append(partial, make([]byte, 1500)...)
 	cs := make([]*tclient, 0, n)
@@ -73,6 +73,9 @@ func TestHeapBoundedUnderManyHostileConnections(t *testing.T) {
 		cs = append(cs, c)
 		// Every connection's Hello is answered, so the writer's buffer
 		// is allocated too; the reply is read raw (no client framer).
+		// Each its own account: one account holds at most the policy's
+		// connections.perAccount sessions.
+		hello, _ := wire.AppendHello(nil, []byte(fmt.Sprintf("x%04d", i)), []byte("hostile"))
 		msg := append(append([]byte(nil), hello...), partial...)
 		if err := c.write(msg); err != nil {
 			t.Fatalf("connection %d: %v", i, err)
@@ -83,7 +86,8 @@ func TestHeapBoundedUnderManyHostileConnections(t *testing.T) {
 		}
 		c.fr = nil // the test's own framers are not the server's cost
 	}
-	want := uint64(n) * uint64(len(hello)+len(partial))
+	helloSize := wire.HelloOverhead + len("x0000") + len("hostile")
+	want := uint64(n) * uint64(helloSize+len(partial))
 	eventually(t, 30*time.Second, "every byte read", func() bool {
 		st := s.Stats()
 		return st.Bytes >= want && st.Conns.Open == n

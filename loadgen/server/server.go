@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"runtime"
@@ -33,6 +32,7 @@ type Server struct {
 	pingKind int    // channel index of pings, or -1
 	pingLim  *atomicbucket.Limit
 	pops     *populations
+	tokens   *Tokens
 	noLimits bool // Config.NoLimits: no gate call is made
 
 	// Channel rows of the per-channel counters: the policy's channels a
@@ -140,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		gate:       g,
 		pingKind:   pol.ChannelIndex(cfg.PingChannel),
 		pops:       newPopulations(cfg.MaxPopulations, len(rows), popStripes()),
+		tokens:     NewTokens(cfg.MaxTokens),
 		noLimits:   cfg.NoLimits,
 		rowHello:   named,
 		rowPing:    named + 1,
@@ -200,7 +201,7 @@ func (s *Server) ConnMemoryBound() int {
 // read and write buffers, as an upper bound in bytes: two goroutine stacks
 // (the reader's grows to 8 KiB, the writer's stays at 2-4 KiB), the
 // net.Conn and poller state, the conn record, and the gate's session
-// (request tables of 2 × 64 and 64 words with the default queue policy).
+// (request tables of 2 × 64 and 2 × 64 words with the default queue policy).
 // The heap test asserts the measured cost stays under ConnMemoryBound.
 const ConnOverhead = 20 << 10
 
@@ -366,7 +367,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		s.accepted.Add(1)
 		if s.open.Load() >= uint64(s.cfg.MaxConns) {
 			s.refused.Add(1)
-			nc.Close()
+			refuse(nc, core.TableFull)
 			continue
 		}
 		c := s.newConn(nc)
@@ -381,6 +382,21 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		go c.readLoop()
 	}
 }
+
+// refuse tells a connection the server will not serve why, in a
+// Disconnect frame, and closes it. The frame goes into the new socket's
+// empty send buffer, so the write returns at once; the short deadline is
+// only there so that the accept loop can never wait on it.
+func refuse(nc net.Conn, r core.Reason) {
+	var b [wire.DisconnectSize]byte
+	nc.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	nc.Write(wire.AppendDisconnect(b[:0], uint8(r)))
+	nc.Close()
+}
+
+// refuseWriteTimeout bounds the write of a refused connection's
+// Disconnect.
+const refuseWriteTimeout = 50 * time.Millisecond
 
 // removeConn forgets a connection once both of its goroutines are done.
 func (s *Server) removeConn(c *conn) {
@@ -434,6 +450,7 @@ func (s *Server) tick() {
 		if !s.noLimits {
 			s.gate.Done(c.h, cmd.id)
 		}
+		c.answered()
 	}
 	s.commands.Add(uint64(n))
 	if !s.noLimits {
@@ -525,37 +542,4 @@ func (s *Server) Stats() Stats {
 		}
 	}
 	return st
-}
-
-// AccountID returns the account a Hello token names: a token of decimal
-// digits whose value is in [1, 2^64−1] is that number; any other token is
-// its 64-bit FNV-1a hash (1 if the hash is 0, which the gate reserves for
-// "no account").
-func AccountID(token []byte) uint64 {
-	if len(token) > 0 && len(token) <= 20 {
-		var v uint64
-		ok := true
-		for _, b := range token {
-			d := uint64(b - '0')
-			if b < '0' || b > '9' || v > (math.MaxUint64-d)/10 {
-				ok = false
-				break
-			}
-			v = v*10 + d
-		}
-		if ok && v != 0 {
-			return v
-		}
-	}
-	// FNV-1a, 64-bit, written out so that it does not allocate.
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for _, b := range token {
-		h ^= uint64(b)
-		h *= prime64
-	}
-	if h != 0 {
-		return h
-	}
-	return 1
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"net/netip"
 	"testing"
 	"time"
@@ -187,8 +186,8 @@ func TestMaxConns(t *testing.T) {
 	s := startServer(t, cfg)
 	cs := players(t, s, 3, 'a', "p")
 	extra := mustDial(t, s.Addr())
-	if _, ok, err := extra.waitClosed(10 * time.Second); err != nil || ok {
-		t.Fatalf("extra connection: Disconnect frame %v, err %v; want a plain close", ok, err)
+	if r, ok, err := extra.waitClosed(10 * time.Second); err != nil || !ok || r != core.TableFull {
+		t.Fatalf("extra connection: reason %v, Disconnect frame %v, err %v; want TableFull", r, ok, err)
 	}
 	st := s.Stats()
 	if st.Conns.Refused != 1 || st.Conns.Open != 3 || st.Conns.Peak != 3 || st.Conns.Accepted != 4 {
@@ -324,30 +323,6 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := New(Config{Policy: core.Policy{Channels: []core.Channel{{Name: "x"}}}}); !errors.Is(err, core.ErrPolicy) {
 		t.Errorf("bad policy: %v, want core.ErrPolicy", err)
-	}
-}
-
-func TestAccountID(t *testing.T) {
-	fnv64 := func(s string) uint64 {
-		h := fnv.New64a()
-		h.Write([]byte(s))
-		return h.Sum64()
-	}
-	for _, tc := range []struct {
-		token string
-		want  uint64
-	}{
-		{"42", 42},
-		{"18446744073709551615", 1<<64 - 1},
-		{"18446744073709551616", fnv64("18446744073709551616")},
-		{"0", fnv64("0")},
-		{"", fnv64("")},
-		{"player-1", fnv64("player-1")},
-		{"12a", fnv64("12a")},
-	} {
-		if got := AccountID([]byte(tc.token)); got != tc.want {
-			t.Errorf("AccountID(%q) = %d, want %d", tc.token, got, tc.want)
-		}
 	}
 }
 

@@ -42,7 +42,9 @@
 // population. Input is replaceable client state (movement, ability use) on a
 // channel; the server drops it silently when over a limit. Request is a
 // command the client must hear about: the server answers every request with
-// a Reply carrying the same id. Request id 0 is reserved: a Reply with id 0
+// a Reply carrying the same id. Any non-zero id may be used, in any order
+// (the reference server detects duplicates and replays exactly, whatever
+// the ids: see core.Message.Request). Request id 0 is reserved: a Reply with id 0
 // answers the connection's Hello once the server has checked it, accepted
 // or refused (a refusal comes before the Disconnect); a Hello in a read the
 // byte budget refuses is dropped unanswered, and a second Hello is checked
