@@ -39,18 +39,43 @@ const BatchChunk = 64
 // hashes and the clock conversion of the first. Like TakeAt it neither
 // locks nor allocates for tracked keys.
 func (m *Map) TakeBatchAt(keys []uint64, now int64, n uint64, out []Took) {
-	out = out[:len(keys)] // one bounds check, and none in the loops
-	var hs [BatchChunk]uint64
 	for len(keys) > 0 {
-		c := min(len(keys), BatchChunk)
-		ks, os, hc := keys[:c], out[:c], hs[:c]
-		m.touch(ks, hc)
-		pass := m.lim.Snapshot().PassAt(now, n)
-		for i, key := range ks {
-			os[i].Result, os[i].Status = m.takeHashed(key, hc[i], pass, now, n)
-		}
+		c := m.takeBatch(keys, now, n, out, false)
 		keys, out = keys[c:], out[c:]
 	}
+}
+
+// TakeBatchUntilDeniedAt is TakeBatchAt that stops after the first take
+// its bucket denies (Status Taken, a Result that is Denied), and returns
+// how many keys it took, that one included; it takes at most BatchChunk
+// keys a call. It is for a caller that must act on such a denial before
+// the keys after it are taken: core.Limiter records a soft violation in
+// the key's mark, which a later take of the key, or an eviction scan of its
+// shard, reads.
+func (m *Map) TakeBatchUntilDeniedAt(keys []uint64, now int64, n uint64, out []Took) int {
+	if len(keys) == 0 {
+		return 0
+	}
+	return m.takeBatch(keys, now, n, out, true)
+}
+
+// takeBatch takes the first chunk of keys (at most BatchChunk), or, with
+// stop, up to its first denial, writes their outcomes to out, and returns
+// how many it took.
+func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop bool) int {
+	var hs [BatchChunk]uint64
+	c := min(len(keys), BatchChunk)
+	ks, os, hc := keys[:c], out[:c], hs[:c] // one bounds check each, none in the loops
+	m.touch(ks, hc)
+	pass := m.lim.Snapshot().PassAt(now, n)
+	for i, key := range ks {
+		r, st := m.takeHashed(key, hc[i], pass, now, n)
+		os[i] = Took{r, st}
+		if stop && st == Taken && r.Status() == atomicbucket.Denied {
+			return i + 1
+		}
+	}
+	return c
 }
 
 // touch is TakeBatchAt's first pass: it stores each key's hash in hs and
