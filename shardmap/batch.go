@@ -83,10 +83,11 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 // its mark), independent plain loads whose misses overlap.
 func (m *Map) touch(keys []uint64, hs []uint64) {
 	hs = hs[:len(keys)]
-	var sink uint64
 	for i, key := range keys {
-		h := m.hash(key)
-		hs[i] = h
+		hs[i] = m.hash(key)
+	}
+	var sink uint64
+	for _, h := range hs {
 		sh := m.shardOf(h)
 		t := sh.tab.Load()
 		j := t.home(h)

@@ -52,6 +52,11 @@ var Tracked = []Ratio{
 	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", "Keyed/*/1m/serial"},
 	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", "Floor/map1k"},
 	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", "Keyed/sluice-at/1m/serial"},
+	// Batched takes (core.Limiter.TakeBatchAt), per key.
+	{"keyed 1m sluice-batch64 / Floor/map1m", "Keyed/sluice-batch64/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-batch64 / fastest peer", "Keyed/sluice-batch64/1m/serial", "Keyed/*/1m/serial"},
+	{"keyed 1m sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1m/serial", "Keyed/sluice-at/1m/serial"},
+	{"keyed 1k sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1k/serial", "Keyed/sluice-at/1k/serial"},
 }
 
 // denominators returns r's Den, or for a Den with "*" for its impl the
