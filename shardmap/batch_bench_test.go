@@ -43,52 +43,57 @@ func BenchmarkTakeBatch(b *testing.B) {
 	}
 }
 
-// BenchmarkTakeBatchAnatomy takes a batch of 64 takes at 1M keys apart,
-// each part drawing its 64 keys as BenchmarkTakeBatch does; one op is one
-// key: draw (the draws alone), touch (draws and TakeBatchAt's first pass),
-// batch (draws and TakeBatchAt), loop (draws and TakeAt on each key).
+// BenchmarkTakeBatchAnatomy takes a batch of 64 takes apart at 1k and 1M
+// keys, each part drawing its 64 keys as BenchmarkTakeBatch does; one op is
+// one key: draw (the draws alone), touch (draws and TakeBatchAt's first
+// pass), touch2 (the first pass twice: the second finds the lines in
+// cache), batch (draws and TakeBatchAt), batch2 (TakeBatchAt twice: the
+// second on lines in cache), loop (draws and TakeAt on each key). Each
+// reports cpu-ns/op, the thread's CPU time, beside wall time.
 func BenchmarkTakeBatchAnatomy(b *testing.B) {
 	const batch = 64
-	f := benchFixture(b, 1<<20)
-	m, keys := f.m, f.keys
-	ks, out := make([]uint64, batch), make([]Took, batch)
-	var hs [BatchChunk]uint64
-	x := benchkeys.Start
-	draw := func() {
-		for j := range ks {
-			x = benchkeys.Next(x)
-			ks[j] = keys[benchkeys.Pick(x, len(keys))]
+	for _, sz := range benchSizes {
+		f := benchFixture(b, sz.n)
+		m, keys := f.m, f.keys
+		ks, out := make([]uint64, batch), make([]Took, batch)
+		var hs [BatchChunk]uint64
+		x := benchkeys.Start
+		draw := func() {
+			for j := range ks {
+				x = benchkeys.Next(x)
+				ks[j] = keys[benchkeys.Pick(x, len(keys))]
+			}
 		}
-	}
-	parts := []struct {
-		name string
-		run  func(now int64)
-	}{
-		{"draw", func(int64) { draw() }},
-		{"touch", func(int64) { draw(); m.touch(ks, hs[:]) }},
-		{"touch2", func(int64) { draw(); m.touch(ks, hs[:]); m.touch(ks, hs[:]) }},
-		{"batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out) }},
-		{"batch-batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out); m.TakeBatchAt(ks, now, 1, out) }},
-		{"touch-batch", func(now int64) { draw(); m.touch(ks, hs[:]); m.TakeBatchAt(ks, now, 1, out) }},
-		{"loop", func(now int64) {
-			draw()
-			for j, k := range ks {
-				out[j].Result, out[j].Status = m.TakeAt(k, now, 1)
-			}
-		}},
-	}
-	for _, p := range parts {
-		b.Run(p.name, func(b *testing.B) {
-			now := f.now
-			b.ResetTimer()
-			cpu := startCPU()
-			for i := 0; i < b.N; i += batch {
-				now += 1000 * batch
-				p.run(now)
-			}
-			cpu.stop(b)
-			b.StopTimer()
-			f.now = now
-		})
+		parts := []struct {
+			name string
+			run  func(now int64)
+		}{
+			{"draw", func(int64) { draw() }},
+			{"touch", func(int64) { draw(); m.touch(ks, hs[:]) }},
+			{"touch2", func(int64) { draw(); m.touch(ks, hs[:]); m.touch(ks, hs[:]) }},
+			{"batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out) }},
+			{"batch2", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out); m.TakeBatchAt(ks, now, 1, out) }},
+			{"loop", func(now int64) {
+				draw()
+				for j, k := range ks {
+					o := &out[j]
+					o.Result, o.Status = m.TakeAt(k, now, 1)
+				}
+			}},
+		}
+		for _, p := range parts {
+			b.Run(sz.name+"/"+p.name, func(b *testing.B) {
+				now := f.now
+				b.ResetTimer()
+				cpu := startCPU()
+				for i := 0; i < b.N; i += batch {
+					now += 1000 * batch
+					p.run(now)
+				}
+				cpu.stop(b)
+				b.StopTimer()
+				f.now = now
+			})
+		}
 	}
 }
