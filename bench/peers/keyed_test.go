@@ -179,6 +179,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
 	u, draws := ks.u, ks.draws
+	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		now += 10
 		j := draws[i&drawMask]
@@ -186,6 +187,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 			passed++
 		}
 	}
+	cpu.stop(b)
 	b.StopTimer()
 	// Serially the clock is the driver's own counter: nothing stops
 	// between a reading and its take, so every take must pass.
@@ -242,6 +244,7 @@ func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
 	u, draws := ks.u, ks.draws
+	cpu := startCPU()
 	for i := 0; i < b.N; i += batch {
 		keys := buf[:min(batch, b.N-i)]
 		for j := range keys {
@@ -250,6 +253,7 @@ func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 		now += int64(10 * len(keys))
 		passed += lim.TakeBatch(keys, now)
 	}
+	cpu.stop(b)
 	b.StopTimer()
 	benchcheck.AllPassed(b, passed, b.N)
 }
