@@ -84,6 +84,9 @@ func TestLimiterTakeBatchMatchesTakes(t *testing.T) {
 		mod      func(*LimiterConfig)
 	}{
 		{"escalation", 300, func(c *LimiterConfig) { c.MaxKeys = 2000 }},
+		// A table of over 1 MB of cells, whose batches load the cells in a
+		// pass of their own first (shardmap's smallTable).
+		{"escalation-large", 300, func(c *LimiterConfig) { c.MaxKeys = 100_000 }},
 		{"escalation-hot", 20, func(c *LimiterConfig) { c.MaxKeys = 2000 }},
 		{"full-closed", 400, func(c *LimiterConfig) { c.MaxKeys = 64 }},
 		{"full-open", 400, func(c *LimiterConfig) { c.MaxKeys = 64; c.FailOpen = true }},
@@ -108,7 +111,7 @@ func TestLimiterTakeBatchMatchesTakes(t *testing.T) {
 // forgets only idle keys, whose next take starts full and unmarked as it
 // would have, so the decisions stay the unswept twin's. Run it with -race.
 func TestLimiterTakeBatchConcurrentSweep(t *testing.T) {
-	bl, tl := twinLimiters(t, LimiterConfig{Rate: 1000, Burst: 3, MaxKeys: 4000, MaxSoftViolations: 3, SoftViolationWindow: 50 * time.Millisecond, LockoutDuration: 200 * time.Millisecond})
+	bl, tl := twinLimiters(t, LimiterConfig{Rate: 1000, Burst: 3, MaxKeys: 100_000, MaxSoftViolations: 3, SoftViolationWindow: 50 * time.Millisecond, LockoutDuration: 200 * time.Millisecond})
 	var last atomic.Int64
 	last.Store(1e9 - 3e6)
 	var stop atomic.Bool

@@ -67,10 +67,17 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 	var hs [BatchChunk]uint64
 	c := min(len(keys), BatchChunk)
 	ks, os, hc := keys[:c], out[:c], hs[:c] // one bounds check each, none in the loops
-	m.touch(ks, hc)
+	small := m.small
+	if !small {
+		m.touch(ks, hc)
+	}
 	pass := m.lim.Snapshot().PassAt(now, n)
 	for i, key := range ks {
-		r, st := m.takeHashed(key, hc[i], pass, now, n)
+		h := hc[i]
+		if small {
+			h = m.hash(key)
+		}
+		r, st := m.takeHashed(key, h, pass, now, n)
 		// Field by field: a composite literal is built on the stack and
 		// copied with 16-byte loads of 8-byte stores, which the store
 		// buffer cannot forward (in a profile of BenchmarkTakeBatch/1k,
@@ -84,6 +91,13 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 	}
 	return c
 }
+
+// smallTable is the most bytes of cells (over all shards) for which a
+// batch skips its first pass: a table that small stays in a core's cache
+// (the 1k-key tables of the benchmarks are 24 KiB), where the first pass
+// has no misses to overlap and costs its hashing twice over: in the pass,
+// where nothing hides it, instead of beside the CompareAndSwap before it.
+const smallTable = 1 << 20
 
 // touch is TakeBatchAt's first pass: it stores each key's hash in hs and
 // loads the key of its home cell (and, while its shard counts a held key,

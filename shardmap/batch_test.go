@@ -101,8 +101,9 @@ func TestTakeBatchMatchesTakes(t *testing.T) {
 		maxKeys  int
 		keySpace uint64
 	}{{64, 400}, {400, 300}, {2000, 100000}} {
-		for seed := range uint64(4) {
+		for seed := range uint64(8) {
 			bm, sm := twinMaps(t, c.maxKeys)
+			bm.small = seed%2 == 0 // both paths of a batch: with and without the first pass
 			batchOps(t, seed, bm, sm, c.keySpace, 300, true, nil)
 			if bm.Len() != sm.Len() || bm.Counters() != sm.Counters() {
 				t.Fatalf("maxKeys %d seed %d: Len %d and %d, counters %+v and %+v", c.maxKeys, seed, bm.Len(), sm.Len(), bm.Counters(), sm.Counters())
@@ -118,6 +119,7 @@ func TestTakeBatchMatchesTakes(t *testing.T) {
 // cannot turn a Full into an insert. Run it with -race.
 func TestTakeBatchWithConcurrentSweep(t *testing.T) {
 	bm, sm := twinMaps(t, 4000)
+	bm.small = false // the first pass too
 	var last atomic.Int64
 	last.Store(1e9 - 3e6) // before any batch's clock
 	var stop atomic.Bool
@@ -142,8 +144,21 @@ func TestTakeBatchWithConcurrentSweep(t *testing.T) {
 	}
 }
 
+// TestSmallTables: a batch skips its first pass exactly on tables whose
+// cells fit in smallTable bytes.
+func TestSmallTables(t *testing.T) {
+	for _, c := range []struct {
+		maxKeys int
+		small   bool
+	}{{1000, true}, {20_000, true}, {100_000, false}, {1 << 20, false}} {
+		if m := newMap(t, 1, 1, Config{MaxKeys: c.maxKeys}); m.small != c.small {
+			t.Errorf("MaxKeys %d: small %v, want %v", c.maxKeys, m.small, c.small)
+		}
+	}
+}
+
 func TestTakeBatchZeroAllocs(t *testing.T) {
-	m := newMap(t, 1e9, 1e9, Config{MaxKeys: 1000})
+	m := newMap(t, 1e9, 1e9, Config{MaxKeys: 100_000}) // 2.4 MB of cells: with the first pass
 	keys := make([]uint64, 100)
 	for i := range keys {
 		keys[i] = uint64(i%70) + 1 // duplicates
@@ -202,6 +217,7 @@ func linBatchRound(t *testing.T, procs int, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.small = seed%2 == 0 // both paths of a batch
 	for k := uint64(1); k <= keys; k++ {
 		if o := take(m, k, t0, 1); !o.Result.OK() {
 			t.Fatal(o)
