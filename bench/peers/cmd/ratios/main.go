@@ -65,6 +65,7 @@ var Tracked = []Ratio{
 var TrackedCPU = []Ratio{
 	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
 	{"keyed 1m sluice-batch64 / Floor/map1m", "Keyed/sluice-batch64/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-batch64 / fastest peer", "Keyed/sluice-batch64/1m/serial", "Keyed/*/1m/serial"},
 	{"keyed 1m sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1m/serial", "Keyed/sluice-at/1m/serial"},
 	{"keyed 1k sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1k/serial", "Keyed/sluice-at/1k/serial"},
 }
@@ -240,7 +241,9 @@ func (s *Summary) Write(w io.Writer) {
 	}
 	var cpu []string
 	for _, r := range TrackedCPU {
-		if v, _, ok := s.ratioIn(r, "cpu-ns/op"); ok {
+		if v, den, ok := s.ratioIn(r, "cpu-ns/op"); ok && den != r.Den {
+			cpu = append(cpu, fmt.Sprintf("| %s | %.4f (%s) |", r.Label, v, den))
+		} else if ok {
 			cpu = append(cpu, fmt.Sprintf("| %s | %.4f |", r.Label, v))
 		}
 	}
