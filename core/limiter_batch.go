@@ -1,6 +1,10 @@
 package core
 
-import "github.com/sluicedev/sluice/shardmap"
+import (
+	"net/netip"
+
+	"github.com/sluicedev/sluice/shardmap"
+)
 
 // TakeBatchAt takes n tokens from the bucket of each of keys at now and
 // writes the Decision of keys[i] to out[i] (out must be at least as long as
@@ -55,5 +59,38 @@ func (l *Limiter) TakeBatchAt(keys []uint64, now int64, n uint64, out []Decision
 			os[i] = l.refused(ks[i], now, r, st)
 		}
 		keys, out = keys[c:], out[c:]
+	}
+}
+
+// TakeStringBatchAt is TakeBatchAt for string keys: out[i] is what
+// TakeStringAt(keys[i], now, n) would return, the keys taken in order. The
+// keys are hashed a chunk at a time into an array on the stack, so it
+// allocates nothing either.
+func (l *Limiter) TakeStringBatchAt(keys []string, now int64, n uint64, out []Decision) {
+	out = out[:len(keys)]
+	var ks [shardmap.BatchChunk]uint64
+	for len(keys) > 0 {
+		c := min(len(keys), len(ks))
+		for i, s := range keys[:c] {
+			ks[i] = l.StringKey(s)
+		}
+		l.TakeBatchAt(ks[:c], now, n, out[:c])
+		keys, out = keys[c:], out[c:]
+	}
+}
+
+// TakeAddrBatchAt is TakeBatchAt for address keys: out[i] is what
+// TakeAddrAt(addrs[i], now, n) would return, the addresses taken in order,
+// without allocating.
+func (l *Limiter) TakeAddrBatchAt(addrs []netip.Addr, now int64, n uint64, out []Decision) {
+	out = out[:len(addrs)]
+	var ks [shardmap.BatchChunk]uint64
+	for len(addrs) > 0 {
+		c := min(len(addrs), len(ks))
+		for i, a := range addrs[:c] {
+			ks[i] = l.AddrKey(a)
+		}
+		l.TakeBatchAt(ks[:c], now, n, out[:c])
+		addrs, out = addrs[c:], out[c:]
 	}
 }

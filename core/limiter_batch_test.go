@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -160,6 +161,45 @@ func TestLimiterTakeBatchZeroAllocs(t *testing.T) {
 		if !d.Allowed {
 			t.Fatalf("key %d: %v", keys[i], d)
 		}
+	}
+}
+
+// TestLimiterStringAndAddrBatches: the string and address forms decide as
+// their single takes in order (duplicates included), and allocate nothing.
+func TestLimiterStringAndAddrBatches(t *testing.T) {
+	cfg := LimiterConfig{Rate: 100, Burst: 2, MaxKeys: 1000, MaxSoftViolations: 2}
+	bl, tl := twinLimiters(t, cfg)
+	bl.seed = tl.seed // one string and address hash for both
+	r := rand.New(rand.NewPCG(8, 9))
+	strs := make([]string, 150)
+	addrs := make([]netip.Addr, 150)
+	out := make([]Decision, 150)
+	for round := range 40 {
+		now := int64(round) * 7 * ms
+		for i := range strs {
+			strs[i] = fmt.Sprint("player-", r.IntN(60))
+			addrs[i] = netip.AddrFrom4([4]byte{192, 0, 2, byte(r.IntN(60))})
+		}
+		bl.TakeStringBatchAt(strs, now, 1, out)
+		for i, s := range strs {
+			if d := tl.TakeStringAt(s, now, 1); out[i] != d {
+				t.Fatalf("round %d: %q (#%d): batch %v, one by one %v", round, s, i, out[i], d)
+			}
+		}
+		bl.TakeAddrBatchAt(addrs, now, 1, out)
+		for i, a := range addrs {
+			if d := tl.TakeAddrAt(a, now, 1); out[i] != d {
+				t.Fatalf("round %d: %v (#%d): batch %v, one by one %v", round, a, i, out[i], d)
+			}
+		}
+	}
+	now := int64(1e12)
+	if a := testing.AllocsPerRun(50, func() {
+		now += 1e9
+		bl.TakeStringBatchAt(strs, now, 1, out)
+		bl.TakeAddrBatchAt(addrs, now, 1, out)
+	}); a != 0 {
+		t.Fatalf("%v allocs per pair of batches", a)
 	}
 }
 
