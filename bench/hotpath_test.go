@@ -356,6 +356,9 @@ func BenchmarkGate(b *testing.B) {
 			sinkInt = ok
 		})
 	}
+	// Sessions and accounts drawn from 100,000 (gate_batch_test.go).
+	b.Run("accept-100k", func(b *testing.B) { benchGate100k(b, 0) })
+	b.Run("accept-batch-100k", func(b *testing.B) { benchGate100k(b, 64) })
 }
 
 // BenchmarkWire measures decoding a 4 kB buffer of typical client frames

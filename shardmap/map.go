@@ -350,6 +350,7 @@ type Map struct {
 	backoff  int64  // EvictBackoff in ns; < 0: never
 	anchor   int64  // the epoch of Mark deadlines, on the caller's clock (markAnchor)
 	maxKeys  int
+	small    bool // every shard's cells together fit in a core's cache: a batch need not touch them first (see TakeBatchAt)
 
 	// total counts tracked keys over every shard, for the MaxKeys bound.
 	// Only inserts and removals write it (under their shard's lock), never
@@ -402,6 +403,7 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	// at least one slot always stays empty so that probes end.
 	m.maxUsed = m.perShard + max(1, (int64(m.slots)-m.perShard)/2)
 	m.maxUsed = min(m.maxUsed, int64(m.slots)-1)
+	m.small = uint64(cfg.Shards)*m.slots*uint64(unsafe.Sizeof(cell{})) <= smallTable
 	if cfg.Seed != 0 {
 		r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 		for i := range m.seed {

@@ -73,8 +73,17 @@ func TestSluiceZeroAllocs(t *testing.T) {
 		}
 		ks := keySetOf(1_000)
 		lim := im.build(t, ks, keyedCfg)
-		check("Keyed/"+im.name+"/1k/serial", func(b *testing.B) { keyedSerial(b, ks, lim) })
-		check("Keyed/"+im.name+"/1k/parallel", func(b *testing.B) { keyedParallel(b, ks, lim) })
+		if bl, ok := lim.(batchLimiter); ok && im.batch > 0 {
+			check("Keyed/"+im.name+"/1k/serial", func(b *testing.B) { keyedSerialBatch(b, ks, bl, im.batch) })
+			check("Keyed/"+im.name+"/1k/parallel", func(b *testing.B) { keyedParallelBatch(b, ks, bl, im.batch) })
+			keys := ks.u[:im.batch]
+			if a := testing.AllocsPerRun(100, func() { bl.TakeBatch(keys, atomicbucket.Nanotime()) }); a != 0 {
+				t.Errorf("Keyed/%s: %v allocs per batch, want 0", im.name, a)
+			}
+		} else {
+			check("Keyed/"+im.name+"/1k/serial", func(b *testing.B) { keyedSerial(b, ks, lim) })
+			check("Keyed/"+im.name+"/1k/parallel", func(b *testing.B) { keyedParallel(b, ks, lim) })
+		}
 		if a := testing.AllocsPerRun(1000, func() { lim.Take(int(ks.draws[0]), ks.u[ks.draws[0]], atomicbucket.Nanotime()) }); a != 0 {
 			t.Errorf("Keyed/%s: %v allocs per take, want 0", im.name, a)
 		}

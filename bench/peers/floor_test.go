@@ -76,9 +76,11 @@ func BenchmarkFloor(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var sum uint64
+			cpu := startCPU()
 			for i := 0; i < b.N; i++ {
 				sum += m[ks.u[ks.draws[i&drawMask]]]
 			}
+			cpu.stop(b)
 			sinkU64 = sum
 		})
 	}

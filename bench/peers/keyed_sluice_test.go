@@ -32,3 +32,35 @@ func (s *sluiceKeyed) Take(_ int, key uint64, now int64) bool {
 }
 
 func (s *sluiceKeyed) Close() { _ = s.lim.Close() }
+
+// ---- sluice-batch: the same core.Limiter, taken a batch at a time with
+// TakeBatchAt and the caller's clock.
+
+type sluiceBatch struct{ sluiceKeyed }
+
+func buildSluiceBatch(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
+	lim, err := core.NewLimiter(core.LimiterConfig{Rate: c.rate, Burst: c.burst, MaxKeys: len(ks.u)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return insertAll(tb, ks, &sluiceBatch{sluiceKeyed: sluiceKeyed{lim: lim, caller: true}})
+}
+
+// TakeBatch decides keys (one call for the benchmarks' batches of up to 256)
+// into a Decision array on its stack, so that goroutines share nothing, and
+// counts the passes.
+func (s *sluiceBatch) TakeBatch(keys []uint64, now int64) int {
+	var out [256]core.Decision
+	passed := 0
+	for len(keys) > 0 {
+		c := min(len(keys), len(out))
+		s.lim.TakeBatchAt(keys[:c], now, 1, out[:c])
+		for i := range out[:c] {
+			if out[i].Allowed {
+				passed++
+			}
+		}
+		keys = keys[c:]
+	}
+	return passed
+}

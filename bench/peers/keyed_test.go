@@ -20,6 +20,11 @@ import (
 var keyedImpls = []keyedImpl{
 	{name: "sluice-at", build: buildSluiceKeyed(true)}, // TakeAt(key, now): the caller's clock
 	{name: "sluice", build: buildSluiceKeyed(false)},   // ignores now, reads its own clock
+	// TakeBatchAt(keys, now) on batches of 16, 64 and 256 keys: one op is
+	// still one key's take (keyedSerialBatch, keyedParallelBatch).
+	{name: "sluice-batch16", build: buildSluiceBatch, batch: 16},
+	{name: "sluice-batch64", build: buildSluiceBatch, batch: 64},
+	{name: "sluice-batch256", build: buildSluiceBatch, batch: 256},
 	{name: "xrate-map", build: buildXrateMap(false)},   // Allow(): reads time.Now
 	{name: "xrate-map-at", build: buildXrateMap(true)}, // AllowN(t, 1): the caller's clock, as sluice-at
 	{name: "sethvargo", build: buildSethvargoKeyed},
@@ -34,6 +39,18 @@ type keyedImpl struct {
 	// of ks: insertAll takes one token for each key, in order, at one
 	// atomicbucket.Nanotime() reading.
 	build func(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter
+	// batch, if not 0, is the batch size of an impl that is a
+	// batchLimiter: the drivers hand it that many keys at a time.
+	batch int
+}
+
+// batchLimiter is a keyedLimiter that also takes a batch of keys at one
+// now: one token each, in order, as Take on each would.
+type batchLimiter interface {
+	keyedLimiter
+	// TakeBatch takes one token for each of keys at now and returns how
+	// many passed.
+	TakeBatch(keys []uint64, now int64) int
 }
 
 // keyedLimiter is what the keyed drivers call. One interface call per take
@@ -134,6 +151,12 @@ func BenchmarkKeyed(b *testing.B) {
 					ks := keySetOf(sz.n)
 					lim := im.build(b, ks, keyedCfg)
 					defer lim.Close()
+					if im.batch > 0 {
+						bl := lim.(batchLimiter)
+						b.Run("serial", func(b *testing.B) { keyedSerialBatch(b, ks, bl, im.batch) })
+						b.Run("parallel", func(b *testing.B) { keyedParallelBatch(b, ks, bl, im.batch) })
+						return
+					}
 					b.Run("serial", func(b *testing.B) { keyedSerial(b, ks, lim) })
 					b.Run("parallel", func(b *testing.B) { keyedParallel(b, ks, lim) })
 				})
@@ -156,6 +179,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
 	u, draws := ks.u, ks.draws
+	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		now += 10
 		j := draws[i&drawMask]
@@ -163,6 +187,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 			passed++
 		}
 	}
+	cpu.stop(b)
 	b.StopTimer()
 	// Serially the clock is the driver's own counter: nothing stops
 	// between a reading and its take, so every take must pass.
@@ -205,6 +230,61 @@ func keyedParallel(b *testing.B, ks *keySet, lim keyedLimiter) {
 	// clock reading (kept for 64 takes here, or throttled's own, read
 	// before the key's state) sees a state newer than its clock and is
 	// denied. Those are logged.
+	benchcheck.NearlyAllPassed(b, total.Load(), int64(b.N))
+}
+
+// keyedSerialBatch is keyedSerial with the keys handed over batch at a
+// time: the driver reads batch keys as keyedSerial reads one (u[draws[i]]),
+// advances its clock 10 ns per key and takes them all at that reading. One
+// op is one key's take; a last partial batch takes the ops left.
+func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
+	b.ReportAllocs()
+	buf := make([]uint64, batch)
+	var passed int
+	now := atomicbucket.Nanotime()
+	b.ResetTimer()
+	u, draws := ks.u, ks.draws
+	cpu := startCPU()
+	for i := 0; i < b.N; i += batch {
+		keys := buf[:min(batch, b.N-i)]
+		for j := range keys {
+			keys[j] = u[draws[(i+j)&drawMask]]
+		}
+		now += int64(10 * len(keys))
+		passed += lim.TakeBatch(keys, now)
+	}
+	cpu.stop(b)
+	b.StopTimer()
+	benchcheck.AllPassed(b, passed, b.N)
+}
+
+// keyedParallelBatch is keyedParallel with each goroutine gathering batch
+// keys (one per pb.Next) and taking them at one Nanotime reading, read once
+// per batch, as a server reads its clock once per batch of messages.
+func keyedParallelBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
+	b.ReportAllocs()
+	var total atomic.Int64
+	var goroutines atomic.Uint64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		j := int(goroutines.Add(1) * 104_729)
+		buf := make([]uint64, 0, batch)
+		passed := 0
+		u, draws := ks.u, ks.draws
+		for pb.Next() {
+			buf = append(buf, u[draws[j&drawMask]])
+			j++
+			if len(buf) == batch {
+				passed += lim.TakeBatch(buf, atomicbucket.Nanotime())
+				buf = buf[:0]
+			}
+		}
+		if len(buf) > 0 {
+			passed += lim.TakeBatch(buf, atomicbucket.Nanotime())
+		}
+		total.Add(int64(passed))
+	})
+	b.StopTimer()
 	benchcheck.NearlyAllPassed(b, total.Load(), int64(b.N))
 }
 

@@ -52,6 +52,22 @@ var Tracked = []Ratio{
 	{"keyed 1m sluice-at / fastest peer", "Keyed/sluice-at/1m/serial", "Keyed/*/1m/serial"},
 	{"keyed 1k sluice-at / Floor/map1k", "Keyed/sluice-at/1k/serial", "Floor/map1k"},
 	{"keyed 1m sluice-at parallel / serial", "Keyed/sluice-at/1m/parallel", "Keyed/sluice-at/1m/serial"},
+	// Batched takes (core.Limiter.TakeBatchAt), per key.
+	{"keyed 1m sluice-batch64 / Floor/map1m", "Keyed/sluice-batch64/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-batch64 / fastest peer", "Keyed/sluice-batch64/1m/serial", "Keyed/*/1m/serial"},
+	{"keyed 1m sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1m/serial", "Keyed/sluice-at/1m/serial"},
+	{"keyed 1k sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1k/serial", "Keyed/sluice-at/1k/serial"},
+}
+
+// TrackedCPU is the ratios the project watches in CPU time (cpu-ns/op, the
+// serial drivers' thread CPU time), for runs on a loaded machine, where wall
+// time counts the time a benchmark was descheduled.
+var TrackedCPU = []Ratio{
+	{"keyed 1m sluice-at / Floor/map1m", "Keyed/sluice-at/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-batch64 / Floor/map1m", "Keyed/sluice-batch64/1m/serial", "Floor/map1m"},
+	{"keyed 1m sluice-batch64 / fastest peer", "Keyed/sluice-batch64/1m/serial", "Keyed/*/1m/serial"},
+	{"keyed 1m sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1m/serial", "Keyed/sluice-at/1m/serial"},
+	{"keyed 1k sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1k/serial", "Keyed/sluice-at/1k/serial"},
 }
 
 // denominators returns r's Den, or for a Den with "*" for its impl the
@@ -106,8 +122,11 @@ func (s *Summary) add(r io.Reader, fileName string) error {
 			}
 			for _, v := range rec.Values {
 				unit, val := v.Unit, v.Value
-				if unit == "sec/op" {
+				switch unit { // benchfmt reads "ns/op" and "cpu-ns/op" as seconds
+				case "sec/op":
 					unit, val = "ns/op", val*1e9
+				case "cpu-sec/op":
+					unit, val = "cpu-ns/op", val*1e9
 				}
 				units[unit] = append(units[unit], val)
 			}
@@ -151,13 +170,18 @@ func median(vs []float64) float64 {
 
 // RatioOf returns the ratio r tracks and the denominator it chose.
 func (s *Summary) RatioOf(r Ratio) (ratio float64, den string, ok bool) {
-	num, _, ok := s.Median(r.Num, "ns/op")
+	return s.ratioIn(r, "ns/op")
+}
+
+// ratioIn is RatioOf of the medians in unit.
+func (s *Summary) ratioIn(r Ratio, unit string) (ratio float64, den string, ok bool) {
+	num, _, ok := s.Median(r.Num, unit)
 	if !ok {
 		return 0, "", false
 	}
 	var least float64
 	for _, name := range s.denominators(r) {
-		if m, _, ok := s.Median(name, "ns/op"); ok && (den == "" || m < least) {
+		if m, _, ok := s.Median(name, unit); ok && (den == "" || m < least) {
 			least, den = m, name
 		}
 	}
@@ -213,6 +237,22 @@ func (s *Summary) Write(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %.4f |\n", r.Label, v)
 		} else {
 			fmt.Fprintf(w, "| %s | n/a |\n", r.Label)
+		}
+	}
+	var cpu []string
+	for _, r := range TrackedCPU {
+		if v, den, ok := s.ratioIn(r, "cpu-ns/op"); ok && den != r.Den {
+			cpu = append(cpu, fmt.Sprintf("| %s | %.4f (%s) |", r.Label, v, den))
+		} else if ok {
+			cpu = append(cpu, fmt.Sprintf("| %s | %.4f |", r.Label, v))
+		}
+	}
+	if len(cpu) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| ratio (of medians, cpu-ns/op) | value |")
+		fmt.Fprintln(w, "| --- | ---: |")
+		for _, l := range cpu {
+			fmt.Fprintln(w, l)
 		}
 	}
 }

@@ -1,0 +1,96 @@
+package core
+
+import (
+	"net/netip"
+
+	"github.com/sluicedev/sluice/shardmap"
+)
+
+// TakeBatchAt takes n tokens from the bucket of each of keys at now and
+// writes the Decision of keys[i] to out[i] (out must be at least as long as
+// keys). The decisions are those of TakeAt called on the keys one by one in
+// order at the same now, escalation included: a key twice in keys is taken
+// twice, the second take seeing the first (and a lockout the first
+// started), and a new key is inserted as TakeAt inserts it. It takes no
+// lock and allocates nothing for tracked keys.
+//
+// Linearization: each key's take is one CompareAndSwap of its bucket word
+// (shardmap.Map.TakeBatchAt), ordered after the takes of the keys before it;
+// the batch as a whole is not atomic, so other goroutines' takes may fall
+// between two of its keys. A batch that starts before Close may still pass
+// every key, as a single take that loads the closed flag before Close may.
+//
+// On a large table it is faster per key than TakeAt in a loop: the keys'
+// cells are loaded first with plain loads, whose cache misses overlap, and
+// the takes then find them in cache (see shardmap.Map.TakeBatchAt). With
+// escalation on, an ordinary denial ends the map's batch there (its soft
+// violation is recorded before the keys after it are taken), and the keys
+// after it are loaded again: a batch that is mostly denials costs more
+// per key than one that is mostly passes.
+func (l *Limiter) TakeBatchAt(keys []uint64, now int64, n uint64, out []Decision) {
+	out = out[:len(keys)]
+	if l.closed.Load() {
+		for i := range out {
+			out[i] = Decision{Reason: Closed}
+		}
+		return
+	}
+	var took [shardmap.BatchChunk]shardmap.Took
+	for len(keys) > 0 {
+		var c int
+		if l.cfg.DisableEscalation {
+			c = min(len(keys), shardmap.BatchChunk)
+			l.m.TakeBatchAt(keys[:c], now, n, took[:c])
+		} else {
+			// A denial records a soft violation in the key's mark, which a
+			// later take of the key (a lockout it started) and an eviction
+			// scan of its shard (when the key becomes evictable) read: the
+			// keys after it wait until it is recorded. Every other refusal
+			// writes counters only, and commutes with later takes.
+			c = l.m.TakeBatchUntilDeniedAt(keys, now, n, took[:])
+		}
+		ks, os, tk := keys[:c], out[:c], took[:c]
+		for i := range tk {
+			r, st := tk[i].Result, tk[i].Status
+			if st == shardmap.Taken && r.OK() {
+				os[i] = Decision{Allowed: true, Remaining: r.Remaining()}
+				continue
+			}
+			os[i] = l.refused(ks[i], now, r, st)
+		}
+		keys, out = keys[c:], out[c:]
+	}
+}
+
+// TakeStringBatchAt is TakeBatchAt for string keys: out[i] is what
+// TakeStringAt(keys[i], now, n) would return, the keys taken in order. The
+// keys are hashed a chunk at a time into an array on the stack, so it
+// allocates nothing either.
+func (l *Limiter) TakeStringBatchAt(keys []string, now int64, n uint64, out []Decision) {
+	out = out[:len(keys)]
+	var ks [shardmap.BatchChunk]uint64
+	for len(keys) > 0 {
+		c := min(len(keys), len(ks))
+		for i, s := range keys[:c] {
+			ks[i] = l.StringKey(s)
+		}
+		l.TakeBatchAt(ks[:c], now, n, out[:c])
+		keys, out = keys[c:], out[c:]
+	}
+}
+
+// TakeAddrBatchAt is TakeBatchAt for address keys: out[i] is what
+// TakeAddrAt(addrs[i], now, n) would return, the addresses taken in order,
+// without allocating.
+func (l *Limiter) TakeAddrBatchAt(addrs []netip.Addr, now int64, n uint64, out []Decision) {
+	out = out[:len(addrs)]
+	var ks [shardmap.BatchChunk]uint64
+	for len(addrs) > 0 {
+		c := min(len(addrs), len(ks))
+		for i, a := range addrs[:c] {
+			ks[i] = l.AddrKey(a)
+		}
+		l.TakeBatchAt(ks[:c], now, n, out[:c])
+		addrs, out = addrs[c:], out[c:]
+	}
+}

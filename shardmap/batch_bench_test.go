@@ -1,0 +1,99 @@
+package shardmap
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/sluicedev/sluice/internal/benchcheck"
+	"github.com/sluicedev/sluice/internal/benchkeys"
+)
+
+// BenchmarkTakeBatch is BenchmarkTakeExisting/serial through TakeBatchAt, in
+// batches of 16, 64 and 256 keys drawn as there; one op is one key's take.
+// Every take passes (a batch's keys share one now, 1µs a key after the
+// batch before: a key drawn twice in a batch takes two of its 1000 tokens).
+func BenchmarkTakeBatch(b *testing.B) {
+	for _, sz := range benchSizes {
+		for _, batch := range []int{16, 64, 256} {
+			b.Run(sz.name+"/"+strconv.Itoa(batch)+"/serial", func(b *testing.B) {
+				f := benchFixture(b, sz.n)
+				m, keys := f.m, f.keys
+				ks, out := make([]uint64, batch), make([]Took, batch)
+				x := benchkeys.Start
+				now, ok := f.now, 0
+				b.ResetTimer()
+				for i := 0; i < b.N; i += batch {
+					for j := range ks {
+						x = benchkeys.Next(x)
+						ks[j] = keys[benchkeys.Pick(x, len(keys))]
+					}
+					now += int64(1000 * batch)
+					m.TakeBatchAt(ks, now, 1, out)
+					for j := range out {
+						if out[j].Result.OK() {
+							ok++
+						}
+					}
+				}
+				b.StopTimer()
+				f.now = now
+				benchcheck.AllPassed(b, ok, (b.N+batch-1)/batch*batch)
+			})
+		}
+	}
+}
+
+// BenchmarkTakeBatchAnatomy takes a batch of 64 takes apart at 1k and 1M
+// keys, each part drawing its 64 keys as BenchmarkTakeBatch does; one op is
+// one key: draw (the draws alone), touch (draws and TakeBatchAt's first
+// pass), touch2 (the first pass twice: the second finds the lines in
+// cache), batch (draws and TakeBatchAt), batch2 (TakeBatchAt twice: the
+// second on lines in cache), loop (draws and TakeAt on each key). Each
+// reports cpu-ns/op, the thread's CPU time, beside wall time.
+func BenchmarkTakeBatchAnatomy(b *testing.B) {
+	const batch = 64
+	for _, sz := range benchSizes {
+		f := benchFixture(b, sz.n)
+		m, keys := f.m, f.keys
+		ks, out := make([]uint64, batch), make([]Took, batch)
+		var hs [BatchChunk]uint64
+		x := benchkeys.Start
+		draw := func() {
+			for j := range ks {
+				x = benchkeys.Next(x)
+				ks[j] = keys[benchkeys.Pick(x, len(keys))]
+			}
+		}
+		parts := []struct {
+			name string
+			run  func(now int64)
+		}{
+			{"draw", func(int64) { draw() }},
+			{"touch", func(int64) { draw(); m.touch(ks, hs[:]) }},
+			{"touch2", func(int64) { draw(); m.touch(ks, hs[:]); m.touch(ks, hs[:]) }},
+			{"batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out) }},
+			{"batch2", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out); m.TakeBatchAt(ks, now, 1, out) }},
+			{"loop", func(now int64) {
+				draw()
+				for j, k := range ks {
+					o := &out[j]
+					o.Result, o.Status = m.TakeAt(k, now, 1)
+				}
+			}},
+		}
+		for _, p := range parts {
+			b.Run(sz.name+"/"+p.name, func(b *testing.B) {
+				now := f.now
+				b.ResetTimer()
+				cpu := startCPU()
+				for i := 0; i < b.N; i += batch {
+					now += 1000 * batch
+					p.run(now)
+				}
+				cpu.stop(b)
+				b.StopTimer()
+				f.now = now
+			})
+		}
+	}
+}
