@@ -112,9 +112,11 @@ func TestHTMLSections(t *testing.T) {
 	html := renderHTML(t, r)
 	for _, want := range []string{
 		// sections
-		`id="run"`, `id="summary"`, `id="comparison"`, `id="variant-1"`, `id="variant-2"`, `id="environment"`,
-		// headline
-		"honest drop rate", "honest p99 response time", "hostile admitted", "honest false disconnects",
+		`id="verdict"`, `id="run"`, `id="summary"`, `id="comparison"`, `id="variant-1"`, `id="variant-2"`, `id="outcomes"`, `id="environment"`,
+		// verdict and headline
+		`<p class="verdict">`, "disconnected / locked out", "admitted messages", "admitted bytes",
+		// every outcome defined
+		"<dt>scheduled</dt>", "<dt>not sent</dt>", "<dt>drop rate</dt>", "<dt>loss</dt>", "<dt>no outcome</dt>", "<dt>n=</dt>",
 		"PASS 3/3", "FAIL 2/3",
 		// charts
 		"Response time percentile spectrum per population",
@@ -534,8 +536,8 @@ func TestHTMLShowsNoOutcome(t *testing.T) {
 		`<th class="num">no outcome</th>`,
 		`<td class="num">983</td><td class="num">98.3%</td><td class="num">7</td>`,
 		// Raw: 9 frames dropped of 12 writes is no rate (it was 75%).
-		`<td>raw</td><td class="num">12</td><td class="num">0</td><td class="num">9</td><td class="num">–</td><td class="num">–</td>`,
-		`<td>session</td><td class="num">31</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td><span class="nw">Lockout 31</span>`,
+		`<td>raw</td><td class="num">12</td><td class="num">0</td><td class="num">12</td><td class="num">0</td><td class="num">9</td><td class="num">–</td><td class="num">–</td>`,
+		`<td>session</td><td class="num">–</td><td class="num">–</td><td class="num">31</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td><span class="nw">Lockout 31</span>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
@@ -610,13 +612,19 @@ func TestHTMLShowsExpectedFailures(t *testing.T) {
 	}
 }
 
-// The headline's honest measures are over every honest population
-// together, and say so as the comparison does ("all honest").
-func TestHTMLHeadlineSaysAllHonest(t *testing.T) {
+// The headline gives each honest population its own loss and p99, and
+// each hostile one what it got through: an all-honest p99 merged honest
+// players at 28 ms with laggy ones at 732 ms.
+func TestHTMLHeadlinePerPopulation(t *testing.T) {
 	page := renderHTML(t, synthCopy(t, 1))
-	for _, want := range []string{"<th>all honest drop rate</th>", "<th>all honest p99 response time</th>", "<th>all hostile admitted</th>"} {
+	for _, want := range []string{"<th>honest</th><th class=\"num\">loss</th><th class=\"num\">p99</th>", "<th>hostile</th><th class=\"num\">admitted messages</th><th class=\"num\">admitted bytes</th>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("headline lacks %q", want)
+		}
+	}
+	for _, gone := range []string{"<th>all honest p99 response time</th>", "<th>all honest drop rate</th>"} {
+		if strings.Contains(page, gone) {
+			t.Errorf("headline still has %q", gone)
 		}
 	}
 }

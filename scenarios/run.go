@@ -104,6 +104,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	out := &Outcome{Results: res, Passed: true, Expected: map[string]bool{}}
 	for _, v := range variants {
 		out.Expected[v.Name] = !v.ExpectFail
+		res.Run.PlannedVariants = append(res.Run.PlannedVariants, v.Name)
 	}
 	complete := true
 	var runErr error
