@@ -175,21 +175,25 @@ func (vs *variantStats) honestHasRate() bool {
 
 // The page's view model.
 type page struct {
-	Title       string
-	Run         []kv
-	Description string
-	Incomplete  bool
-	Verdict     []string // plain sentences: which variant is best, and at what
-	NotRun      []string // variants the run planned that never ran
-	CountDefs   []kv     // what every count and rate means
-	ReasonDefs  []kv     // what every drop reason on the page means
-	Headlines   []headline
-	Comparison  comparison
-	Compare     []*chart
-	Variants    []variantView
-	Environment []kv
-	SchemaVer   int
-	SluiceVer   string
+	Title        string
+	Run          []kv
+	Description  string
+	Incomplete   bool
+	Verdict      []string // plain sentences: which variant is best, and at what
+	NotRun       []string // variants the run planned that never ran
+	CountDefs    []kv     // what every count and rate means
+	ReasonDefs   []kv     // what every drop reason on the page means
+	Headlines    []headline
+	Comparison   comparison
+	Compare      []*chart
+	CompareNotes []string // why a population has no chart by variant
+	UplotCSS     template.CSS
+	UplotJS      template.JS
+	ReportJS     template.JS
+	Variants     []variantView
+	Environment  []kv
+	SchemaVer    int
+	SluiceVer    string
 }
 
 type kv struct{ K, V string }
@@ -259,7 +263,8 @@ type variantView struct {
 	PopRows         []popRow
 	KindRows        []kindRow
 	NoDataNote      string
-	NoRateNote      string // why some populations show no drop rate
+	ChartNotes      []string // why a population has no chart
+	NoRateNote      string   // why some populations show no drop rate
 	ThresholdsTotal int
 }
 
@@ -294,6 +299,7 @@ func buildPage(r *Results) (*page, error) {
 	}
 	pg.Run = runFacts(r)
 	pg.NotRun = r.NotRun()
+	pg.UplotCSS, pg.UplotJS, pg.ReportJS = template.CSS(uplotCSS), template.JS(uplotJS), template.JS(reportJS) //nolint:gosec // vendored, embedded files
 	pg.Environment = envFacts(r.Environment)
 
 	var stats []*variantStats
@@ -313,11 +319,11 @@ func buildPage(r *Results) (*page, error) {
 	pg.ReasonDefs = reasonDefs(stats)
 	pg.Comparison = makeComparison(stats, r)
 	if len(stats) > 1 {
-		cs, err := compareCharts(stats)
+		cs, notes, err := compareCharts(stats, r)
 		if err != nil {
 			return nil, err
 		}
-		pg.Compare = cs
+		pg.Compare, pg.CompareNotes = cs, notes
 	}
 	others := map[string]string{}
 	for i, vs := range stats {
@@ -872,30 +878,76 @@ func pf(p *popStats, f func(*popStats) float64) float64 {
 	return f(p)
 }
 
-// compareCharts draws, per population, the response-time spectrum of every
-// variant on one chart.
-func compareCharts(stats []*variantStats) ([]*chart, error) {
+// compareCharts draws, per population, every variant on one chart per
+// measure: the response-time spectrum and the percentiles over time (for a
+// population with replies that are not all zero), and for a hostile one
+// the messages admitted per second over time. Notes say which populations
+// have no latency chart and why.
+func compareCharts(stats []*variantStats, r *Results) ([]*chart, []string, error) {
 	var out []*chart
+	var notes []string
+	add := func(c *chart, err error) error {
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			if c.Live, err = liveJSON(c.spec); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	}
 	for _, name := range populationNames(stats) {
 		var lines []spectrumLine
+		var series []seriesLine
+		var admitted []timeRow
+		var markers []liveMarker
 		role := ""
+		replies, nonZero := false, false
 		for i, vs := range stats {
 			for _, p := range vs.pops {
-				if p.pop.Name == name && p.resp != nil {
-					role = string(p.pop.Role)
-					lines = append(lines, spectrumLine{Name: vs.v.Name, Color: pick(variantColors, i), Hist: p.resp})
+				if p.pop.Name != name {
+					continue
+				}
+				role = string(p.pop.Role)
+				col := pick(variantColors, i)
+				if p.resp != nil {
+					replies = true
+					if !allZero(p.resp) {
+						nonZero = true
+						lines = append(lines, spectrumLine{Name: vs.v.Name, Color: col, Hist: p.resp})
+						series = append(series, seriesLine{Name: vs.v.Name, Color: col, Series: p.pop.Series})
+					}
+				}
+				for _, m := range popMarkers(p.pop, col) {
+					m.Label = vs.v.Name + ": " + strings.TrimPrefix(m.Label, name+": ")
+					markers = append(markers, m)
+				}
+				if p.pop.Role == Hostile {
+					admitted = append(admitted, rateRow(vs.v.Name, col, p.pop.Series, func(iv Interval) int64 { return iv.Accepted }))
 				}
 			}
 		}
-		c, err := spectrumChart(fmt.Sprintf("%s (%s): response time by variant", name, role), lines)
-		if err != nil {
-			return nil, err
+		switch {
+		case !replies:
+			notes = append(notes, fmt.Sprintf("%s (%s) got no replies in any variant: no response-time chart.", name, role))
+		case !nonZero:
+			notes = append(notes, fmt.Sprintf("%s (%s) had only zero latencies in every variant: no response-time chart.", name, role))
 		}
-		if c != nil {
-			out = append(out, c)
+		if err := add(spectrumChart(fmt.Sprintf("%s (%s): response time by variant", name, role), lines)); err != nil {
+			return nil, nil, err
+		}
+		if err := add(overTimeChart(fmt.Sprintf("%s (%s): response time over time by variant (p99 solid, p50 dashed)", name, role), series, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
+			return nil, nil, err
+		}
+		if role == string(Hostile) {
+			if err := add(rateChart(fmt.Sprintf("%s (%s): messages admitted per second over time by variant", name, role), "admitted per second", admitted, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[string]string) (variantView, error) {
@@ -923,25 +975,55 @@ func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[st
 	var spec []spectrumLine
 	var lines, honestLines, hostileLines []seriesLine
 	var pops []*Population
+	var silent, zero []string // populations with no replies, or only zero latencies: no spectrum
+	var markers, honestMarkers, hostileMarkers []liveMarker
+	var notSentRows []timeRow
 	for _, p := range vs.pops {
 		pops = append(pops, p.pop)
 		col := colorOf[p.pop.Name]
-		if p.resp != nil {
+		switch {
+		case p.resp == nil:
+			silent = append(silent, p.pop.Name)
+		case allZero(p.resp):
+			zero = append(zero, p.pop.Name)
+		default:
 			spec = append(spec, spectrumLine{Name: p.pop.Name, Color: col, Hist: p.resp})
 		}
 		sl := seriesLine{Name: p.pop.Name, Color: col, Series: p.pop.Series}
-		lines = append(lines, sl)
+		if p.resp != nil && !allZero(p.resp) {
+			lines = append(lines, sl)
+		}
+		ms := popMarkers(p.pop, col)
+		markers = append(markers, ms...)
 		if p.pop.Role == Hostile {
 			hostileLines = append(hostileLines, sl)
+			hostileMarkers = append(hostileMarkers, ms...)
 		} else {
 			honestLines = append(honestLines, sl)
+			honestMarkers = append(honestMarkers, ms...)
 		}
+		if p.notSent > 0 {
+			notSentRows = append(notSentRows, rateRow(p.pop.Name, col, p.pop.Series, func(iv Interval) int64 { return iv.NotSent }))
+		}
+	}
+	var noSpectrum []string
+	if len(silent) > 0 {
+		noSpectrum = append(noSpectrum, strings.Join(silent, ", ")+" got no replies (inputs and raw bytes are not answered)")
+	}
+	if len(zero) > 0 {
+		noSpectrum = append(noSpectrum, strings.Join(zero, ", ")+" had only zero latencies (replies in the same virtual instant)")
+	}
+	if len(noSpectrum) > 0 {
+		vv.ChartNotes = append(vv.ChartNotes, "No response-time chart for "+strings.Join(noSpectrum, "; ")+": there is no spectrum to draw.")
 	}
 	add := func(c *chart, err error) error {
 		if err != nil {
 			return err
 		}
 		if c != nil {
+			if c.Live, err = liveJSON(c.spec); err != nil {
+				return err
+			}
 			vv.Charts = append(vv.Charts, c)
 		}
 		return nil
@@ -949,23 +1031,32 @@ func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[st
 	if err := add(spectrumChart("Response time percentile spectrum per population", spec)); err != nil {
 		return vv, err
 	}
-	if err := add(overTimeChart("Response time percentiles over time (p99 solid, p50 dashed)", lines, r.Run.Warmup, r.Run.Duration)); err != nil {
+	if err := add(overTimeChart("Response time percentiles over time (p99 solid, p50 dashed; no line where an interval had no reply)", lines, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
 		return vv, err
 	}
 	if len(honestLines) > 0 {
-		c, err := dropsOverTimeChart("Honest drops by reason over time (stacked)", honestLines, r.Run.Warmup, r.Run.Duration, others)
+		c, err := dropsOverTimeChart("Honest drops by reason over time (stacked)", honestLines, r.Run.Warmup, r.Run.Duration, others, honestMarkers)
 		if err != nil {
 			return vv, err
 		}
 		if c == nil && hasSeries(honestLines) {
 			vv.Warnings = append(vv.Warnings, "No honest message was dropped in any interval.")
 		}
-		_ = add(c, nil)
-	}
-	if len(hostileLines) > 0 {
-		if err := add(dropsOverTimeChart("Hostile drops by reason over time (stacked)", hostileLines, r.Run.Warmup, r.Run.Duration, others)); err != nil {
+		if err := add(c, nil); err != nil {
 			return vv, err
 		}
+	}
+	if len(hostileLines) > 0 {
+		if err := add(dropsOverTimeChart("Hostile drops by reason over time (stacked; the server's reasons and the client's, without not-sent messages)", hostileLines, r.Run.Warmup, r.Run.Duration, others, hostileMarkers)); err != nil {
+			return vv, err
+		}
+	}
+	end := r.Run.Duration
+	if v.Stopped > 0 {
+		end = v.Stopped
+	}
+	if err := add(rateChart("Messages not sent over time, per population (the client's connection was down)", "not sent per second", notSentRows, r.Run.Warmup, end, markers)); err != nil {
+		return vv, err
 	}
 	if err := add(outcomeChart("Accepted and dropped share of sent messages, per population", pops, others)); err != nil {
 		return vv, err
