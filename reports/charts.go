@@ -32,6 +32,9 @@ type chart struct {
 	// liveSpec), "" for a chart that stays static.
 	Live template.JS
 	spec *liveSpec
+	// FloorNote is about the static chart alone (values drawn on its axis
+	// floor): the live chart leaves such values out.
+	FloorNote string
 }
 
 type legendItem struct {
@@ -358,14 +361,10 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	clamped := false
 	same := coinciding(lines)
 	defer func() {
-		var notes []string
-		if same != "" {
-			notes = append(notes, same)
-		}
+		c.Note = same
 		if clamped {
-			notes = append(notes, "Values below "+formatNs(yLo)+" (such as zero latencies) are drawn on the axis floor.")
+			c.FloorNote = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
 		}
-		c.Note = strings.Join(notes, " ")
 	}()
 	for _, l := range lines {
 		if l.Hist == nil || l.Hist.TotalCount() == 0 {
@@ -658,7 +657,7 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 			}
 			x := secs(iv.Start + iv.Length/2)
 			if float64(iv.P50) < yLo {
-				c.Note = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
+				c.FloorNote = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
 			}
 			cur50 = append(cur50, plotter.XY{X: x, Y: math.Max(float64(iv.P50), yLo)})
 			cur99 = append(cur99, plotter.XY{X: x, Y: math.Max(float64(iv.P99), yLo)})

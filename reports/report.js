@@ -1,5 +1,5 @@
 // sluice report: the interactive charts. Each figure with a live spec
-// (a <script type="application/json" class="live-data"> beside its SVG)
+// (its JSON in a script element of class live-data, beside its SVG)
 // is redrawn with uPlot, embedded above: hover for the values, drag to
 // zoom, double-click to reset, click a legend entry to hide or show its
 // series. Without scripts the SVG stays.

@@ -89,3 +89,23 @@ func TestRejectsScheduledThatDisagrees(t *testing.T) {
 		t.Fatalf("a scheduled that is not sent + not_sent: %v", err)
 	}
 }
+
+// Every measured threshold value carries its unit: counts and rates had
+// none ("measured 921.667" for bytes per second).
+func TestThresholdValuesHaveUnits(t *testing.T) {
+	for expr, want := range map[string]string{
+		"bytes.admitted_bytes_per_s <= 50000": "921.667 B/s",
+		"flood.admitted_per_s <= 50":          "921.667 msg/s",
+		"laggy.false_disconnects == 0":        "921.667 clients",
+		"all.drops.TableFull == 0":            "921.667 messages",
+		"flood.session.drops.Lockout > 0":     "921.667 sessions",
+		"honest.move.sent > 0":                "921.667 messages",
+	} {
+		if got := FormatThresholdValue(Threshold{Expr: expr, Value: 921.667}, nil); got != want {
+			t.Errorf("%s: %q, want %q", expr, got, want)
+		}
+	}
+	if got := FormatThresholdValue(Threshold{Expr: "x.p99 < 1ms", Value: 2500, Unit: UnitNs}, nil); got != "2.5 µs" {
+		t.Errorf("a duration: %q", got)
+	}
+}
