@@ -32,6 +32,9 @@ type chart struct {
 	// liveSpec), "" for a chart that stays static.
 	Live template.JS
 	spec *liveSpec
+	// LogNote: the live chart has a log latency axis, which leaves zeros
+	// out.
+	LogNote bool
 	// FloorNote is about the static chart alone (values drawn on its axis
 	// floor): the live chart leaves such values out.
 	FloorNote string
@@ -137,6 +140,7 @@ var (
 	populationColors = []string{"#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#B07AA1", "#9C755F", "#EDC948", "#FF9DA7", "#BAB0AC"}
 	variantColors    = []string{"#1F4E9E", "#D1495B", "#2A9D8F", "#8E5EA2", "#E9A23B", "#5A5A5A"}
 	acceptedColor    = "#2CA25F"
+	noOutcomeColor   = "#E3E3E3"
 	// Reasons use a palette of their own (ColorBrewer's Dark2 and Set3
 	// for the server's reasons, greys for what only the client sees), so
 	// a reason never takes a population's or a variant's colour.
@@ -842,6 +846,7 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 	reasons := sortedReasons(drops...)
 	names := make([]string, len(pops))
 	acc := make(plotter.Values, len(pops))
+	rest := make(plotter.Values, len(pops)) // no outcome
 	byReason := make([]plotter.Values, len(reasons))
 	for j := range reasons {
 		byReason[j] = make(plotter.Values, len(pops))
@@ -866,9 +871,12 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 		}
 		anySent = true
 		acc[row] = 100 * float64(accepted) / float64(sent)
+		left := 100 - acc[row]
 		for j, r := range reasons {
 			byReason[j][row] = 100 * float64(d[r]) / float64(sent)
+			left -= byReason[j][row]
 		}
+		rest[row] = math.Max(0, left)
 	}
 	if !anySent {
 		return nil, nil
@@ -903,6 +911,19 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 		p.Add(b)
 		prev = b
 		c.Legend = append(c.Legend, legendItem{Name: r, Color: reasonColor(r, others), Area: true})
+	}
+	// What is left of each bar is what had no recorded outcome.
+	if slices.ContainsFunc(rest, func(v float64) bool { return v > 0 }) {
+		b, err := plotter.NewBarChart(rest, barW)
+		if err != nil {
+			return nil, fmt.Errorf("reports: chart bars: %w", err)
+		}
+		b.Horizontal = true
+		b.Color = rgb(noOutcomeColor)
+		b.LineStyle.Width = 0
+		b.StackOn(prev)
+		p.Add(b)
+		c.Legend = append(c.Legend, legendItem{Name: "no outcome", Color: noOutcomeColor, Area: true})
 	}
 	h := vg.Length(math.Max(1.6, 0.8+0.4*float64(len(pops)))) * vg.Inch
 	svg, err := renderSVG(p, chartW, h, title)

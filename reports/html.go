@@ -894,6 +894,7 @@ func compareCharts(stats []*variantStats, r *Results) ([]*chart, []string, error
 			if c.Live, err = liveJSON(c.spec); err != nil {
 				return err
 			}
+			c.LogNote = c.spec != nil && c.spec.YUnit == "ns"
 			out = append(out, c)
 		}
 		return nil
@@ -1024,6 +1025,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[st
 			if c.Live, err = liveJSON(c.spec); err != nil {
 				return err
 			}
+			c.LogNote = c.spec != nil && c.spec.YUnit == "ns"
 			vv.Charts = append(vv.Charts, c)
 		}
 		return nil

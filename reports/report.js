@@ -50,8 +50,12 @@
           ctx.save();
           ctx.setLineDash([4, 3]);
           ctx.lineWidth = 1;
-          ctx.font = "11px sans-serif";
-          (spec.markers || []).forEach(function (m, i) {
+          // One line per moment; its labels stacked beside it, and each
+          // moment's labels a row below the last one's, so none overlap.
+          var row = 0, lastX = -1e9;
+          var px = window.devicePixelRatio || 1;
+          ctx.font = Math.round(11 * px) + "px sans-serif";
+          (spec.markers || []).slice().sort(function (a, b) { return a.x - b.x; }).forEach(function (m) {
             var x = Math.round(u.valToPos(m.x, "x", true));
             if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
             ctx.strokeStyle = m.color;
@@ -60,7 +64,9 @@
             ctx.lineTo(x, u.bbox.top + u.bbox.height);
             ctx.stroke();
             ctx.fillStyle = m.color;
-            ctx.fillText(m.label, x + 3, u.bbox.top + 12 + 12 * (i % 4));
+            row = x - lastX < 160 * px ? row + 1 : 0;
+            lastX = x;
+            ctx.fillText(m.label, x + 3 * px, u.bbox.top + 12 * px * (1 + row % 8));
           });
           ctx.restore();
         }
