@@ -21,10 +21,14 @@ var reportTemplate string
 
 var pageTmpl = template.Must(template.New("report").Parse(reportTemplate))
 
-// WriteHTML writes r as one self-contained HTML page: inline CSS and SVG
-// charts, no scripts, nothing fetched at view time. It shows a headline per
-// variant with its thresholds, the policy comparison side by side with
-// deltas against the first variant, and per variant the response-time
+// WriteHTML writes r as one self-contained HTML page: inline CSS, SVG
+// charts that show with scripts off and an inline script (the vendored
+// uPlot and the page's own) that makes them interactive; nothing is
+// fetched at view time. It opens with a verdict in plain sentences, then
+// shows a headline per variant with each population's measures and its
+// thresholds, the policy comparison side by side with deltas against the
+// first variant (and the same measures over time across variants), the
+// definition of every count and reason, and per variant the response-time
 // percentile spectrum per population, percentiles over time, drops by
 // reason over time (honest and hostile populations apart), accepted and
 // dropped shares per population, per-kind tables, and the environment.
