@@ -36,12 +36,6 @@ var reasonMeanings = map[string]string{
 	"Failed":        "the server's own handler refused the request after every limit passed",
 }
 
-// serverReason reports whether a drop reason is a decision of the server
-// (a core.Reason), as opposed to what only the client saw.
-func serverReason(name string) bool {
-	return strings.HasPrefix(reasonMeanings[name], "the server:")
-}
-
 // countDefs defines the counts and rates every table of the page uses.
 func countDefs() []kv {
 	return []kv{
@@ -170,19 +164,6 @@ func lostPlayersOrMessages(base, vs *variantStats, name string) string {
 		return ""
 	}
 	return "not better: " + strings.Join(parts, ", ") + "; this is the latency of what got through"
-}
-
-// lostHonest is lostPlayersOrMessages over every honest population.
-func lostHonest(base, vs *variantStats) string {
-	for _, p := range vs.pops {
-		if p.pop.Role == Hostile {
-			continue
-		}
-		if n := lostPlayersOrMessages(base, vs, p.pop.Name); n != "" {
-			return p.pop.Name + ": " + n
-		}
-	}
-	return ""
 }
 
 // sameShare reports whether two shares read the same as the report shows
