@@ -639,6 +639,9 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 			return nil, err
 		}
 		for _, iv := range ivs {
+			// Every interval is on the grid; one with no reply (or a zero,
+			// which a log axis cannot show) is a gap.
+			r99.at[iv.Start], r50.at[iv.Start] = math.NaN(), math.NaN()
 			if iv.Responses > 0 && iv.P99 > 0 {
 				r99.at[iv.Start] = float64(iv.P99)
 			}
@@ -646,7 +649,7 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 				r50.at[iv.Start] = float64(iv.P50)
 			}
 		}
-		if len(r99.at) > 0 {
+		if slices.ContainsFunc(ivs, func(iv Interval) bool { return iv.Responses > 0 }) {
 			rows = append(rows, r99, r50)
 		}
 		var p50, p99 []plotter.XYs
