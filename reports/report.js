@@ -101,7 +101,8 @@
           label: spec.xLabel,
           splits: spec.x === "nines" ? function (u, i, lo, hi) {
             var out = [];
-            [0, Math.log10(2)].forEach(function (v) { if (v >= lo && v <= hi) out.push(v); });
+            // 50% sits close to 0%: only where there is room for both.
+            (u.width < 560 ? [0] : [0, Math.log10(2)]).forEach(function (v) { if (v >= lo && v <= hi) out.push(v); });
             for (var n = 1; n <= hi + 1e-9; n++) if (n >= lo) out.push(n);
             if (out.length < 2) out = [lo, hi];
             return out;

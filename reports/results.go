@@ -286,8 +286,8 @@ func (k *KindStats) IsSessions() bool { return k.Kind == SessionKind }
 // (malformed frames, random bytes, lying lengths, a frame dribbled a few
 // bytes at a time) and the server's decisions on the frames it read that
 // no other kind describes. The client cannot know how the server will
-// delimit such bytes, so the row counts two things: Sent and the reasons
-// only the client sees (NotSent, Disconnected...) count writes, while
+// delimit such bytes, so the row counts two things: Sent, NotSent and the
+// reasons only the client sees (Disconnected...) count writes, while
 // Accepted and the server's reasons (Malformed, Oversize...) count frames,
 // and may outnumber the writes. No rate divides the one by the other: the
 // row has no drop rate, nor has a population that wrote raw bytes (its raw
