@@ -40,7 +40,7 @@ var reasonMeanings = map[string]string{
 func countDefs() []kv {
 	return []kv{
 		{"scheduled", "messages the behaviour's schedule asked the client to send: sent + not sent"},
-		{"sent", "messages the client wrote to its connection"},
+		{"sent", "messages the client wrote to its connection (a request the server decided and whose reply the client then lost counts under both outcomes, and twice here, so that no total exceeds sent)"},
 		{"not sent", "messages the client never wrote, because its connection was down (disconnected, locked out, or not yet reconnected) or its held buffer was full; the server never saw them, so they are neither sent nor dropped"},
 		{"accepted", "messages the server accepted"},
 		{"dropped", "messages sent that the server refused (its reason) or whose reply the client lost (the client's reason); see the reasons below"},
