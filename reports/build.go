@@ -212,8 +212,13 @@ func (p *Population) Kind(name string) *KindStats {
 }
 
 // Drop adds n drops for reason (a stable reason name, see KnownReasons).
+// NotSentReason is no drop: it adds n to NotSent.
 func (k *KindStats) Drop(reason string, n int64) {
 	if n == 0 {
+		return
+	}
+	if reason == NotSentReason {
+		k.NotSent += n
 		return
 	}
 	if k.Drops == nil {
@@ -224,7 +229,9 @@ func (k *KindStats) Drop(reason string, n int64) {
 
 // AddInterval appends one time-series point: sent, accepted and drops (by
 // reason name; the map is copied) of every kind in [start, start+length),
-// and the interval's response times rt (nil when none were recorded), whose
+// (a NotSentReason entry counts in NotSent, not as a drop: those messages
+// were never written), and the interval's response times rt (nil when none
+// were recorded), whose
 // p50 and p99 are computed and whose encoding is kept for the .hlog export.
 // Intervals must be appended in time order.
 func (p *Population) AddInterval(start, length time.Duration, sent, accepted int64, drops map[string]int64, rt *hdrhistogram.Histogram) error {
@@ -236,6 +243,10 @@ func (p *Population) AddInterval(start, length time.Duration, sent, accepted int
 	}
 	iv := Interval{Start: start, Length: length, Sent: sent, Accepted: accepted}
 	for r, n := range drops {
+		if r == NotSentReason {
+			iv.NotSent += n
+			continue
+		}
 		if n != 0 {
 			if iv.Drops == nil {
 				iv.Drops = make(map[string]int64, len(drops))
@@ -288,12 +299,18 @@ func (r *Results) Finalize() error {
 				errs = append(errs, fmt.Errorf("variant %q: %w", v.Name, err))
 				continue
 			}
+			for _, k := range p.Kinds {
+				k.Scheduled = 0
+				if !k.IsSessions() {
+					k.Scheduled = k.Sent + k.NotSent
+				}
+			}
 			s := &p.Summary
-			s.Sent, s.Accepted, s.Dropped = ps.sent, ps.accepted, ps.drop
-			s.DropRate, s.NoDropRate = nil, ps.noRate
+			s.Scheduled, s.Sent, s.NotSent, s.Accepted, s.Dropped = ps.sent+ps.notSent, ps.sent, ps.notSent, ps.accepted, ps.drop
+			s.DropRate, s.LossRate, s.NoDropRate = nil, nil, ps.noRate
 			if ps.noRate == "" {
-				rate := ps.dropRate
-				s.DropRate = &rate
+				rate, loss := ps.dropRate, ps.lossRate
+				s.DropRate, s.LossRate = &rate, &loss
 			}
 			// With no measured time computePop keeps the summary's own rates
 			// (for the page); derived here, they are 0.

@@ -28,6 +28,16 @@ type chart struct {
 	Note   string
 	SVG    template.HTML
 	Legend []legendItem
+	// Live is the chart's data for the page's interactive charts (see
+	// liveSpec), "" for a chart that stays static.
+	Live template.JS
+	spec *liveSpec
+	// LogNote: the live chart has a log latency axis, which leaves zeros
+	// out.
+	LogNote bool
+	// FloorNote is about the static chart alone (values drawn on its axis
+	// floor): the live chart leaves such values out.
+	FloorNote string
 }
 
 type legendItem struct {
@@ -129,17 +139,22 @@ func renderSVG(p *plot.Plot, w, h vg.Length, label string) (out template.HTML, e
 var (
 	populationColors = []string{"#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#B07AA1", "#9C755F", "#EDC948", "#FF9DA7", "#BAB0AC"}
 	variantColors    = []string{"#1F4E9E", "#D1495B", "#2A9D8F", "#8E5EA2", "#E9A23B", "#5A5A5A"}
-	acceptedColor    = "#59A14F"
-	reasonColors     = map[string]string{
-		"ChannelLimit": "#4E79A7", "ByteLimit": "#F28E2B", "FrameLimit": "#E15759",
-		"AccountLimit": "#76B7B2", "MatchLimit": "#EDC948", "AddressLimit": "#B07AA1",
-		"InFlightLimit": "#FF9DA7", "Oversize": "#9C755F", "Malformed": "#D37295",
-		"Duplicate": "#A0CBE8", "Replay": "#FFBE7D", "NoSession": "#86BCB6",
-		"Locked": "#F1CE63", "Lockout": "#7B3294", "TableFull": "#499894",
-		"QueueFull": "#FABFD2", "Closed": "#79706E", "ConnLimit": "#D4A6C8", "NotSent": "#BAB0AC",
-		"Timeout": "#3B3B3B", "Disconnected": "#B6992D", "Refused": "#C85200",
+	acceptedColor    = "#2CA25F"
+	noOutcomeColor   = "#E3E3E3"
+	// Reasons use a palette of their own (ColorBrewer's Dark2 and Set3
+	// for the server's reasons, greys for what only the client sees), so
+	// a reason never takes a population's or a variant's colour.
+	reasonColors = map[string]string{
+		"ChannelLimit": "#1B9E77", "ByteLimit": "#D95F02", "FrameLimit": "#7570B3",
+		"AccountLimit": "#E7298A", "MatchLimit": "#66A61E", "AddressLimit": "#E6AB02",
+		"InFlightLimit": "#A6761D", "Oversize": "#8DD3C7", "Malformed": "#BEBADA",
+		"Duplicate": "#FB8072", "Replay": "#80B1D3", "NoSession": "#FDB462",
+		"Locked": "#B3DE69", "Lockout": "#3F007D", "TableFull": "#FCCDE5",
+		"QueueFull": "#BC80BD", "Closed": "#CCEBC5", "ConnLimit": "#FFED6F", "NotSent": "#D9D9D9",
+		"Timeout": "#252525", "Disconnected": "#636363", "Refused": "#969696",
+		"Overflow": "#BDBDBD", "UnknownReason": "#737373", "Failed": "#525252",
 	}
-	otherReasonColors = []string{"#8C8C8C", "#5F9EA0", "#BC8F8F", "#6B8E23", "#A0522D"}
+	otherReasonColors = []string{"#8C6D31", "#843C39", "#7B4173", "#637939", "#3182BD"}
 )
 
 func pick(p []string, i int) string { return p[i%len(p)] }
@@ -350,14 +365,10 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 	clamped := false
 	same := coinciding(lines)
 	defer func() {
-		var notes []string
-		if same != "" {
-			notes = append(notes, same)
-		}
+		c.Note = same
 		if clamped {
-			notes = append(notes, "Values below "+formatNs(yLo)+" (such as zero latencies) are drawn on the axis floor.")
+			c.FloorNote = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
 		}
-		c.Note = strings.Join(notes, " ")
 	}()
 	for _, l := range lines {
 		if l.Hist == nil || l.Hist.TotalCount() == 0 {
@@ -390,6 +401,7 @@ func spectrumChart(title string, lines []spectrumLine) (*chart, error) {
 		return nil, err
 	}
 	c.SVG = svg
+	c.spec = spectrumLive(lines, "percentile")
 	return c, nil
 }
 
@@ -516,6 +528,7 @@ func group(s []Interval, limit int, latencies bool) ([]Interval, error) {
 		for _, iv := range s[i:min(i+per, len(s))] {
 			g.Length = iv.Start + iv.Length - g.Start
 			g.Sent += iv.Sent
+			g.NotSent += iv.NotSent
 			g.Accepted += iv.Accepted
 			for r, n := range iv.Drops {
 				if g.Drops == nil {
@@ -585,7 +598,7 @@ func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // overTimeChart draws p50 (dashed) and p99 (solid) response time per
 // interval for each population.
-func overTimeChart(title string, lines []seriesLine, warmup, duration time.Duration) (*chart, error) {
+func overTimeChart(title string, lines []seriesLine, warmup, duration time.Duration, markers []liveMarker) (*chart, error) {
 	yLo, yHi := math.Inf(1), 0.0
 	xHi := secs(duration)
 	seen := false
@@ -614,13 +627,33 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 	if err := addWarmup(p, c, warmup, p.Y.Min, p.Y.Max); err != nil {
 		return nil, err
 	}
+	if err := addMarkers(c, markers, p.Y.Min, p.Y.Max, func(xys plotter.XYs, col string) error { return addLine(p, xys, col, true, 0.8) }); err != nil {
+		return nil, err
+	}
+	var rows []timeRow
 	for _, l := range lines {
-		var p50, p99 []plotter.XYs
-		var cur50, cur99 plotter.XYs
+		r99 := timeRow{label: l.Name + " p99", color: l.Color, at: map[time.Duration]float64{}}
+		r50 := timeRow{label: l.Name + " p50", color: l.Color, dash: true, at: map[time.Duration]float64{}}
 		ivs, err := group(l.Series, maxPoints, true)
 		if err != nil {
 			return nil, err
 		}
+		for _, iv := range ivs {
+			// Every interval is on the grid; one with no reply (or a zero,
+			// which a log axis cannot show) is a gap.
+			r99.at[iv.Start], r50.at[iv.Start] = math.NaN(), math.NaN()
+			if iv.Responses > 0 && iv.P99 > 0 {
+				r99.at[iv.Start] = float64(iv.P99)
+			}
+			if iv.Responses > 0 && iv.P50 > 0 {
+				r50.at[iv.Start] = float64(iv.P50)
+			}
+		}
+		if slices.ContainsFunc(ivs, func(iv Interval) bool { return iv.Responses > 0 }) {
+			rows = append(rows, r99, r50)
+		}
+		var p50, p99 []plotter.XYs
+		var cur50, cur99 plotter.XYs
 		for _, iv := range ivs {
 			if iv.Responses == 0 {
 				if len(cur50) > 0 {
@@ -631,7 +664,7 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 			}
 			x := secs(iv.Start + iv.Length/2)
 			if float64(iv.P50) < yLo {
-				c.Note = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
+				c.FloorNote = "Values below " + formatNs(yLo) + " (such as zero latencies) are drawn on the axis floor."
 			}
 			cur50 = append(cur50, plotter.XY{X: x, Y: math.Max(float64(iv.P50), yLo)})
 			cur99 = append(cur99, plotter.XY{X: x, Y: math.Max(float64(iv.P99), yLo)})
@@ -659,7 +692,16 @@ func overTimeChart(title string, lines []seriesLine, warmup, duration time.Durat
 		return nil, err
 	}
 	c.SVG = svg
+	c.spec = timeLive("response time", "ns", false, rows, withWarmup(markers, warmup))
 	return c, nil
+}
+
+// withWarmup adds the end of the warm-up to a chart's markers.
+func withWarmup(ms []liveMarker, warmup time.Duration) []liveMarker {
+	if warmup <= 0 {
+		return ms
+	}
+	return append([]liveMarker{{X: warmup.Seconds(), Label: "end of warmup", Color: warmupColor}}, ms...)
 }
 
 const warmupColor = "#9A9A9A"
@@ -679,7 +721,7 @@ func addWarmup(p *plot.Plot, c *chart, warmup time.Duration, yLo, yHi float64) e
 
 // dropsOverTimeChart stacks the drops per second by reason, summed over the
 // given populations, per interval.
-func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.Duration, others map[string]string) (*chart, error) {
+func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.Duration, others map[string]string, markers []liveMarker) (*chart, error) {
 	type slot struct {
 		start, length time.Duration
 		drops         map[string]int64
@@ -759,11 +801,25 @@ func dropsOverTimeChart(title string, lines []seriesLine, warmup, duration time.
 	if err := addWarmup(p, c, warmup, 0, yTop); err != nil {
 		return nil, err
 	}
+	if err := addMarkers(c, markers, 0, yTop, func(xys plotter.XYs, col string) error { return addLine(p, xys, col, true, 0.8) }); err != nil {
+		return nil, err
+	}
 	svg, err := renderSVG(p, chartW, chartH, title)
 	if err != nil {
 		return nil, err
 	}
 	c.SVG = svg
+	var rows []timeRow
+	for _, r := range reasons {
+		row := timeRow{label: r, color: reasonColor(r, others), at: map[time.Duration]float64{}}
+		for _, st := range order {
+			sl := byStart[st]
+			row.at[st] = float64(sl.drops[r]) / secs(sl.length)
+		}
+		rows = append(rows, row)
+	}
+	c.spec = timeLive("drops per second", "/s", true, rows, withWarmup(markers, warmup))
+	c.Note = "Interactive: one line per reason, not stacked."
 	return c, nil
 }
 
@@ -793,6 +849,7 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 	reasons := sortedReasons(drops...)
 	names := make([]string, len(pops))
 	acc := make(plotter.Values, len(pops))
+	rest := make(plotter.Values, len(pops)) // no outcome
 	byReason := make([]plotter.Values, len(reasons))
 	for j := range reasons {
 		byReason[j] = make(plotter.Values, len(pops))
@@ -817,9 +874,12 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 		}
 		anySent = true
 		acc[row] = 100 * float64(accepted) / float64(sent)
+		left := 100 - acc[row]
 		for j, r := range reasons {
 			byReason[j][row] = 100 * float64(d[r]) / float64(sent)
+			left -= byReason[j][row]
 		}
+		rest[row] = math.Max(0, left)
 	}
 	if !anySent {
 		return nil, nil
@@ -854,6 +914,19 @@ func outcomeChart(title string, all []*Population, others map[string]string) (*c
 		p.Add(b)
 		prev = b
 		c.Legend = append(c.Legend, legendItem{Name: r, Color: reasonColor(r, others), Area: true})
+	}
+	// What is left of each bar is what had no recorded outcome.
+	if slices.ContainsFunc(rest, func(v float64) bool { return v > 0 }) {
+		b, err := plotter.NewBarChart(rest, barW)
+		if err != nil {
+			return nil, fmt.Errorf("reports: chart bars: %w", err)
+		}
+		b.Horizontal = true
+		b.Color = rgb(noOutcomeColor)
+		b.LineStyle.Width = 0
+		b.StackOn(prev)
+		p.Add(b)
+		c.Legend = append(c.Legend, legendItem{Name: "no outcome", Color: noOutcomeColor, Area: true})
 	}
 	h := vg.Length(math.Max(1.6, 0.8+0.4*float64(len(pops)))) * vg.Inch
 	svg, err := renderSVG(p, chartW, h, title)

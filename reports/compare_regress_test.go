@@ -73,7 +73,7 @@ func TestVariantThatMeasuredNothingIsNotBetter(t *testing.T) {
 		r.Variants[1].Stopped = time.Second // interrupted during the warm-up
 		r.Variants[1].Invalid = []string{"stopped"}
 		c := comparisonOf(t, r)
-		for _, m := range [][2]string{{"all honest", "drop rate"}, {"all hostile", "admitted messages"}, {"all hostile", "admitted bytes"}, {"flood (hostile)", "admitted messages"}} {
+		for _, m := range [][2]string{{"all honest", "loss"}, {"all hostile", "admitted messages"}, {"all hostile", "admitted bytes"}, {"flood (hostile)", "admitted messages"}} {
 			cell := findRow(t, c.Rows, m[0], m[1]).Cells[1]
 			assert.Empty(t, cell.Class, "%s %s (counted %v): %q %q", m[0], m[1], counted, cell.Value, cell.Delta)
 		}
@@ -141,12 +141,13 @@ func TestHlogNamesCannotSetTheTimeBase(t *testing.T) {
 	}
 }
 
-// A hostile population's drop rate is not coloured: dropped/sent leaves
-// out messages neither accepted nor dropped, so a higher one can go with
-// more admitted. The fixture's numbers are those of one run of
-// policy-compare at --duration 2s (flood, balanced against loose): loose
-// admits 1.9 times as much with the higher drop rate (121 messages in
-// balanced had no outcome).
+// A hostile population's drop rate is not coloured better or worse by
+// itself: dropped/sent leaves out messages neither accepted nor dropped,
+// so a higher one can go with more admitted. The fixture's numbers are
+// those of one run of policy-compare at --duration 2s (flood, balanced
+// against loose): loose admits 1.9 times as much with a drop rate that
+// barely moved (121 messages in balanced had no outcome). That must not
+// read as neutral: the cell is marked worse and says why.
 func TestHostileDropRateIsNotColoured(t *testing.T) {
 	r := twoVariants(t)
 	set := func(v *Variant, sent, acc, drop int64) {
@@ -157,9 +158,46 @@ func TestHostileDropRateIsNotColoured(t *testing.T) {
 	set(r.Variants[0], 18376, 94, 18161)
 	set(r.Variants[1], 18371, 176, 18195)
 	c := comparisonOf(t, r)
-	dr := findRow(t, c.Rows, "flood (hostile)", "drop rate").Cells[1]
+	dr := findRow(t, c.Rows, "flood (hostile)", "drop rate (of sent)").Cells[1]
 	ad := findRow(t, c.Rows, "flood (hostile)", "admitted messages").Cells[1]
+	assert.Equal(t, "worse", ad.Class)
 	assert.Empty(t, dr.Class, "a hostile drop rate %s (%s) is coloured, while admitted %s (%s) is %s", dr.Value, dr.Delta, ad.Value, ad.Delta, ad.Class)
+	// 13 times as much admitted, drop rate within a point: flagged.
+	set(r.Variants[1], 18371-94, 94*13, 0) // its drops stay 18195
+	c = comparisonOf(t, r)
+	dr = findRow(t, c.Rows, "flood (hostile)", "drop rate (of sent)").Cells[1]
+	assert.Equal(t, "worse", dr.Class, "drop rate %s (%s) while admitted rose 13x", dr.Value, dr.Delta)
+	assert.Contains(t, dr.Note, "barely moved while admitted messages rose 13")
+}
+
+// A latency delta on a population that lost players or messages is not
+// judged better: policy-compare's tight disconnected 14 of 16 laggy
+// players, and their p99 fell 7.4% (the survivors'). The cell is not
+// green and says why beside it.
+func TestSurvivorLatencyIsNotBetter(t *testing.T) {
+	r := twoVariants(t)
+	for i, v := range r.Variants {
+		k := v.Population("honest").Kind("move")
+		k.Sent, k.Accepted = 1000, 1000
+		h := hdrhistogram.New(1, int64(time.Minute), 3)
+		lat := int64(981_000_000)
+		if i == 1 {
+			k.Sent, k.Accepted, k.NotSent = 400, 300, 600
+			k.Drop("ChannelLimit", 100)
+			v.Population("honest").Summary.FalseDisconnects = 14
+			lat = 909_000_000
+		}
+		require.NoError(t, h.RecordValue(lat))
+		require.NoError(t, k.AddHistogram(ResponseTime, h))
+	}
+	c := comparisonOf(t, r)
+	p99 := findRow(t, c.Rows, "honest (honest)", "p99 response").Cells[1]
+	assert.NotEqual(t, "better", p99.Class, "p99 %s (%s) of the survivors is coloured better", p99.Value, p99.Delta)
+	assert.Contains(t, p99.Note, "14 more players disconnected")
+	loss := findRow(t, c.Rows, "honest (honest)", "loss").Cells[1]
+	assert.Equal(t, "worse", loss.Class)
+	page := renderHTML(t, r)
+	assert.Contains(t, page, `<span class="note">not better: 14 more players disconnected`)
 }
 
 // RenderFiles replaces an earlier run's histogram files (a variant this

@@ -11,7 +11,11 @@
 // # The file format
 //
 // A results file is one JSON object whose "schema_version" is SchemaVersion.
-// Readers reject any other version, unknown fields, trailing data,
+// Readers convert a file of an older version from OldestSchemaVersion on
+// (version 5 counted a message never written as a NotSent drop in sent;
+// version 6 counts it in not_sent, apart from sent and drops, and records
+// scheduled = sent + not_sent). They reject any other version, unknown
+// fields, trailing data,
 // truncated files and files no run writes (no variants, a variant with no
 // populations, a threshold over a population the variant lacks, an unknown
 // drop reason) with errors that name the problem (see ErrVersion,
@@ -46,8 +50,11 @@
 //
 // WriteHGRM writes HdrHistogram's percentile-distribution text (.hgrm),
 // WriteHlog the interval-histogram log (.hlog), and WriteHTML one
-// self-contained HTML page (inline SVG charts drawn with gonum.org/v1/plot, no
-// network access at view time).
+// self-contained HTML page, with no network access at view time: a verdict
+// built from the measurements, inline SVG charts drawn with
+// gonum.org/v1/plot that show with scripts off, and the same charts made
+// interactive by the vendored uPlot library (assets/uplot) embedded in the
+// page.
 //
 // # Concurrency
 //

@@ -21,10 +21,14 @@ var reportTemplate string
 
 var pageTmpl = template.Must(template.New("report").Parse(reportTemplate))
 
-// WriteHTML writes r as one self-contained HTML page: inline CSS and SVG
-// charts, no scripts, nothing fetched at view time. It shows a headline per
-// variant with its thresholds, the policy comparison side by side with
-// deltas against the first variant, and per variant the response-time
+// WriteHTML writes r as one self-contained HTML page: inline CSS, SVG
+// charts that show with scripts off and an inline script (the vendored
+// uPlot and the page's own) that makes them interactive; nothing is
+// fetched at view time. It opens with a verdict in plain sentences, then
+// shows a headline per variant with each population's measures and its
+// thresholds, the policy comparison side by side with deltas against the
+// first variant (and the same measures over time across variants), the
+// definition of every count and reason, and per variant the response-time
 // percentile spectrum per population, percentiles over time, drops by
 // reason over time (honest and hostile populations apart), accepted and
 // dropped shares per population, per-kind tables, and the environment.
@@ -59,8 +63,10 @@ func writeHTML(w io.Writer, r *Results) error {
 type popStats struct {
 	pop                    *Population
 	sent, accepted, drop   int64
-	dropRate               float64
-	noRate                 string // why there is no drop rate (Population.NoDropRate); dropRate is 0 then
+	notSent                int64   // scheduled but never written: not in sent, not a drop
+	dropRate               float64 // drop ÷ sent
+	lossRate               float64 // (drop + notSent) ÷ (sent + notSent): what the clients lost
+	noRate                 string  // why there is no drop rate (Population.NoDropRate); dropRate is 0 then
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
 	q                      Quantiles
@@ -72,6 +78,7 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	var rts []*Histogram
 	for k := range p.MessageKinds() {
 		s.sent += k.Sent
+		s.notSent += k.NotSent
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
 		acceptedBytes += k.AcceptedBytes
@@ -80,6 +87,9 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	s.noRate = p.NoDropRate()
 	if s.sent > 0 && s.noRate == "" {
 		s.dropRate = float64(s.drop) / float64(s.sent)
+	}
+	if sched := s.sent + s.notSent; sched > 0 && s.noRate == "" {
+		s.lossRate = float64(s.drop+s.notSent) / float64(sched)
 	}
 	if sec := measured.Seconds(); sec > 0 {
 		s.admittedPS = float64(s.accepted) / sec
@@ -100,6 +110,7 @@ type variantStats struct {
 	v                      *Variant
 	pops                   []*popStats
 	honestSent, honestDrop int64
+	honestNotSent          int64
 	honestNoRate           []*Population // honest populations with no drop rate: then the honest total has none
 	honestResp             *hdrhistogram.Histogram
 	hostileAdmittedPS      float64
@@ -129,6 +140,7 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 		vs.hasHonest = true
 		vs.honestSent += ps.sent
 		vs.honestDrop += ps.drop
+		vs.honestNotSent += ps.notSent
 		if ps.noRate != "" {
 			vs.honestNoRate = append(vs.honestNoRate, p)
 		}
@@ -140,6 +152,15 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 	}
 	vs.honestResp = mergeDecoded(honest)
 	return vs, nil
+}
+
+// honestLossRate is the honest populations' loss together: dropped and
+// not sent over scheduled.
+func (vs *variantStats) honestLossRate() float64 {
+	if sched := vs.honestSent + vs.honestNotSent; sched > 0 {
+		return float64(vs.honestDrop+vs.honestNotSent) / float64(sched)
+	}
+	return 0
 }
 
 func (vs *variantStats) honestDropRate() float64 {
@@ -158,32 +179,49 @@ func (vs *variantStats) honestHasRate() bool {
 
 // The page's view model.
 type page struct {
-	Title       string
-	Run         []kv
-	Description string
-	Incomplete  bool
-	Headlines   []headline
-	Comparison  comparison
-	Compare     []*chart
-	Variants    []variantView
-	Environment []kv
-	SchemaVer   int
-	SluiceVer   string
+	Title        string
+	Run          []kv
+	Description  string
+	Incomplete   bool
+	Verdict      []string // plain sentences: which variant is best, and at what
+	NotRun       []string // variants the run planned that never ran
+	CountDefs    []kv     // what every count and rate means
+	ReasonDefs   []kv     // what every drop reason on the page means
+	Headlines    []headline
+	Comparison   comparison
+	Compare      []*chart
+	CompareNotes []string // why a population has no chart by variant
+	UplotCSS     template.CSS
+	UplotJS      template.JS
+	ReportJS     template.JS
+	Variants     []variantView
+	Environment  []kv
+	SchemaVer    int
+	SluiceVer    string
 }
 
 type kv struct{ K, V string }
 
 type headline struct {
-	Anchor, Name, Color            string
-	HonestDropRate, HonestP99      string
-	HostileAdmitted, HostileBytes  string
-	FalseDisconnects, FalseLockout string
-	Verdict                        string // Variant.Verdict
-	Badge                          string // the verdict's style: "pass", "fail", "expected" or "" (no thresholds)
-	Description, ExpectNote        string
-	Thresholds                     []thresholdView
-	NotApplicable                  []string // thresholds the run could not measure (Variant.NotApplicable)
-	Invalid                        []string
+	Anchor, Name, Color     string
+	Honest, Hostile         []popHeadline
+	NoHonest, NoHostile     bool
+	Verdict                 string // Variant.Verdict
+	Badge                   string // the verdict's style: "pass", "fail", "expected" or "" (no thresholds)
+	Description, ExpectNote string
+	Thresholds              []thresholdView
+	NotApplicable           []string // thresholds the run could not measure (Variant.NotApplicable)
+	Invalid                 []string
+}
+
+// popHeadline is one population's headline in a variant's card: for an
+// honest one its loss, p99 and players lost; for a hostile one what it got
+// through, and how many of its clients were cut off.
+type popHeadline struct {
+	Name, Color          string
+	Loss, P99, Lost      string
+	Admitted, Bytes, Cut string
+	Note                 string // why a measure is not what it seems
 }
 
 type thresholdView struct {
@@ -205,6 +243,7 @@ type cmpHead struct {
 
 type cmpRow struct {
 	Group, Measure string
+	Headline       bool // one of the measures the CLI's summary prints
 	Cells          []cmpCell
 	First          bool // first row of its group: the group cell spans Span rows
 	Span           int
@@ -212,6 +251,7 @@ type cmpRow struct {
 
 type cmpCell struct {
 	Value, Delta string
+	Note         string // why the delta is not judged as its direction says
 	Class        string // "better", "worse" or ""
 	Partial      bool   // the value of an incomplete variant
 }
@@ -228,13 +268,15 @@ type variantView struct {
 	PopRows         []popRow
 	KindRows        []kindRow
 	NoDataNote      string
-	NoRateNote      string // why some populations show no drop rate
+	ChartNotes      []string // why a population has no chart
+	NoRateNote      string   // why some populations show no drop rate
 	ThresholdsTotal int
 }
 
 type popRow struct {
 	Name, Color, Behaviour, Role, Clients string
 	Sent, Accepted, Dropped, DropRate     string
+	Scheduled, NotSent, Loss              string
 	P50, P99, Max                         string
 	False, Admitted, AdmittedB            string
 	CutOff, CutOffTimes                   string
@@ -243,6 +285,7 @@ type popRow struct {
 
 type kindRow struct {
 	Population, Kind, Sent, Accepted, Dropped, DropRate string
+	Scheduled, NotSent                                  string
 	NoOutcome                                           string
 	Reasons                                             []string
 	P50, P90, P99, P999, Max                            string
@@ -260,6 +303,8 @@ func buildPage(r *Results) (*page, error) {
 		SluiceVer:   r.Environment.SluiceVersion,
 	}
 	pg.Run = runFacts(r)
+	pg.NotRun = r.NotRun()
+	pg.UplotCSS, pg.UplotJS, pg.ReportJS = template.CSS(uplotCSS), template.JS(uplotJS), template.JS(reportJS) //nolint:gosec // vendored, embedded files
 	pg.Environment = envFacts(r.Environment)
 
 	var stats []*variantStats
@@ -270,20 +315,24 @@ func buildPage(r *Results) (*page, error) {
 		}
 		stats = append(stats, vs)
 	}
+	colorOf := populationColorMap(stats)
 	for i, vs := range stats {
-		pg.Headlines = append(pg.Headlines, makeHeadline(i, vs))
+		pg.Headlines = append(pg.Headlines, makeHeadline(i, vs, stats[0], colorOf))
 	}
+	pg.Verdict = verdict(stats, r)
+	pg.CountDefs = countDefs()
+	pg.ReasonDefs = reasonDefs(stats)
 	pg.Comparison = makeComparison(stats, r)
 	if len(stats) > 1 {
-		cs, err := compareCharts(stats)
+		cs, notes, err := compareCharts(stats, r)
 		if err != nil {
 			return nil, err
 		}
-		pg.Compare = cs
+		pg.Compare, pg.CompareNotes = cs, notes
 	}
 	others := map[string]string{}
 	for i, vs := range stats {
-		vv, err := makeVariantView(i, vs, r, others)
+		vv, err := makeVariantView(i, vs, r, others, colorOf)
 		if err != nil {
 			return nil, err
 		}
@@ -424,22 +473,18 @@ func fmtLatency(ns int64, have bool) string {
 	return formatNs(float64(ns))
 }
 
-func makeHeadline(i int, vs *variantStats) headline {
+func makeHeadline(i int, vs, base *variantStats, colorOf map[string]string) headline {
 	v := vs.v
 	h := headline{
-		Anchor:           fmt.Sprintf("variant-%d", i+1),
-		Name:             v.Name,
-		Color:            pick(variantColors, i),
-		HonestDropRate:   "no honest population",
-		HonestP99:        "–",
-		HostileAdmitted:  "no hostile population",
-		HostileBytes:     "",
-		FalseDisconnects: "–",
-		FalseLockout:     "–",
-		Invalid:          v.Invalid,
-		Verdict:          v.Verdict(),
-		Description:      v.Description,
-		ExpectNote:       v.ExpectNote(),
+		Anchor:      fmt.Sprintf("variant-%d", i+1),
+		Name:        v.Name,
+		Color:       pick(variantColors, i),
+		NoHonest:    !vs.hasHonest,
+		NoHostile:   !vs.hasHostile,
+		Invalid:     v.Invalid,
+		Verdict:     v.Verdict(),
+		Description: v.Description,
+		ExpectNote:  v.ExpectNote(),
 	}
 	switch {
 	case len(v.Invalid) == 0 && len(v.Thresholds) == 0 && !v.ExpectsFail():
@@ -451,27 +496,34 @@ func makeHeadline(i int, vs *variantStats) headline {
 	default:
 		h.Badge = "fail"
 	}
-	if vs.hasHonest {
-		h.HonestDropRate = FormatPercent(vs.honestDropRate()) + " (" + fmtInt(vs.honestDrop) + " of " + fmtInt(vs.honestSent) + ")"
+	for _, p := range honestPops(vs) {
+		ph := popHeadline{Name: p.name, Color: colorOf[p.name], Loss: "–", P99: "–"}
 		switch {
-		case vs.honestSent == 0:
-			h.HonestDropRate = "– (nothing sent)"
-		case len(vs.honestNoRate) > 0:
-			var groups []string
-			for _, g := range NoRateGroups(vs.honestNoRate) {
-				groups = append(groups, strings.Join(g.Names, ", ")+": "+g.Why)
-			}
-			h.HonestDropRate = "– (" + strings.Join(groups, "; ") + ")"
+		case p.hasLoss:
+			ph.Loss = FormatPercent(p.loss) + " (" + fmtInt(p.lost) + " of " + fmtInt(p.scheduled) + ")"
+		case p.scheduled == 0:
+			ph.Loss = "– (nothing scheduled)"
+		default:
+			ph.Loss = "– (" + p.noRate + ")"
 		}
-		if vs.honestResp != nil {
-			h.HonestP99 = formatNs(float64(Percentiles(vs.honestResp).P99))
+		if p.hasP99 {
+			ph.P99 = formatNs(float64(p.p99))
 		}
-		h.FalseDisconnects = fmtInt(vs.falseDisc)
-		h.FalseLockout = fmtInt(vs.falseLock)
+		ph.Lost = fmt.Sprintf("%d / %d of %d", p.disc, p.lock, p.total)
+		if vs != base {
+			ph.Note = lostPlayersOrMessages(base, vs, p.name)
+		}
+		h.Honest = append(h.Honest, ph)
 	}
-	if vs.hasHostile {
-		h.HostileAdmitted = fmtRate(vs.hostileAdmittedPS, "msg/s")
-		h.HostileBytes = fmtBytesRate(vs.hostileAdmittedBS)
+	for _, p := range hostilePops(vs) {
+		ph := popHeadline{Name: p.name, Color: colorOf[p.name], Admitted: "–", Bytes: "–", Cut: "–"}
+		if p.has {
+			ph.Admitted, ph.Bytes = fmtRate(p.admittedPS, "msg/s"), fmtBytesRate(p.admittedBS)
+		}
+		if p.hasCut {
+			ph.Cut = fmt.Sprintf("%d of %d", p.cut, p.of)
+		}
+		h.Hostile = append(h.Hostile, ph)
 	}
 	h.NotApplicable = v.NotApplicable
 	for _, t := range v.Thresholds {
@@ -480,11 +532,25 @@ func makeHeadline(i int, vs *variantStats) headline {
 	return h
 }
 
+// populationColorMap gives every population, by name, one colour across
+// the variants, in the order they first appear.
+func populationColorMap(stats []*variantStats) map[string]string {
+	m := map[string]string{}
+	for j, name := range populationNames(stats) {
+		m[name] = pick(populationColors, j)
+	}
+	return m
+}
+
 // measure is one row of the comparison table.
 type measure struct {
 	group, name string
-	kind        int // mRate, mNs, mCount, mPerSec, mBytes
-	better      int // -1 lower is better, +1 higher is better, 0 neutral
+	pop         string // the population it is measured on ("" for a group)
+	survivor    bool   // a latency: of what got through, no verdict if the population lost more
+	hostileDrop bool   // a hostile drop rate: neutral unless admitted traffic rose under it
+	headline    bool   // printed by the CLI's summary
+	kind        int    // mRate, mNs, mCount, mPerSec, mBytes
+	better      int    // -1 lower is better, +1 higher is better, 0 neutral
 	get         func(vs *variantStats) (float64, bool)
 }
 
@@ -565,7 +631,7 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 			c.Incomplete = append(c.Incomplete, r.IncompleteNote(v))
 		}
 	}
-	serverTime := measure{"server", "service time per frame", mNs, -1, func(vs *variantStats) (float64, bool) {
+	serverTime := measure{group: "server", name: "service time per frame", kind: mNs, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 		if vs.v.ServerCPU == nil || vs.v.ServerCPU.Frames == 0 {
 			return 0, false
 		}
@@ -581,25 +647,19 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 	ms = append(ms,
 		// A variant that sent (or measured) nothing has no rate: shown as
 		// "–", not as a 0 coloured better.
-		measure{"all honest", "drop rate", mRate, -1, func(vs *variantStats) (float64, bool) {
-			return vs.honestDropRate(), vs.honestHasRate()
+		measure{group: "all honest", name: "loss", kind: mRate, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+			return vs.honestLossRate(), vs.honestHasRate()
 		}},
-		measure{"all honest", "p99 response", mNs, -1, func(vs *variantStats) (float64, bool) {
-			if vs.honestResp == nil {
-				return 0, false
-			}
-			return float64(Percentiles(vs.honestResp).P99), true
-		}},
-		measure{"all honest", "false disconnects", mCount, -1, func(vs *variantStats) (float64, bool) {
+		measure{group: "all honest", name: "false disconnects", kind: mCount, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return float64(vs.falseDisc), vs.hasHonest
 		}},
-		measure{"all honest", "false lockouts", mCount, -1, func(vs *variantStats) (float64, bool) {
+		measure{group: "all honest", name: "false lockouts", kind: mCount, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return float64(vs.falseLock), vs.hasHonest
 		}},
-		measure{"all hostile", "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
+		measure{group: "all hostile", name: "admitted messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedPS, vs.hostileSent > 0 && vs.measured > 0
 		}},
-		measure{"all hostile", "admitted bytes", mBytes, -1, func(vs *variantStats) (float64, bool) {
+		measure{group: "all hostile", name: "admitted bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedBS, vs.hostileSent > 0 && vs.measured > 0
 		}},
 		serverTime,
@@ -622,38 +682,24 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 				break
 			}
 		}
-		g := name + " (" + string(Honest) + ")"
-		dropBetter, latBetter := -1, -1
 		if hostile {
-			// How fast hostile traffic is answered is nobody's goal. Nor is
-			// its drop rate a verdict: dropped ÷ sent leaves out what was
-			// neither accepted nor dropped, so it can rise while more gets
-			// through; admitted traffic, below, is the one to colour.
-			latBetter = 0
-			g = name + " (" + string(Hostile) + ")"
-			dropBetter = 0
-		}
-		ms = append(ms,
-			measure{g, "drop rate", mRate, dropBetter, func(vs *variantStats) (float64, bool) {
-				p := find(vs, name)
-				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0 && p.noRate == ""
-			}},
-			measure{g, "p50 response", mNs, latBetter, func(vs *variantStats) (float64, bool) {
-				p := find(vs, name)
-				return pf(p, func(p *popStats) float64 { return float64(p.q.P50) }), p != nil && p.resp != nil
-			}},
-			measure{g, "p99 response", mNs, latBetter, func(vs *variantStats) (float64, bool) {
-				p := find(vs, name)
-				return pf(p, func(p *popStats) float64 { return float64(p.q.P99) }), p != nil && p.resp != nil
-			}},
-		)
-		if hostile {
+			g := name + " (" + string(Hostile) + ")"
 			ms = append(ms,
-				measure{g, "admitted messages", mPerSec, -1, func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "admitted messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					return pf(p, func(p *popStats) float64 { return p.admittedPS }), p != nil && p.sent > 0 && vs.measured > 0
 				}},
-				measure{g, "clients cut off", mCount, +1, func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "admitted bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					return pf(p, func(p *popStats) float64 { return p.admittedBS }), p != nil && p.sent > 0 && vs.measured > 0
+				}},
+				// Not a verdict: dropped ÷ sent can stay put while far more
+				// gets through; it is flagged when it does.
+				measure{group: g, pop: name, name: "drop rate (of sent)", kind: mRate, hostileDrop: true, get: func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0 && p.noRate == ""
+				}},
+				measure{group: g, pop: name, name: "clients cut off", kind: mCount, better: +1, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					if p == nil || p.pop.Summary.CutOff == nil {
 						return 0, false
@@ -663,14 +709,14 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 				// Over every client, as the thresholds count them: one
 				// never cut off counts as never (+Inf), so catching 1 of 3
 				// quickly is not better than catching all 3.
-				measure{g, "time to cut off, p50", mNs, -1, func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "time to cut off, p50", kind: mNs, better: -1, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Of == 0 {
 						return 0, false
 					}
 					return cutOffValue(p.pop.Summary.CutOff.AllP50), true
 				}},
-				measure{g, "time to cut off, max", mNs, -1, func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "time to cut off, max", kind: mNs, better: -1, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					if p == nil || p.pop.Summary.CutOff == nil || p.pop.Summary.CutOff.Of == 0 {
 						return 0, false
@@ -678,18 +724,37 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 					return cutOffValue(p.pop.Summary.CutOff.MaxAll()), true
 				}},
 			)
-		} else {
-			ms = append(ms, measure{g, "false disconnects", mCount, -1, func(vs *variantStats) (float64, bool) {
+			continue
+		}
+		g := name + " (" + string(Honest) + ")"
+		ms = append(ms,
+			measure{group: g, pop: name, name: "loss", kind: mRate, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return p.lossRate }), p != nil && p.sent+p.notSent > 0 && p.noRate == ""
+			}},
+			measure{group: g, pop: name, name: "drop rate (of sent)", kind: mRate, better: -1, get: func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return p.dropRate }), p != nil && p.sent > 0 && p.noRate == ""
+			}},
+			measure{group: g, pop: name, name: "p50 response", kind: mNs, better: -1, survivor: true, get: func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return float64(p.q.P50) }), p != nil && p.resp != nil
+			}},
+			measure{group: g, pop: name, name: "p99 response", kind: mNs, better: -1, survivor: true, headline: true, get: func(vs *variantStats) (float64, bool) {
+				p := find(vs, name)
+				return pf(p, func(p *popStats) float64 { return float64(p.q.P99) }), p != nil && p.resp != nil
+			}},
+			measure{group: g, pop: name, name: "false disconnects", kind: mCount, better: -1, get: func(vs *variantStats) (float64, bool) {
 				p := find(vs, name)
 				if p == nil {
 					return 0, false
 				}
 				return float64(p.pop.Summary.FalseDisconnects), true
-			}})
-		}
+			}},
+		)
 	}
 	for _, m := range ms {
-		row := cmpRow{Group: m.group, Measure: m.name}
+		row := cmpRow{Group: m.group, Measure: m.name, Headline: m.headline}
 		base, haveBase := m.get(stats[0])
 		anyValue := false
 		for i, vs := range stats {
@@ -708,6 +773,21 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 							cell.Class = "better"
 						} else {
 							cell.Class = "worse"
+						}
+					}
+					// A latency of the survivors is no improvement when
+					// the population lost players or messages.
+					if m.survivor && !partial {
+						if n := lostPlayersOrMessages(stats[0], vs, m.pop); n != "" {
+							if cell.Class == "better" {
+								cell.Class = ""
+							}
+							cell.Note = n
+						}
+					}
+					if m.hostileDrop && !partial {
+						if n := hostileDropNote(stats[0], vs, m.pop, base, v); n != "" {
+							cell.Class, cell.Note = "worse", n
 						}
 					}
 				}
@@ -738,7 +818,11 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 // against the first variant ("" for the first, or with no value).
 type ComparisonRow struct {
 	Group, Measure string
-	Cells          []ComparisonCell
+	// Headline marks the measures a short summary shows: honest loss and
+	// p99 per honest population, admitted traffic per hostile one, and
+	// the totals.
+	Headline bool
+	Cells    []ComparisonCell
 }
 
 // ComparisonCell is one variant's value of a ComparisonRow. Incomplete
@@ -748,6 +832,10 @@ type ComparisonRow struct {
 type ComparisonCell struct {
 	Value, Delta string
 	Incomplete   bool
+	// Note says why the delta is not judged as its direction suggests: a
+	// latency of a population that lost players or messages, a hostile
+	// drop rate that stayed put while more got through.
+	Note string
 }
 
 // Compare returns the report's comparison of r's variants, for a caller
@@ -768,9 +856,9 @@ func Compare(r *Results) ([]ComparisonRow, error) {
 	c := makeComparison(stats, r)
 	rows := make([]ComparisonRow, 0, len(c.Rows))
 	for _, row := range c.Rows {
-		out := ComparisonRow{Group: row.Group, Measure: row.Measure}
+		out := ComparisonRow{Group: row.Group, Measure: row.Measure, Headline: row.Headline}
 		for _, cell := range row.Cells {
-			out.Cells = append(out.Cells, ComparisonCell{Value: cell.Value, Delta: cell.Delta, Incomplete: cell.Partial})
+			out.Cells = append(out.Cells, ComparisonCell{Value: cell.Value, Delta: cell.Delta, Incomplete: cell.Partial, Note: cell.Note})
 		}
 		rows = append(rows, out)
 	}
@@ -801,33 +889,80 @@ func pf(p *popStats, f func(*popStats) float64) float64 {
 	return f(p)
 }
 
-// compareCharts draws, per population, the response-time spectrum of every
-// variant on one chart.
-func compareCharts(stats []*variantStats) ([]*chart, error) {
+// compareCharts draws, per population, every variant on one chart per
+// measure: the response-time spectrum and the percentiles over time (for a
+// population with replies that are not all zero), and for a hostile one
+// the messages admitted per second over time. Notes say which populations
+// have no latency chart and why.
+func compareCharts(stats []*variantStats, r *Results) ([]*chart, []string, error) {
 	var out []*chart
+	var notes []string
+	add := func(c *chart, err error) error {
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			if c.Live, err = liveJSON(c.spec); err != nil {
+				return err
+			}
+			c.LogNote = c.spec != nil && c.spec.YUnit == "ns"
+			out = append(out, c)
+		}
+		return nil
+	}
 	for _, name := range populationNames(stats) {
 		var lines []spectrumLine
+		var series []seriesLine
+		var admitted []timeRow
+		var markers []liveMarker
 		role := ""
+		replies, nonZero := false, false
 		for i, vs := range stats {
 			for _, p := range vs.pops {
-				if p.pop.Name == name && p.resp != nil {
-					role = string(p.pop.Role)
-					lines = append(lines, spectrumLine{Name: vs.v.Name, Color: pick(variantColors, i), Hist: p.resp})
+				if p.pop.Name != name {
+					continue
+				}
+				role = string(p.pop.Role)
+				col := pick(variantColors, i)
+				if p.resp != nil {
+					replies = true
+					if !allZero(p.resp) {
+						nonZero = true
+						lines = append(lines, spectrumLine{Name: vs.v.Name, Color: col, Hist: p.resp})
+						series = append(series, seriesLine{Name: vs.v.Name, Color: col, Series: p.pop.Series})
+					}
+				}
+				for _, m := range popMarkers(p.pop, col) {
+					m.Label = vs.v.Name + ": " + strings.TrimPrefix(m.Label, name+": ")
+					markers = append(markers, m)
+				}
+				if p.pop.Role == Hostile {
+					admitted = append(admitted, rateRow(vs.v.Name, col, p.pop.Series, func(iv Interval) int64 { return iv.Accepted }))
 				}
 			}
 		}
-		c, err := spectrumChart(fmt.Sprintf("%s (%s): response time by variant", name, role), lines)
-		if err != nil {
-			return nil, err
+		switch {
+		case !replies:
+			notes = append(notes, fmt.Sprintf("%s (%s) got no replies in any variant: no response-time chart.", name, role))
+		case !nonZero:
+			notes = append(notes, fmt.Sprintf("%s (%s) had only zero latencies in every variant: no response-time chart.", name, role))
 		}
-		if c != nil {
-			out = append(out, c)
+		if err := add(spectrumChart(fmt.Sprintf("%s (%s): response time by variant", name, role), lines)); err != nil {
+			return nil, nil, err
+		}
+		if err := add(overTimeChart(fmt.Sprintf("%s (%s): response time over time by variant (p99 solid, p50 dashed)", name, role), series, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
+			return nil, nil, err
+		}
+		if role == string(Hostile) {
+			if err := add(rateChart(fmt.Sprintf("%s (%s): messages admitted per second over time by variant", name, role), "admitted per second", admitted, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
-func makeVariantView(i int, vs *variantStats, r *Results, others map[string]string) (variantView, error) {
+func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[string]string) (variantView, error) {
 	v := vs.v
 	vv := variantView{
 		Anchor:          fmt.Sprintf("variant-%d", i+1),
@@ -848,33 +983,60 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 	if c := v.ServerCPU; c != nil {
 		vv.ServerCPU = fmt.Sprintf("%s per frame (%s over %s frames, warm-up included)", formatNs(c.NsPerFrame), fmtDuration(c.CPU), fmtInt(c.Frames))
 	}
-	colorOf := map[string]string{}
-	for j, p := range vs.pops {
-		colorOf[p.pop.Name] = pick(populationColors, j)
-	}
 	// Charts.
 	var spec []spectrumLine
 	var lines, honestLines, hostileLines []seriesLine
 	var pops []*Population
+	var silent, zero []string // populations with no replies, or only zero latencies: no spectrum
+	var markers, honestMarkers, hostileMarkers []liveMarker
+	var notSentRows []timeRow
 	for _, p := range vs.pops {
 		pops = append(pops, p.pop)
 		col := colorOf[p.pop.Name]
-		if p.resp != nil {
+		switch {
+		case p.resp == nil:
+			silent = append(silent, p.pop.Name)
+		case allZero(p.resp):
+			zero = append(zero, p.pop.Name)
+		default:
 			spec = append(spec, spectrumLine{Name: p.pop.Name, Color: col, Hist: p.resp})
 		}
 		sl := seriesLine{Name: p.pop.Name, Color: col, Series: p.pop.Series}
-		lines = append(lines, sl)
+		if p.resp != nil && !allZero(p.resp) {
+			lines = append(lines, sl)
+		}
+		ms := popMarkers(p.pop, col)
+		markers = append(markers, ms...)
 		if p.pop.Role == Hostile {
 			hostileLines = append(hostileLines, sl)
+			hostileMarkers = append(hostileMarkers, ms...)
 		} else {
 			honestLines = append(honestLines, sl)
+			honestMarkers = append(honestMarkers, ms...)
 		}
+		if p.notSent > 0 {
+			notSentRows = append(notSentRows, rateRow(p.pop.Name, col, p.pop.Series, func(iv Interval) int64 { return iv.NotSent }))
+		}
+	}
+	var noSpectrum []string
+	if len(silent) > 0 {
+		noSpectrum = append(noSpectrum, strings.Join(silent, ", ")+" got no replies (inputs and raw bytes are not answered)")
+	}
+	if len(zero) > 0 {
+		noSpectrum = append(noSpectrum, strings.Join(zero, ", ")+" had only zero latencies (replies in the same virtual instant)")
+	}
+	if len(noSpectrum) > 0 {
+		vv.ChartNotes = append(vv.ChartNotes, "No response-time chart for "+strings.Join(noSpectrum, "; ")+": there is no spectrum to draw.")
 	}
 	add := func(c *chart, err error) error {
 		if err != nil {
 			return err
 		}
 		if c != nil {
+			if c.Live, err = liveJSON(c.spec); err != nil {
+				return err
+			}
+			c.LogNote = c.spec != nil && c.spec.YUnit == "ns"
 			vv.Charts = append(vv.Charts, c)
 		}
 		return nil
@@ -882,23 +1044,32 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 	if err := add(spectrumChart("Response time percentile spectrum per population", spec)); err != nil {
 		return vv, err
 	}
-	if err := add(overTimeChart("Response time percentiles over time (p99 solid, p50 dashed)", lines, r.Run.Warmup, r.Run.Duration)); err != nil {
+	if err := add(overTimeChart("Response time percentiles over time (p99 solid, p50 dashed; no line where an interval had no reply)", lines, r.Run.Warmup, r.Run.Duration, markers)); err != nil {
 		return vv, err
 	}
 	if len(honestLines) > 0 {
-		c, err := dropsOverTimeChart("Honest drops by reason over time (stacked)", honestLines, r.Run.Warmup, r.Run.Duration, others)
+		c, err := dropsOverTimeChart("Honest drops by reason over time (stacked)", honestLines, r.Run.Warmup, r.Run.Duration, others, honestMarkers)
 		if err != nil {
 			return vv, err
 		}
 		if c == nil && hasSeries(honestLines) {
 			vv.Warnings = append(vv.Warnings, "No honest message was dropped in any interval.")
 		}
-		_ = add(c, nil)
-	}
-	if len(hostileLines) > 0 {
-		if err := add(dropsOverTimeChart("Hostile drops by reason over time (stacked)", hostileLines, r.Run.Warmup, r.Run.Duration, others)); err != nil {
+		if err := add(c, nil); err != nil {
 			return vv, err
 		}
+	}
+	if len(hostileLines) > 0 {
+		if err := add(dropsOverTimeChart("Hostile drops by reason over time (stacked; the server's reasons and the client's, without not-sent messages)", hostileLines, r.Run.Warmup, r.Run.Duration, others, hostileMarkers)); err != nil {
+			return vv, err
+		}
+	}
+	end := r.Run.Duration
+	if v.Stopped > 0 {
+		end = v.Stopped
+	}
+	if err := add(rateChart("Messages not sent over time, per population (the client's connection was down)", "not sent per second", notSentRows, r.Run.Warmup, end, markers)); err != nil {
+		return vv, err
 	}
 	if err := add(outcomeChart("Accepted and dropped share of sent messages, per population", pops, others)); err != nil {
 		return vv, err
@@ -914,6 +1085,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 			Name: pp.Name, Color: colorOf[pp.Name], Behaviour: pp.Behaviour, Role: string(pp.Role),
 			Clients: fmtInt(int64(pp.Clients)), Sent: fmtInt(p.sent), Accepted: fmtInt(p.accepted),
 			Dropped: fmtInt(p.drop), DropRate: FormatPercent(p.dropRate),
+			Scheduled: fmtInt(p.sent + p.notSent), NotSent: fmtInt(p.notSent), Loss: FormatPercent(p.lossRate),
 			P50: fmtLatency(p.q.P50, p.resp != nil), P99: fmtLatency(p.q.P99, p.resp != nil),
 			Max:      fmtLatency(p.q.Max, p.resp != nil),
 			Admitted: fmtRate(p.admittedPS, "msg/s"), AdmittedB: fmtBytesRate(p.admittedBS),
@@ -921,10 +1093,13 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		}
 		switch {
 		case p.noRate != "":
-			row.DropRate = "–"
+			row.DropRate, row.Loss = "–", "–"
 			noRate = append(noRate, pp)
 		case p.sent == 0:
 			row.DropRate = "–" // nothing sent: no rate, as the thresholds say
+		}
+		if p.sent+p.notSent == 0 {
+			row.Loss = "–"
 		}
 		if pp.Role != Hostile {
 			row.False = fmtInt(pp.Summary.FalseDisconnects) + " / " + fmtInt(pp.Summary.FalseLockouts)
@@ -942,6 +1117,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 		for j, k := range pp.Kinds {
 			kr := kindRow{
 				Population: pp.Name, Kind: k.Kind, Sent: fmtInt(k.Sent), Accepted: fmtInt(k.Accepted),
+				Scheduled: fmtInt(k.Sent + k.NotSent), NotSent: fmtInt(k.NotSent),
 				Dropped: fmtInt(k.Dropped()), DropRate: "–", NoOutcome: "–", First: j == 0, Span: len(pp.Kinds),
 				P50: "–", P90: "–", P99: "–", P999: "–", Max: "–", ServiceP99: "–", SendLagP99: "–",
 			}
@@ -949,7 +1125,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others map[string]stri
 				// Sent is the sessions ended and the reasons say why; none
 				// was accepted or dropped as a message, and no remainder
 				// means anything.
-				kr.Accepted, kr.Dropped = "–", "–"
+				kr.Accepted, kr.Dropped, kr.Scheduled, kr.NotSent = "–", "–", "–", "–"
 			} else {
 				if rate, ok := k.DropRate(); ok {
 					kr.DropRate = FormatPercent(rate)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -80,8 +81,8 @@ func Unmarshal(data []byte) (*Results, error) {
 	switch {
 	case ver > SchemaVersion:
 		return nil, fmt.Errorf("reports: schema version %d is newer than this build reads (%d): written by a newer sluice; upgrade to read it: %w", ver, SchemaVersion, ErrVersion)
-	case ver < SchemaVersion:
-		return nil, fmt.Errorf("reports: schema version %d is older than this build reads (%d): re-run the scenario, or use the sluice that wrote it: %w", ver, SchemaVersion, ErrVersion)
+	case ver < OldestSchemaVersion:
+		return nil, fmt.Errorf("reports: schema version %d is older than this build reads (%d to %d): re-run the scenario, or use the sluice that wrote it: %w", ver, OldestSchemaVersion, SchemaVersion, ErrVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -91,6 +92,13 @@ func Unmarshal(data []byte) (*Results, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
+	}
+	if ver < SchemaVersion {
+		if err := upgrade(r, ver); err != nil {
+			return nil, err
+		}
+	} else if err := checkScheduled(r); err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -376,6 +384,11 @@ func (r *Results) Validate() error {
 	if !run.Started.IsZero() && !run.Finished.IsZero() && run.Finished.Before(run.Started) {
 		return bad("run.finished %v is before run.started %v", run.Finished, run.Started)
 	}
+	for i, v := range r.Variants {
+		if v != nil && len(run.PlannedVariants) > 0 && !slices.Contains(run.PlannedVariants, v.Name) {
+			return bad("variants[%d] %q is not in run.planned_variants", i, v.Name)
+		}
+	}
 	seenV := map[string]bool{}
 	for i, v := range r.Variants {
 		if v == nil {
@@ -454,6 +467,15 @@ func (r *Results) Validate() error {
 				if err := validateDrops(k.Drops); err != nil {
 					return bad("%s: drops: %v", kw, err)
 				}
+				if k.NotSent < 0 || k.Scheduled < 0 {
+					return bad("%s: negative count", kw)
+				}
+				if k.Scheduled != 0 && k.Scheduled != k.Sent+k.NotSent {
+					return bad("%s: scheduled %d is not sent %d + not_sent %d", kw, k.Scheduled, k.Sent, k.NotSent)
+				}
+				if k.IsSessions() && (k.NotSent != 0 || k.Scheduled != 0) {
+					return bad("%s: the session row counts sessions ended, none scheduled or not sent", kw)
+				}
 				if k.IsSessions() && (k.Accepted != 0 || k.Dropped() != k.Sent) {
 					return bad("%s: the session row gives every session ended its reason (accepted %d, sent %d, reasons %d)", kw, k.Accepted, k.Sent, k.Dropped())
 				}
@@ -472,7 +494,7 @@ func (r *Results) Validate() error {
 					return bad("%s: series[%d] starts before the previous interval ends", where, l)
 				}
 				end = int64(iv.Start + iv.Length)
-				if iv.Sent < 0 || iv.Accepted < 0 || iv.Responses < 0 || iv.P50 < 0 || iv.P99 < 0 {
+				if iv.Sent < 0 || iv.NotSent < 0 || iv.Accepted < 0 || iv.Responses < 0 || iv.P50 < 0 || iv.P99 < 0 {
 					return bad("%s: series[%d]: negative count", where, l)
 				}
 				if err := validateDrops(iv.Drops); err != nil {
@@ -565,6 +587,9 @@ func checkIntervalHistograms(r *Results) error {
 }
 
 func validateDrops(m map[string]int64) error {
+	if _, ok := m[NotSentReason]; ok {
+		return fmt.Errorf("%s is not a drop (a message never written): it counts in not_sent", NotSentReason)
+	}
 	for r, n := range m {
 		if !reasonName.MatchString(r) {
 			return fmt.Errorf("reason %q is not a reason name", r)
@@ -583,8 +608,14 @@ func validateSummary(p *Population) error {
 	if !finite(s.AdmittedPerSec) || !finite(s.AdmittedBytesPerSec) || s.AdmittedPerSec < 0 || s.AdmittedBytesPerSec < 0 {
 		return errors.New("a rate is negative or not finite")
 	}
-	if s.Sent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
+	if s.Scheduled < 0 || s.Sent < 0 || s.NotSent < 0 || s.Accepted < 0 || s.Dropped < 0 || s.FalseDisconnects < 0 || s.FalseLockouts < 0 {
 		return errors.New("negative count")
+	}
+	switch why := p.NoDropRate(); {
+	case s.LossRate != nil && why != "":
+		return fmt.Errorf("loss_rate is given but there can be none (%s)", why)
+	case s.LossRate != nil && !(*s.LossRate >= 0 && *s.LossRate <= 1):
+		return fmt.Errorf("loss_rate %v is outside [0, 1]", *s.LossRate)
 	}
 	// A drop rate or the reason for none, never both, and never a rate
 	// where the counts are in different units. (Neither is a summary that
@@ -626,4 +657,83 @@ func validateHistogram(h *Histogram) error {
 		return errors.New("merge_dropped is negative")
 	}
 	return nil
+}
+
+// checkScheduled holds a file of the current version to what Finalize
+// derives: every message kind's scheduled is its sent plus not_sent, and
+// every summary's scheduled, sent and not_sent are its kinds' totals. r has
+// been decoded, not yet validated. Errors wrap ErrInvalid.
+func checkScheduled(r *Results) error {
+	for _, v := range r.Variants {
+		if v == nil {
+			continue
+		}
+		for _, p := range v.Populations {
+			if p == nil {
+				continue
+			}
+			var sent, notSent int64
+			for _, k := range p.Kinds {
+				if k == nil {
+					continue
+				}
+				if k.IsSessions() {
+					if k.Scheduled != 0 || k.NotSent != 0 {
+						return fmt.Errorf("reports: variant %q population %q kind %q: the session row counts sessions ended, none scheduled or not sent: %w", v.Name, p.Name, k.Kind, ErrInvalid)
+					}
+					continue
+				}
+				if k.Scheduled != k.Sent+k.NotSent {
+					return fmt.Errorf("reports: variant %q population %q kind %q: scheduled %d is not sent %d + not_sent %d: %w", v.Name, p.Name, k.Kind, k.Scheduled, k.Sent, k.NotSent, ErrInvalid)
+				}
+				sent += k.Sent
+				notSent += k.NotSent
+			}
+			if s := p.Summary; s.Sent != sent || s.NotSent != notSent || s.Scheduled != sent+notSent {
+				return fmt.Errorf("reports: variant %q population %q: summary scheduled %d, sent %d, not_sent %d, but its kinds total %d, %d and %d: %w", v.Name, p.Name, s.Scheduled, s.Sent, s.NotSent, sent+notSent, sent, notSent, ErrInvalid)
+			}
+		}
+	}
+	return nil
+}
+
+// upgrade converts results decoded from a file of an older schema version
+// (OldestSchemaVersion or later) to SchemaVersion. From version 5: a
+// message never written was a NotSent drop counted in sent; it moves to
+// not_sent, out of sent and drops (kinds and intervals), and the summaries
+// are derived again (Finalize).
+func upgrade(r *Results, from int) error {
+	if from < 6 {
+		for _, v := range r.Variants {
+			if v == nil {
+				continue
+			}
+			for _, p := range v.Populations {
+				if p == nil {
+					continue
+				}
+				for _, k := range p.Kinds {
+					if k == nil || k.IsSessions() {
+						continue
+					}
+					n := k.Drops[NotSentReason]
+					delete(k.Drops, NotSentReason)
+					if n > k.Sent {
+						return fmt.Errorf("reports: schema version %d file: variant %q population %q kind %q: %d NotSent of %d sent: %w", from, v.Name, p.Name, k.Kind, n, k.Sent, ErrInvalid)
+					}
+					k.Sent, k.NotSent = k.Sent-n, n
+				}
+				for i := range p.Series {
+					iv := &p.Series[i]
+					iv.NotSent = iv.Drops[NotSentReason]
+					delete(iv.Drops, NotSentReason)
+				}
+			}
+		}
+	}
+	r.SchemaVersion = SchemaVersion
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return r.Finalize()
 }

@@ -196,6 +196,7 @@ func mergePopulation(p, from *Population) error {
 	for _, fk := range from.Kinds {
 		k := p.Kind(fk.Kind)
 		k.Sent += fk.Sent
+		k.NotSent += fk.NotSent
 		k.Accepted += fk.Accepted
 		k.SentBytes += fk.SentBytes
 		k.AcceptedBytes += fk.AcceptedBytes
@@ -282,6 +283,7 @@ func mergeSeries(p *Population, from []Interval) error {
 			return fmt.Errorf("series[%d] is [%v, +%v), the other segments' [%v, +%v)", i, fi.Start, fi.Length, iv.Start, iv.Length)
 		}
 		iv.Sent += fi.Sent
+		iv.NotSent += fi.NotSent
 		iv.Accepted += fi.Accepted
 		for r, n := range fi.Drops {
 			if iv.Drops == nil {

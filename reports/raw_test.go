@@ -62,8 +62,11 @@ func TestRawPopulationHasNoDropRate(t *testing.T) {
 	if got := s.Summary; got.DropRate != nil || got.NoDropRate != NoRateRaw {
 		t.Errorf("slowloris summary: drop rate %v, no rate %q; want nil and %q", got.DropRate, got.NoDropRate, NoRateRaw)
 	}
-	if got := s.Summary; got.Sent != 129 || got.Dropped != 16 {
-		t.Errorf("slowloris totals: sent %d dropped %d, want 129 and 16 (the session row left out)", got.Sent, got.Dropped)
+	if got := s.Summary; got.Scheduled != 134 || got.Sent != 129 || got.NotSent != 5 || got.Dropped != 11 {
+		t.Errorf("slowloris totals: scheduled %d sent %d not sent %d dropped %d, want 134, 129, 5 and 11 (the session row left out, NotSent not a drop)", got.Scheduled, got.Sent, got.NotSent, got.Dropped)
+	}
+	if got := s.Summary; got.LossRate != nil {
+		t.Errorf("slowloris has a loss rate %v over writes", *got.LossRate)
 	}
 	if _, ok := s.Kind(RawKind).DropRate(); ok {
 		t.Error("the raw row has a drop rate")
@@ -143,9 +146,10 @@ func TestHTMLShowsNoRawDropRate(t *testing.T) {
 	for _, want := range []string{
 		// players: 200 sent, 10 dropped, 5%.
 		`<td class="num">200</td><td class="num">190</td><td class="num">10</td><td class="num">5%</td>`,
-		// slow: 129 sent, 16 dropped, no rate (it was 12.4%).
-		`<td class="num">129</td><td class="num">0</td><td class="num">16</td><td class="num">–</td>`,
-		`<td>raw</td><td class="num">129</td><td class="num">0</td><td class="num">16</td><td class="num">–</td><td class="num">–</td>`,
+		// slow: 129 sent, 11 dropped, no rate (it was 12.4% of 16).
+		// (scheduled 134, sent 129, not sent 5, accepted 0, dropped 11)
+		`<td class="num">134</td><td class="num">129</td><td class="num">5</td><td class="num">0</td><td class="num">11</td><td class="num">–</td><td class="num">–</td>`,
+		`<td>raw</td><td class="num">134</td><td class="num">5</td><td class="num">129</td><td class="num">0</td><td class="num">11</td><td class="num">–</td><td class="num">–</td>`,
 		"Drop rate –: slow (" + htmlEscape(NoRateRaw) + "; see the raw row below).",
 		"Not shown: slow (" + htmlEscape(NoRateRaw) + ").",
 	} {
@@ -165,7 +169,7 @@ func TestHonestRawLeavesNoHonestDropRate(t *testing.T) {
 	s.Role = Honest
 	s.Summary.CutOff = nil
 	html := renderHTML(t, r)
-	if want := "– (slow: " + htmlEscape(NoRateRaw) + ")"; !strings.Contains(html, want) {
+	if want := "– (" + htmlEscape(NoRateRaw) + ")"; !strings.Contains(html, want) {
 		t.Errorf("headline lacks %q", want)
 	}
 	rows, err := Compare(r)
@@ -176,12 +180,12 @@ func TestHonestRawLeavesNoHonestDropRate(t *testing.T) {
 	for _, row := range rows {
 		measures = append(measures, row.Group+": "+row.Measure)
 	}
-	for _, m := range []string{"all honest: drop rate", "slow (honest): drop rate"} {
+	for _, m := range []string{"all honest: loss", "slow (honest): loss", "slow (honest): drop rate (of sent)"} {
 		if slices.Contains(measures, m) {
 			t.Errorf("comparison has %s", m)
 		}
 	}
-	for _, m := range []string{"all honest: false disconnects", "players (honest): drop rate"} {
+	for _, m := range []string{"all honest: false disconnects", "players (honest): loss", "players (honest): drop rate (of sent)"} {
 		if !slices.Contains(measures, m) {
 			t.Errorf("comparison lacks %s: %q", m, measures)
 		}

@@ -21,10 +21,22 @@ import (
 // (description, expect), and a reader refuses a file with no variants, a
 // variant with no populations, a threshold over a population the variant
 // lacks, a drop reason it does not know, or a time series without an
-// interval length. Version 6: the drop reason ConnLimit (a connection
-// refused because its address or account holds as many as the policy
-// allows), which a version-5 reader would refuse.
+// interval length. Version 6: a message the client never wrote (its
+// connection was down) is not a send: a kind, a summary and an interval
+// count it in not_sent, apart from sent and out of drops, a kind and a
+// summary give scheduled (sent + not_sent), drop_rate is over what was
+// sent, and loss_rate (dropped and not sent, over scheduled) is what a
+// player lost; the drop reason ConnLimit (a connection refused because
+// its address or account holds as many as the policy allows); a run
+// against a server sluice did not start (Run.Target, KindStats.Unknown,
+// Variant.NotApplicable); segments and their merge (Run.Segment,
+// Run.Segments, Run.StartAt, Run.Thresholds, CutOff.Times). Version 5
+// files are still read (ReadFile converts them).
 const SchemaVersion = 6
+
+// OldestSchemaVersion is the oldest results file format this package
+// still reads: Unmarshal converts such a file to SchemaVersion.
+const OldestSchemaVersion = 5
 
 // Drivers of a run.
 const (
@@ -104,6 +116,10 @@ type Run struct {
 	// merged from segments can be judged on the whole (each variant's
 	// Thresholds hold its own evaluation).
 	Thresholds []string `json:"thresholds,omitempty"`
+	// PlannedVariants names every variant the run was to run, in order,
+	// so that an interrupted run's results say which never ran (NotRun).
+	// Empty when unknown (files of schema version 5).
+	PlannedVariants []string `json:"planned_variants,omitempty"`
 }
 
 // TargetNote says what a run against a Target measured, for every output
@@ -255,14 +271,23 @@ type KindStats struct {
 	// Kind is the message kind's name, unique within the population.
 	// SessionKind is reserved for the sessions the server ended.
 	Kind string `json:"kind"`
-	// Sent counts messages the schedule asked to send. Most end accepted
-	// or in exactly one drop reason (client-seen reasons included); the
-	// rest, Sent − Accepted − Dropped(), have no recorded outcome (see
+	// Scheduled counts messages the schedule asked to send: Sent +
+	// NotSent (derived: Finalize sets it, and a file must agree).
+	Scheduled int64 `json:"scheduled"`
+	// Sent counts messages the client wrote. Most end accepted or in
+	// exactly one drop reason (client-seen reasons included); the rest,
+	// Sent − Accepted − Dropped(), have no recorded outcome (see
 	// NoOutcome). sluice's scenarios count a request that the server
 	// decided and whose reply the client then lost under both, and in
 	// Sent twice, so that Sent stays at least the sum. For RawKind, Sent
 	// counts writes of raw bytes (see RawKind).
 	Sent int64 `json:"sent"`
+	// NotSent counts messages the schedule asked for that the client never
+	// wrote: its connection was down (disconnected, locked out, not yet
+	// reconnected) or its held buffer was full. They are not sends and
+	// not drops: the server never saw them. Drop(NotSentReason, n) adds
+	// here.
+	NotSent int64 `json:"not_sent,omitempty"`
 	// Accepted counts messages the server accepted.
 	Accepted int64 `json:"accepted"`
 	// SentBytes counts the frame bytes of the messages written (one never
@@ -302,8 +327,8 @@ func (k *KindStats) IsSessions() bool { return k.Kind == SessionKind }
 // (malformed frames, random bytes, lying lengths, a frame dribbled a few
 // bytes at a time) and the server's decisions on the frames it read that
 // no other kind describes. The client cannot know how the server will
-// delimit such bytes, so the row counts two things: Sent and the reasons
-// only the client sees (NotSent, Disconnected...) count writes, while
+// delimit such bytes, so the row counts two things: Sent, NotSent and the
+// reasons only the client sees (Disconnected...) count writes, while
 // Accepted and the server's reasons (Malformed, Oversize...) count frames,
 // and may outnumber the writes. No rate divides the one by the other: the
 // row has no drop rate, nor has a population that wrote raw bytes (its raw
@@ -341,6 +366,22 @@ func (p *Population) NoDropRate() string {
 		}
 	}
 	return why
+}
+
+// NotSentReason is the outcome name of a message the client never wrote.
+// It is not a drop reason: KindStats.Drop and AddInterval count it in
+// NotSent, and a drops map in a file may not hold it.
+const NotSentReason = "NotSent"
+
+// LossRate returns k's loss, (Dropped() + NotSent) ÷ Scheduled: the share
+// of what the schedule asked for that did not get through as a decision
+// of the server or was never sent. false when it has none, as DropRate.
+func (k *KindStats) LossRate() (float64, bool) {
+	sched := k.Sent + k.NotSent
+	if sched == 0 || k.IsSessions() || k.IsRaw() {
+		return 0, false
+	}
+	return float64(k.Dropped()+k.NotSent) / float64(sched), true
 }
 
 // DropRate returns k's drop rate, Dropped() ÷ Sent, and true; false when
@@ -395,11 +436,12 @@ type Interval struct {
 	// Length is the interval's length.
 	Length time.Duration `json:"length_ns"`
 	// Sent counts the messages of every kind written in the interval
-	// (frames, hellos, raw writes): unlike KindStats.Sent it leaves out
-	// those never written (NotSent, Refused, HeldAtEnd), though Drops
-	// counts the NotSent and Refused ones. Accepted counts the messages
-	// the server accepted.
+	// (frames, hellos, raw writes): it leaves out those never written
+	// (NotSent, Refused, HeldAtEnd), though Drops counts the Refused ones.
+	// NotSent counts those the client could not write. Accepted counts the
+	// messages the server accepted.
 	Sent     int64 `json:"sent"`
+	NotSent  int64 `json:"not_sent,omitempty"`
 	Accepted int64 `json:"accepted"`
 	// Drops counts drops by stable reason name.
 	Drops map[string]int64 `json:"drops,omitempty"`
@@ -422,12 +464,19 @@ type Interval struct {
 // sets the others. Fields that do not apply to the population's role are
 // zero and omitted.
 type Summary struct {
-	// Sent, Accepted and Dropped total every kind but the session row
-	// (derived). With a raw row they add its writes to messages (see
-	// RawKind).
-	Sent     int64 `json:"sent"`
-	Accepted int64 `json:"accepted"`
-	Dropped  int64 `json:"dropped"`
+	// Scheduled, Sent, NotSent, Accepted and Dropped total every kind but
+	// the session row (derived). With a raw row they add its writes to
+	// messages (see RawKind).
+	Scheduled int64 `json:"scheduled"`
+	Sent      int64 `json:"sent"`
+	NotSent   int64 `json:"not_sent"`
+	Accepted  int64 `json:"accepted"`
+	Dropped   int64 `json:"dropped"`
+	// LossRate is (Dropped + NotSent) / Scheduled: what the population's
+	// clients meant to send and lost, to the server's drops or to a
+	// connection that was down (derived; nil exactly when DropRate is).
+	// Thresholds' drop_rate reads it.
+	LossRate *float64 `json:"loss_rate"`
 	// DropRate is Dropped / Sent, 0 when nothing was sent (derived). It is
 	// nil (null in JSON) when the two do not count the same thing, and
 	// NoDropRate then says why: a population that wrote raw bytes counts
@@ -539,7 +588,7 @@ var knownReasons = []string{
 	"Replay", "NoSession", "Locked", "Lockout", "TableFull", "QueueFull",
 	"Closed", "ConnLimit",
 	// client-seen
-	"NotSent", "Timeout", "Disconnected", "Refused", "Overflow",
+	"Timeout", "Disconnected", "Refused", "Overflow",
 	// a session ended with a reason the client does not know (a server of
 	// another version), or refused by the server's own handler
 	"UnknownReason", "Failed",
@@ -547,8 +596,9 @@ var knownReasons = []string{
 
 // KnownReasons returns the drop-reason names this package knows, in the
 // order reports list them: the server's reasons (the names of core.Reason)
-// followed by the client-seen NotSent, Timeout, Disconnected, Refused and
-// Overflow, and UnknownReason and Failed (how a session can end).
+// followed by the client-seen Timeout, Disconnected, Refused and Overflow,
+// and UnknownReason and Failed (how a session can end). NotSent is not
+// among them: a message never written is not dropped (NotSentReason).
 // Results built in memory may carry other reason names; reports list those
 // after the known ones, by name. A file read in may not (Unmarshal): a new
 // reason comes with a new SchemaVersion.

@@ -62,5 +62,5 @@ func TestTargetRunReport(t *testing.T) {
 	page := b.String()
 	assert.Contains(t, page, "127.0.0.1:7777, a server sluice did not start")
 	assert.Contains(t, page, "not measured</span> honest.drop_rate &lt; 1%")
-	assert.Contains(t, page, "honest: inputs get no reply")
+	assert.Contains(t, page, "Drop rate –: honest (inputs get no reply")
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // JSON has no NaN or infinities, but a threshold's value may be either: NaN
@@ -94,7 +96,7 @@ func FormatThresholdValue(t Threshold, formatDuration func(ns float64) string) s
 		return "−∞"
 	}
 	v := strconv.FormatFloat(t.Value, 'g', 6, 64)
-	switch t.Unit {
+	switch unit := thresholdUnit(t); unit {
 	case UnitNs:
 		if formatDuration == nil {
 			formatDuration = formatNs
@@ -104,8 +106,40 @@ func FormatThresholdValue(t Threshold, formatDuration func(ns float64) string) s
 		return v + " (" + FormatPercent(t.Value) + ")"
 	case "":
 		return v
+	default:
+		return v + " " + unit
 	}
-	return v + " " + t.Unit
+}
+
+// thresholdUnit is t's unit for display: its own, or for a threshold
+// written before units were recorded for counts and rates (Unit ""), the
+// unit of the metric its expression names, so that no measured value is a
+// bare number: messages or bytes per second, messages, clients, sessions.
+func thresholdUnit(t Threshold) string {
+	if t.Unit != "" {
+		return t.Unit
+	}
+	lhs, _, _ := strings.Cut(strings.TrimSpace(t.Expr), " ")
+	parts := strings.Split(lhs, ".")
+	metric := parts[len(parts)-1]
+	if len(parts) >= 2 && parts[len(parts)-2] == "drops" {
+		metric = "drops"
+	}
+	session := slices.Contains(parts, SessionKind)
+	switch metric {
+	case "admitted_per_s":
+		return "msg/s"
+	case "admitted_bytes_per_s":
+		return "B/s"
+	case "false_disconnects", "lockouts":
+		return "clients"
+	case "sent", "accepted", "dropped", "drops":
+		if session {
+			return "sessions"
+		}
+		return "messages"
+	}
+	return ""
 }
 
 // thresholdError is an error from a threshold's own decoding: the offsets

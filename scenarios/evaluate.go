@@ -66,11 +66,15 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		// not known (reports.KindStats.Unknown).
 		return math.NaN()
 	}
+	// A threshold counts as results of schema version 5 did, so that no
+	// threshold reads differently: sent is what was scheduled, and a
+	// message never sent (its connection was down) is among the dropped.
+	// drop_rate is then the report's loss rate.
 	var sent, accepted, dropped, acceptedBytes int64
 	for _, k := range kinds {
-		sent += k.Sent
+		sent += k.Sent + k.NotSent
 		accepted += k.Accepted
-		dropped += k.Dropped()
+		dropped += k.Dropped() + k.NotSent
 		acceptedBytes += k.AcceptedBytes
 	}
 	secs := r.MeasuredOf(v).Seconds()
@@ -170,6 +174,9 @@ func MetricValue(r *reports.Results, v *reports.Variant, pop, kind, metric strin
 		var n int64
 		for _, k := range kinds {
 			n += k.Drops[reason]
+			if reason == reports.NotSentReason {
+				n += k.NotSent
+			}
 		}
 		return float64(n)
 	}

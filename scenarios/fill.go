@@ -132,7 +132,8 @@ func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
 // overflows (frames the server usually did see and decide). A frame of the
 // second kind is counted twice, under the server's decision and the
 // client's outcome: a request the server accepted but answered late is one
-// accepted and one Timeout. Sent is at least the sum of all counts, but
+// accepted and one Timeout. The never sent are NotSent, neither sent nor
+// dropped. Sent + NotSent is at least the sum of all counts, but
 // for raw bytes (raw): their sends are writes and the server decides
 // frames, of which there may be more, so Sent is the writes, every one the
 // client recorded an outcome for (see reports.RawKind).
@@ -157,9 +158,12 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64, 
 			decided += n
 		}
 	}
-	ks.Sent = max(written, decided)
+	// The NotSent outcomes, counted in written and decided above, are
+	// messages never written: they go to NotSent (Drop puts them there),
+	// not to Sent.
+	ks.Sent = max(written, decided) - ks.NotSent
 	if raw {
-		ks.Sent = written
+		ks.Sent = written - ks.NotSent
 	}
 }
 

@@ -34,7 +34,7 @@ func TestAcceptedBytesAreTheAcceptedShareOfFramesWritten(t *testing.T) {
 		}
 	}
 	require.NotNil(t, move)
-	require.Positive(t, move.Drops["NotSent"], "the setup leaves frames unwritten")
+	require.Positive(t, move.NotSent, "the setup leaves frames unwritten")
 	require.Positive(t, move.Accepted)
 	const frame = 4095 // every byte-flood frame: wire.DefaultMaxFrame − 1
 	assert.Equal(t, move.Accepted*frame, move.AcceptedBytes)
@@ -129,7 +129,7 @@ func TestOpenRefusalsAreHelloDrops(t *testing.T) {
 }
 
 // A kind's Sent counts frames held when the run ended (in flight), but no
-// drop does; NotSent is a drop.
+// drop does; NotSent is neither sent nor a drop: a count of its own.
 func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
 	var server, client [loadgen.NumOutcomes]int64
 	server[loadgen.Accepted] = 2
@@ -138,9 +138,10 @@ func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
 	client[loadgen.NotSent] = 1
 	ks := &reports.KindStats{}
 	fillKind(ks, server, client, false)
-	assert.Equal(t, int64(6), ks.Sent)
+	assert.Equal(t, int64(5), ks.Sent)
+	assert.Equal(t, int64(1), ks.NotSent)
 	assert.Equal(t, int64(2), ks.Accepted)
-	assert.Equal(t, map[string]int64{"NotSent": 1}, ks.Drops)
+	assert.Empty(t, ks.Drops)
 }
 
 // A variant cut short says how far it got (Stopped, and an invalid note),
@@ -195,7 +196,9 @@ func TestSessionEndsAreNotMessages(t *testing.T) {
 		}
 		assert.Equal(t, sent, p.Summary.Sent, p.Name)
 		assert.Equal(t, dropped, p.Summary.Dropped, p.Name)
-		assert.Equal(t, float64(sent), MetricValue(r, v, p.Name, "", "sent"), p.Name)
+		// A threshold's sent is what was scheduled, as before not_sent
+		// was counted apart.
+		assert.Equal(t, float64(p.Summary.Scheduled), MetricValue(r, v, p.Name, "", "sent"), p.Name)
 	}
 	assert.Positive(t, ends, "the attackers' sessions were ended")
 }

@@ -161,6 +161,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	expected := map[string]bool{}
 	for _, v := range variants {
 		expected[v.Name] = !v.ExpectFail
+		res.Run.PlannedVariants = append(res.Run.PlannedVariants, v.Name)
 	}
 	if !opt.StartAt.IsZero() {
 		select {

@@ -89,6 +89,7 @@ func sameMeasurements(t *testing.T, a, b *reports.Results, what string) {
 			where := what + ": " + av.Name + "/" + ap.Name
 			assert.Equal(t, ap.Clients, bp.Clients, where)
 			assert.Equal(t, ap.Summary.Sent, bp.Summary.Sent, where)
+			assert.Equal(t, ap.Summary.NotSent, bp.Summary.NotSent, where)
 			assert.Equal(t, ap.Summary.Accepted, bp.Summary.Accepted, where)
 			assert.Equal(t, ap.Summary.FalseDisconnects, bp.Summary.FalseDisconnects, where)
 			assert.Equal(t, ap.Summary.FalseLockouts, bp.Summary.FalseLockouts, where)
@@ -98,6 +99,7 @@ func sameMeasurements(t *testing.T, a, b *reports.Results, what string) {
 				bk := bp.Kind(ak.Kind)
 				kw := where + "/" + ak.Kind
 				assert.Equal(t, ak.Sent, bk.Sent, kw)
+				assert.Equal(t, ak.NotSent, bk.NotSent, kw)
 				assert.Equal(t, ak.Accepted, bk.Accepted, kw)
 				assert.Equal(t, ak.SentBytes, bk.SentBytes, kw)
 				assert.Equal(t, ak.AcceptedBytes, bk.AcceptedBytes, kw)
@@ -119,6 +121,7 @@ func sameMeasurements(t *testing.T, a, b *reports.Results, what string) {
 			for i, ai := range ap.Series {
 				bi := bp.Series[i]
 				assert.Equal(t, ai.Sent, bi.Sent, "%s: series[%d]", where, i)
+				assert.Equal(t, ai.NotSent, bi.NotSent, "%s: series[%d]", where, i)
 				assert.Equal(t, ai.Accepted, bi.Accepted, "%s: series[%d]", where, i)
 				assert.Equal(t, len(ai.Drops), len(bi.Drops), "%s: series[%d]", where, i)
 				for r, n := range ai.Drops {

@@ -26,6 +26,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 	if r.Run.Target != "" {
 		fmt.Fprintf(w, "target %s, a server sluice did not start: %s\n", r.Run.Target, reports.TargetNote)
 	}
+	fmt.Fprintln(w, countsLegend)
 	for _, v := range r.Variants {
 		note := ""
 		switch {
@@ -36,16 +37,19 @@ func printSummary(w io.Writer, r *reports.Results) {
 		}
 		fmt.Fprintf(w, "\n== policy %s%s\n", v.Name, note)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "population\trole\tclients\tsent\taccepted\tdrop rate\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
+		fmt.Fprintln(tw, "population\trole\tclients\tscheduled\tsent\tnot sent\taccepted\tdrop rate\tloss\tp50\tp99\tadmitted/s\tdisconnects\tlockouts\ttop drop reasons\t")
 		var noRate []*reports.Population // populations with no drop rate (Population.NoDropRate)
 		for _, p := range sortedPops(v.Populations) {
 			s := p.Summary
-			rate := "-" // none: raw writes, or nothing sent (as the thresholds say: not measured)
+			rate, loss := "-", "-" // none: raw writes, or nothing sent (as the thresholds say: not measured)
 			switch {
 			case s.DropRate == nil:
 				noRate = append(noRate, p)
 			case s.Sent > 0:
 				rate = pct(*s.DropRate)
+			}
+			if s.LossRate != nil && s.Scheduled > 0 {
+				loss = pct(*s.LossRate)
 			}
 			disc, lock := s.FalseDisconnects, s.FalseLockouts
 			discText, lockText := fmt.Sprint(disc), fmt.Sprint(lock)
@@ -59,8 +63,8 @@ func printSummary(w io.Writer, r *reports.Results) {
 			if hasResponses(p) {
 				p50, p99 = latency(s.ResponseP50), latency(s.ResponseP99)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
-				p.Name, p.Role, p.Clients, s.Sent, s.Accepted, rate,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
+				p.Name, p.Role, p.Clients, s.Scheduled, s.Sent, s.NotSent, s.Accepted, rate, loss,
 				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()
@@ -84,7 +88,17 @@ func printSummary(w io.Writer, r *reports.Results) {
 	if len(r.Variants) > 1 {
 		printComparison(w, r)
 	}
+	if lines, err := reports.Verdict(r); err == nil && len(lines) > 0 {
+		fmt.Fprintln(w, "\n== verdict")
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 }
+
+// countsLegend says once what the table's counts are, so that a message
+// never written is not read as a send or a drop.
+const countsLegend = "counts: scheduled = sent + not sent (never written: the client's connection was down); drop rate = dropped / sent; loss = (dropped + not sent) / scheduled, which thresholds call drop_rate"
 
 // sortedPops lists honest populations before hostile ones, keeping order.
 func sortedPops(ps []*reports.Population) []*reports.Population {
@@ -93,9 +107,11 @@ func sortedPops(ps []*reports.Population) []*reports.Population {
 	return out
 }
 
-// printComparison prints the report's comparison (reports.Compare) for the
-// whole-run groups, and how many thresholds each variant passed; the
-// per-population rows are in report.html.
+// printComparison prints the report's comparison (reports.Compare), its
+// headline rows (the totals, honest loss and p99 per honest population,
+// admitted traffic per hostile one) with the notes that say why a delta is
+// not what its direction suggests, and how many thresholds each variant
+// passed; the other rows are in report.html.
 func printComparison(w io.Writer, r *reports.Results) {
 	fmt.Fprintf(w, "\n== comparison (delta against %s)\n", r.Variants[0].Name)
 	rows, err := reports.Compare(r)
@@ -113,16 +129,22 @@ func printComparison(w io.Writer, r *reports.Results) {
 		}
 	}
 	fmt.Fprintln(tw)
+	var notes []string
 	for _, row := range rows {
-		if !strings.HasPrefix(row.Group, "all ") && row.Group != "server" {
+		if !row.Headline {
 			continue
 		}
 		fmt.Fprintf(tw, "%s %s\t", row.Group, row.Measure)
-		for _, c := range row.Cells {
+		for i, c := range row.Cells {
+			mark := ""
+			if c.Note != "" {
+				notes = append(notes, fmt.Sprintf("%s %s, %s: %s", row.Group, row.Measure, r.Variants[i].Name, c.Note))
+				mark = fmt.Sprintf(" [%d]", len(notes))
+			}
 			if c.Delta != "" {
-				fmt.Fprintf(tw, "%s (%s)\t", c.Value, c.Delta)
+				fmt.Fprintf(tw, "%s (%s)%s\t", c.Value, c.Delta, mark)
 			} else {
-				fmt.Fprintf(tw, "%s\t", c.Value)
+				fmt.Fprintf(tw, "%s%s\t", c.Value, mark)
 			}
 		}
 		fmt.Fprintln(tw)
@@ -139,6 +161,9 @@ func printComparison(w io.Writer, r *reports.Results) {
 	}
 	fmt.Fprintln(tw)
 	tw.Flush()
+	for i, n := range notes {
+		fmt.Fprintf(w, "  [%d] %s\n", i+1, n)
+	}
 	for _, v := range r.Variants {
 		if v.Incomplete() {
 			fmt.Fprintf(w, "  INCOMPLETE: %s\n", r.IncompleteNote(v))
