@@ -116,6 +116,9 @@ type Result struct {
 	// Ran is how far the run got on its own clock: the plan's Duration
 	// when it ran to the end, else the time it was stopped at.
 	Ran time.Duration
+	// Server is the server's own view of a loopback run (see ServerView):
+	// nil for RunSim, a remote server and NoLimits.
+	Server *ServerView
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -288,6 +291,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	var (
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
+		view  *viewReads // the in-process server's gate, read for Result.Server
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -301,6 +305,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		if !sp.NoLimits {
+			var remove func()
+			view, remove = newViewReads(srv.Gate(), &p, labels)
+			defer remove()
 		}
 		if err := srv.Start(); err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -339,6 +348,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}
 
 	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
+	mon.view = view
 	if mon.begin(); mon.err != nil {
 		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
 	}
@@ -396,6 +406,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res := newResult(labels, rec, ser, workers, complete, ran, total)
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
+	if view != nil {
+		res.Server = view.view(st, complete)
+	}
 	return res, nil
 }
 
@@ -417,6 +430,7 @@ type monitor struct {
 	warm        []kindCounts // at the end of the warm-up
 	next        int          // the interval whose end is the next read
 	warmed      bool
+	view        *viewReads // if set, given the reads that start the run and the window
 }
 
 // kindCounts are one population's server decisions by kind and outcome.
@@ -508,8 +522,10 @@ func (m *monitor) begin() {
 	for pop, label := range m.labels {
 		m.prev[pop] = kindDecisionsOf(m.base.Populations[label], m.kinds)
 	}
+	m.view.atBase(m.base)
 	if m.warmed { // no warm-up: the measured window starts now
 		copy(m.warm, m.prev)
+		m.view.atWarm(m.base)
 	}
 }
 
@@ -542,7 +558,7 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 		}
 		if !m.warmed && now >= m.warmup {
 			m.warmed = true
-			m.read(m.ser.index(now))
+			m.view.atWarm(m.read(m.ser.index(now)))
 			copy(m.warm, m.prev)
 		}
 		if now >= nextProgress {
@@ -560,6 +576,7 @@ func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 	st := m.read(m.ser.index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
+		m.view.atWarm(st)
 	}
 	for pop := range m.labels {
 		for k := range NumKinds {
