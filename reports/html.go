@@ -229,6 +229,7 @@ type variantView struct {
 	NoDataNote      string
 	NoRateNote      string // why some populations show no drop rate
 	ThresholdsTotal int
+	Server          template.HTML // the server's view (serverview.go)
 }
 
 type popRow struct {
@@ -284,6 +285,9 @@ func buildPage(r *Results) (*page, error) {
 	for i, vs := range stats {
 		vv, err := makeVariantView(i, vs, r, others)
 		if err != nil {
+			return nil, err
+		}
+		if vv.Server, err = serverViewHTML(r.Variants[i]); err != nil {
 			return nil, err
 		}
 		pg.Variants = append(pg.Variants, vv)

@@ -80,8 +80,8 @@ func Unmarshal(data []byte) (*Results, error) {
 	switch {
 	case ver > SchemaVersion:
 		return nil, fmt.Errorf("reports: schema version %d is newer than this build reads (%d): written by a newer sluice; upgrade to read it: %w", ver, SchemaVersion, ErrVersion)
-	case ver < SchemaVersion:
-		return nil, fmt.Errorf("reports: schema version %d is older than this build reads (%d): re-run the scenario, or use the sluice that wrote it: %w", ver, SchemaVersion, ErrVersion)
+	case ver < MinSchemaVersion:
+		return nil, fmt.Errorf("reports: schema version %d is older than this build reads (%d): re-run the scenario, or use the sluice that wrote it: %w", ver, MinSchemaVersion, ErrVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -89,6 +89,7 @@ func Unmarshal(data []byte) (*Results, error) {
 	if err := dec.Decode(r); err != nil {
 		return nil, decodeError(data, err)
 	}
+	r.SchemaVersion = SchemaVersion // an older version reads as the current one (see MinSchemaVersion)
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
 	}
@@ -392,6 +393,9 @@ func (r *Results) Validate() error {
 			if err := checkObject(v.Policy); err != nil {
 				return bad("variant %q: policy: %v", v.Name, err)
 			}
+		}
+		if err := v.Server.validate(); err != nil {
+			return bad("variant %q: server: %v", v.Name, err)
 		}
 		if v.Expect != "" && v.Expect != ExpectPass && v.Expect != ExpectFail {
 			return bad("variant %q: expect is %q, want %q or %q", v.Name, v.Expect, ExpectPass, ExpectFail)

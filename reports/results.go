@@ -19,8 +19,13 @@ import (
 // (description, expect), and a reader refuses a file with no variants, a
 // variant with no populations, a threshold over a population the variant
 // lacks, a drop reason it does not know, or a time series without an
-// interval length.
-const SchemaVersion = 5
+// interval length. Version 6: a variant may hold the server's own view
+// (server); a version 5 file reads as a version 6 one without it.
+const SchemaVersion = 6
+
+// MinSchemaVersion is the oldest results format this package reads: every
+// version from it to SchemaVersion reads into the current model.
+const MinSchemaVersion = 5
 
 // Drivers of a run.
 const (
@@ -141,6 +146,10 @@ type Variant struct {
 	// trusted (for example send lag too large: the load generator could not
 	// keep its schedule). Empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
+	// Server is the server's own view of the run (loopback runs against
+	// the in-process server), beside the populations' counts; absent
+	// otherwise.
+	Server *ServerView `json:"server,omitempty"`
 	// Stopped, when the variant's run was stopped before its end
 	// (interrupted), is how far it got from the run's start; 0 when it
 	// ran to the end. Its rates per second are over what it measured.

@@ -202,7 +202,7 @@ func TestRejectVersions(t *testing.T) {
 	}{
 		{"newer", SchemaVersion + 1, "newer"},
 		{"much newer", 99, "newer"},
-		{"older", SchemaVersion - 1, "older"},
+		{"older", MinSchemaVersion - 1, "older"},
 		{"not a number", "one", "not an integer"},
 		{"missing", nil, "no schema_version"},
 	}
