@@ -666,7 +666,8 @@ var ErrNoResult = errors.New("loadgen: no result")
 
 // Canonical returns a byte encoding of everything the run measured except
 // ServerCPU (a wall time) and the per-kind split of the server's decisions
-// (KindDecisions; the per-population decisions are in): the labels, every
+// (KindDecisions; the per-population decisions are in) and the server's
+// view (Server, loopback only): the labels, every
 // count (outcomes, decisions, bytes and frames written, clamped and dropped values, the
 // workers' Stats), every histogram (its geometry and non-zero counts), the
 // series, the cut-offs, the clients and those active, the disconnected

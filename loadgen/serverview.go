@@ -173,7 +173,6 @@ type viewReads struct {
 	labels     []string
 	floods     floodTally
 	base, warm server.Stats
-	baseFloods floodCounts
 	warmFloods floodCounts
 }
 
@@ -188,7 +187,7 @@ func newViewReads(g *core.Gate, p *core.Policy, labels []string) (v *viewReads, 
 // warm-up; on a nil viewReads they do nothing.
 func (v *viewReads) atBase(st server.Stats) {
 	if v != nil {
-		v.base, v.baseFloods = st, v.floods.load()
+		v.base = st
 	}
 }
 
