@@ -10,7 +10,8 @@
 //
 // # The file format
 //
-// A results file is one JSON object whose "schema_version" is SchemaVersion.
+// A results file is one JSON object whose "schema_version" is SchemaVersion
+// (files from MinSchemaVersion on read too, as the current version).
 // Readers reject any other version, unknown fields, trailing data,
 // truncated files and files no run writes (no variants, a variant with no
 // populations, a threshold over a population the variant lacks, an unknown

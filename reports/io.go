@@ -22,7 +22,8 @@ import (
 // test them with errors.Is.
 var (
 	// ErrVersion: the file's schema_version is missing or is not
-	// SchemaVersion (written by an older or newer sluice).
+	// within [MinSchemaVersion, SchemaVersion] (written by an older or
+	// newer sluice).
 	ErrVersion = errors.New("unsupported results schema version")
 	// ErrTruncated: the file ends before its JSON does (an interrupted
 	// copy or write), or is empty.
@@ -51,7 +52,7 @@ func encode(r *Results) ([]byte, error) {
 }
 
 // Unmarshal decodes and validates a results file's content. It rejects
-// truncated input (ErrTruncated), a missing, older or newer schema version
+// truncated input (ErrTruncated), a missing, too old or newer schema version
 // (ErrVersion, checked before anything else so a newer file is reported as
 // such), and malformed JSON, unknown fields, trailing data, content that
 // fails Validate, content that no run writes (see checkHollow), and
