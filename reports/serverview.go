@@ -186,7 +186,7 @@ var serverViewTmpl = template.Must(template.New("server").Parse(`<h3>The server'
 <p class="muted">Counts over the whole run, from before the first client dialled to after the server closed the last connection. Gate: the server's core.Gate counters (what its metrics export). Populations: the server's counters of the run's populations, which the populations' server decisions above are read from. Before Hello: frames of connections that had not said Hello yet, which the harness attributes to no population. A row agrees when gate = populations + before Hello. The server's own refusals of a message the gate accepted (QueueFull, Closed) count as accepted by the gate.</p>
 {{end}}{{end}}<h4>Gate counts in the measured window</h4>
 <div class="scroll"><table>
-<tr><th>gate row</th><th>by reason</th></tr>
+<tr><th>gate row or counter</th><th>counts</th></tr>
 {{range .Messages}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}{{range .Other}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>
 {{end}}</table></div>
