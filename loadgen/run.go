@@ -149,6 +149,9 @@ type Result struct {
 	// Ran is how far the run got on its own clock: the plan's Duration
 	// when it ran to the end, else the time it was stopped at.
 	Ran time.Duration
+	// Server is the server's own view of a loopback run (see ServerView):
+	// nil for RunSim, a remote server and NoLimits.
+	Server *ServerView
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -324,6 +327,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	var (
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
+		view  *viewReads // the in-process server's gate, read for Result.Server
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -337,6 +341,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		if !sp.NoLimits {
+			var remove func()
+			view, remove = newViewReads(srv.Gate(), &p, labels)
+			defer remove()
 		}
 		if err := srv.Start(); err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -377,6 +386,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}
 
 	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
+	mon.view = view
 	if mon.begin(); mon.err != nil {
 		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
 	}
@@ -435,6 +445,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res.ServerView = stats != nil
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
+	if view != nil {
+		res.Server = view.view(st, complete)
+	}
 	return res, nil
 }
 
@@ -456,6 +469,7 @@ type monitor struct {
 	warm        []kindCounts // at the end of the warm-up
 	next        int          // the interval whose end is the next read
 	warmed      bool
+	view        *viewReads // if set, given the reads that start the run and the window
 }
 
 // kindCounts are one population's server decisions by kind and outcome.
@@ -547,8 +561,10 @@ func (m *monitor) begin() {
 	for pop, label := range m.labels {
 		m.prev[pop] = kindDecisionsOf(m.base.Populations[label], m.kinds)
 	}
+	m.view.atBase(m.base)
 	if m.warmed { // no warm-up: the measured window starts now
 		copy(m.warm, m.prev)
+		m.view.atWarm(m.base)
 	}
 }
 
@@ -581,7 +597,7 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 		}
 		if !m.warmed && now >= m.warmup {
 			m.warmed = true
-			m.read(m.ser.index(now))
+			m.view.atWarm(m.read(m.ser.index(now)))
 			copy(m.warm, m.prev)
 		}
 		if now >= nextProgress {
@@ -599,6 +615,7 @@ func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
 	st := m.read(m.ser.index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
+		m.view.atWarm(st)
 	}
 	for pop := range m.labels {
 		for k := range NumKinds {
@@ -688,7 +705,8 @@ var ErrNoResult = errors.New("loadgen: no result")
 
 // Canonical returns a byte encoding of everything the run measured except
 // ServerCPU (a wall time) and the per-kind split of the server's decisions
-// (KindDecisions; the per-population decisions are in): the labels, every
+// (KindDecisions; the per-population decisions are in) and the server's
+// view (Server, loopback only): the labels, every
 // count (outcomes, decisions, bytes and frames written, clamped and dropped values, the
 // workers' Stats), every histogram (its geometry and non-zero counts), the
 // series, the cut-offs, the clients and those active, the disconnected

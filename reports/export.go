@@ -121,8 +121,8 @@ func RenderFiles(dir string, r *Results) error {
 	// place whole, replacing the earlier run's: an earlier run's files (a
 	// variant this run did not run) would sit beside this run's as if they
 	// were, and a write cut short must not leave half of them.
-	stage, err := os.MkdirTemp(dir, "."+HDRDir+tmpInfix+"*")
-	if err != nil {
+	var stage string
+	if err := step(func() (err error) { stage, err = os.MkdirTemp(dir, "."+HDRDir+tmpInfix+"*"); return err }); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	var errs []error
@@ -142,7 +142,7 @@ func RenderFiles(dir string, r *Results) error {
 	if err := os.Chmod(stage, 0o755); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.Rename(stage, filepath.Join(dir, HDRDir)); err != nil {
+	if err := step(func() error { return os.Rename(stage, filepath.Join(dir, HDRDir)) }); err != nil {
 		os.RemoveAll(stage)
 		return fmt.Errorf("reports: %w", err)
 	}
@@ -182,7 +182,7 @@ func writeHistograms(hdr string, r *Results) error {
 				})
 			}
 			if len(files) > 0 && !made {
-				if err := os.MkdirAll(vdir, 0o755); err != nil {
+				if err := step(func() error { return os.MkdirAll(vdir, 0o755) }); err != nil {
 					return fmt.Errorf("reports: %w", err)
 				}
 				made = true

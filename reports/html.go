@@ -271,6 +271,7 @@ type variantView struct {
 	ChartNotes      []string // why a population has no chart
 	NoRateNote      string   // why some populations show no drop rate
 	ThresholdsTotal int
+	Server          template.HTML // the server's view (serverview.go)
 }
 
 type popRow struct {
@@ -334,6 +335,9 @@ func buildPage(r *Results) (*page, error) {
 	for i, vs := range stats {
 		vv, err := makeVariantView(i, vs, r, others, colorOf)
 		if err != nil {
+			return nil, err
+		}
+		if vv.Server, err = serverViewHTML(r.Variants[i]); err != nil {
 			return nil, err
 		}
 		pg.Variants = append(pg.Variants, vv)

@@ -23,7 +23,8 @@ import (
 // test them with errors.Is.
 var (
 	// ErrVersion: the file's schema_version is missing or is not
-	// SchemaVersion (written by an older or newer sluice).
+	// within [OldestSchemaVersion, SchemaVersion] (written by an older or
+	// newer sluice).
 	ErrVersion = errors.New("unsupported results schema version")
 	// ErrTruncated: the file ends before its JSON does (an interrupted
 	// copy or write), or is empty.
@@ -52,7 +53,7 @@ func encode(r *Results) ([]byte, error) {
 }
 
 // Unmarshal decodes and validates a results file's content. It rejects
-// truncated input (ErrTruncated), a missing, older or newer schema version
+// truncated input (ErrTruncated), a missing, too old or newer schema version
 // (ErrVersion, checked before anything else so a newer file is reported as
 // such), and malformed JSON, unknown fields, trailing data, content that
 // fails Validate, content that no run writes (see checkHollow), and
@@ -90,6 +91,7 @@ func Unmarshal(data []byte) (*Results, error) {
 	if err := dec.Decode(r); err != nil {
 		return nil, decodeError(data, err)
 	}
+	r.SchemaVersion = SchemaVersion // an older version reads as the current one (see OldestSchemaVersion)
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("reports: data after the results object at byte %d: %w", dec.InputOffset(), ErrInvalid)
 	}
@@ -286,7 +288,11 @@ func writeResultsFile(path string, r *Results) error {
 // replaces an *fs.PathError or *os.LinkError in it (the temporary file's,
 // from a write, sync, close or rename) with the error it carries, so
 // errors.Is still finds what went wrong.
-func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
+func writeFileAtomic(path string, fill func(io.Writer) error) error {
+	return step(func() error { return writeFileAtomicNow(path, fill) })
+}
+
+func writeFileAtomicNow(path string, fill func(io.Writer) error) (err error) {
 	cannot := func(err error) error {
 		var pe *fs.PathError
 		var le *os.LinkError
@@ -405,6 +411,9 @@ func (r *Results) Validate() error {
 			if err := checkObject(v.Policy); err != nil {
 				return bad("variant %q: policy: %v", v.Name, err)
 			}
+		}
+		if err := v.Server.validate(); err != nil {
+			return bad("variant %q: server: %v", v.Name, err)
 		}
 		if v.Expect != "" && v.Expect != ExpectPass && v.Expect != ExpectFail {
 			return bad("variant %q: expect is %q, want %q or %q", v.Name, v.Expect, ExpectPass, ExpectFail)

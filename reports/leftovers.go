@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // A write that is cut short (the process killed, a second Ctrl-C) can
@@ -90,4 +91,38 @@ func RemoveLeftovers(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writes serialises each step of a write (a file made and renamed into
+// place, a directory made or moved) with StopWrites, so that once it has
+// stopped them no step is under way nor can begin: what it then removes
+// stays removed.
+var writes struct {
+	mu      sync.Mutex
+	stopped bool
+}
+
+// errWritesStopped is returned by a write step after StopWrites.
+var errWritesStopped = errors.New("reports: writes were stopped (interrupted)")
+
+// step runs one step of a write, unless StopWrites has stopped them.
+func step(f func() error) error {
+	writes.mu.Lock()
+	defer writes.mu.Unlock()
+	if writes.stopped {
+		return errWritesStopped
+	}
+	return f()
+}
+
+// StopWrites stops every write of this process for good, waiting for the
+// step under way (one file), and then removes the temporary files and
+// directories in dir that a write cut short leaves (RemoveLeftovers): a
+// program that quits at once (a second Ctrl-C) calls it so that nothing
+// half-written is left behind.
+func StopWrites(dir string) error {
+	writes.mu.Lock()
+	writes.stopped = true
+	writes.mu.Unlock()
+	return RemoveLeftovers(dir)
 }

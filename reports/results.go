@@ -30,7 +30,8 @@ import (
 // its address or account holds as many as the policy allows); a run
 // against a server sluice did not start (Run.Target, KindStats.Unknown,
 // Variant.NotApplicable); segments and their merge (Run.Segment,
-// Run.Segments, Run.StartAt, Run.Thresholds, CutOff.Times). Version 5
+// Run.Segments, Run.StartAt, Run.Thresholds, CutOff.Times); the server's
+// own view of a loopback run (Variant.Server). Version 5
 // files are still read (ReadFile converts them).
 const SchemaVersion = 6
 
@@ -190,6 +191,10 @@ type Variant struct {
 	// trusted (for example send lag too large: the load generator could not
 	// keep its schedule). Empty when valid.
 	Invalid []string `json:"invalid,omitempty"`
+	// Server is the server's own view of the run (loopback runs against
+	// the in-process server), beside the populations' counts; absent
+	// otherwise.
+	Server *ServerView `json:"server,omitempty"`
 	// Stopped, when the variant's run was stopped before its end
 	// (interrupted), is how far it got from the run's start; 0 when it
 	// ran to the end. Its rates per second are over what it measured.

@@ -200,10 +200,11 @@ func runScenario(c *cobra.Command, file string, f runFlags) error {
 		prog.interrupted(ended.Load())
 		select {
 		case <-again:
-			// Whatever is being written goes unfinished: its temporary
-			// files go too, so that nothing half-written is left (each
-			// file reaches its real name only whole).
-			_ = reports.RemoveLeftovers(f.out)
+			// Whatever is being written goes unfinished: the writer is
+			// stopped after the file under way, and the temporary files
+			// go, so that nothing half-written is left (each file
+			// reaches its real name only whole).
+			_ = reports.StopWrites(f.out)
 			prog.quit(removeEmpty(made))
 			quit(exitInterrupted)
 		case <-ran:

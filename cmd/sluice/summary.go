@@ -84,6 +84,9 @@ func printSummary(w io.Writer, r *reports.Results) {
 		if len(v.Invalid) > 0 {
 			fmt.Fprintf(w, "  INVALID: %s\n", strings.Join(v.Invalid, "; "))
 		}
+		if n := v.ServerViewNote(); n != "" {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 	if len(r.Variants) > 1 {
 		printComparison(w, r)
