@@ -59,6 +59,9 @@ type Policy struct {
 	// Shadow makes the gate decide and record everything but enforce
 	// nothing: every verdict's Action is Accept.
 	Shadow bool `yaml:"shadow,omitempty" json:"shadow,omitempty"`
+	// Fleet makes keyed layers shared by a fleet of servers (package
+	// fleet builds them); off by default.
+	Fleet Fleet `yaml:"fleet,omitempty" json:"fleet,omitempty"`
 
 	// lines maps field paths to source lines when the policy was decoded;
 	// Validate uses it to say where a bad value came from.
@@ -520,6 +523,7 @@ func (p *Policy) Normalize() {
 	if e.TableFull == "" {
 		e.TableFull = "deny"
 	}
+	p.Fleet.normalize()
 }
 
 // StrikeWeight returns the weight a denial for r adds: the policy's
@@ -686,6 +690,7 @@ func (p *Policy) validate() error {
 	if e.TableFull != "deny" && e.TableFull != "allow" {
 		v.add("escalation.tableFull", fmt.Sprintf("%q is not deny or allow", e.TableFull))
 	}
+	p.validateFleet(&v)
 	return v.err()
 }
 
@@ -778,6 +783,7 @@ func (p *Policy) clone() Policy {
 	tb.Sessions, tb.Accounts, tb.Addresses, tb.Matches = cp(tb.Sessions), cp(tb.Accounts), cp(tb.Addresses), cp(tb.Matches)
 	e := &q.Escalation
 	e.Violations, e.Window, e.Lockout = cp(e.Violations), cp(e.Window), cp(e.Lockout)
+	q.Fleet = p.Fleet.clone()
 	return q
 }
 
