@@ -66,6 +66,8 @@ func newServer(t testing.TB, store Store, name string, cfg Config) *server {
 	return srv
 }
 
+func (srv *server) addr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.2:4001") }
+
 // tally counts admitted messages in 10 ms slots of the gate's clock.
 type tally struct {
 	start int64

@@ -103,3 +103,11 @@ func (r *redisProc) client(t testing.TB) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// quietLogger drops go-redis's own log lines (dial failures while a test
+// has Redis stopped on purpose); the tests count the errors instead.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietLogger{}) }
