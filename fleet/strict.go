@@ -16,10 +16,11 @@ import (
 // caller for that round trip: use it where the client waits for an answer
 // anyway (a purchase, a trade), never on the gate's input path.
 //
-// Takes of concurrent callers are pipelined: a few sender goroutines each
+// Takes of concurrent callers are batched: a few sender goroutines each
 // gather the takes waiting (up to MaxBatch) and send them in one round
-// trip, so throughput grows with the callers instead of one connection
-// per take. Start them with NewStrict; Close stops them. Safe for
+// trip (on a single Redis one script call deciding each take in turn, on
+// a Cluster a pipeline of one script call per take), so throughput grows
+// with the callers instead of one round trip per take. Start them with NewStrict; Close stops them. Safe for
 // concurrent use.
 type Strict struct {
 	c      redis.UniversalClient
@@ -29,6 +30,9 @@ type Strict struct {
 	once   sync.Once
 	pool   sync.Pool
 	closed chan struct{}
+	// cluster: keys may be on different nodes, so a batch is a pipeline of
+	// takeScript; on a single Redis it is one takeManyScript.
+	cluster bool
 }
 
 // StrictConfig configures a Strict.
@@ -65,10 +69,13 @@ func NewStrict(ctx context.Context, c redis.UniversalClient, cfg StrictConfig) (
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 128
 	}
-	if err := takeScript.Load(ctx, c).Err(); err != nil {
-		return nil, err
+	for _, sc := range []*redis.Script{takeScript, takeManyScript} {
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			return nil, err
+		}
 	}
-	s := &Strict{c: c, prefix: cfg.Prefix, in: make(chan *strictReq, cfg.Senders*cfg.MaxBatch), closed: make(chan struct{})}
+	_, cluster := c.(*redis.ClusterClient)
+	s := &Strict{c: c, prefix: cfg.Prefix, cluster: cluster, in: make(chan *strictReq, cfg.Senders*cfg.MaxBatch), closed: make(chan struct{})}
 	s.pool.New = func() any { return &strictReq{done: make(chan struct{}, 1)} }
 	for range cfg.Senders {
 		s.wg.Add(1)
@@ -155,30 +162,70 @@ func (s *Strict) send(maxBatch int) {
 	}
 }
 
-// exec sends one pipeline of takes and answers each; on NOSCRIPT (a
-// restarted Redis) it loads the script and sends the batch again once.
+// exec sends one batch of takes and answers each; on NOSCRIPT (a
+// restarted Redis) it loads the scripts and sends the batch again once.
 func (s *Strict) exec(batch []*strictReq, cmds []*redis.Cmd) {
 	ctx := context.Background() // one caller's deadline must not fail the others' takes
 	for try := 0; ; try++ {
-		p := s.c.Pipeline()
-		cmds = cmds[:0]
-		for _, r := range batch {
-			cmds = append(cmds, takeScript.EvalSha(ctx, p, []string{r.key}, 1e6/r.lim.Rate, r.lim.Burst, r.n))
+		var err error
+		if s.cluster {
+			err = s.execPipeline(ctx, batch, cmds)
+		} else {
+			err = s.execMany(ctx, batch)
 		}
-		_, err := p.Exec(ctx)
 		if isNoScript(err) && try == 0 {
-			if takeScript.Load(ctx, s.c).Err() == nil {
+			if takeScript.Load(ctx, s.c).Err() == nil && takeManyScript.Load(ctx, s.c).Err() == nil {
 				continue
 			}
 		}
-		for i, r := range batch {
-			v, err := cmds[i].Int64Slice()
-			if err == nil && len(v) != 3 {
-				err = errors.New("fleet: unexpected take reply")
+		for _, r := range batch {
+			if r.err == nil && err != nil {
+				r.err = err
 			}
-			r.res, r.err = append(r.res[:0], v...), err
 			r.done <- struct{}{}
 		}
 		return
 	}
+}
+
+// execMany decides the batch in one takeManyScript call.
+func (s *Strict) execMany(ctx context.Context, batch []*strictReq) error {
+	keys := make([]string, len(batch))
+	args := make([]any, 0, 3*len(batch))
+	for i, r := range batch {
+		keys[i] = r.key
+		args = append(args, 1e6/r.lim.Rate, r.lim.Burst, r.n)
+	}
+	v, err := takeManyScript.EvalSha(ctx, s.c, keys, args...).Int64Slice()
+	if err == nil && len(v) != 3*len(batch) {
+		err = errors.New("fleet: unexpected take reply")
+	}
+	if err != nil {
+		return err
+	}
+	for i, r := range batch {
+		r.res, r.err = append(r.res[:0], v[3*i:3*i+3]...), nil
+	}
+	return nil
+}
+
+// execPipeline decides the batch in one pipeline of takeScript calls.
+func (s *Strict) execPipeline(ctx context.Context, batch []*strictReq, cmds []*redis.Cmd) error {
+	p := s.c.Pipeline()
+	cmds = cmds[:0]
+	for _, r := range batch {
+		cmds = append(cmds, takeScript.EvalSha(ctx, p, []string{r.key}, 1e6/r.lim.Rate, r.lim.Burst, r.n))
+	}
+	_, err := p.Exec(ctx)
+	if isNoScript(err) {
+		return err
+	}
+	for i, r := range batch {
+		v, err := cmds[i].Int64Slice()
+		if err == nil && len(v) != 3 {
+			err = errors.New("fleet: unexpected take reply")
+		}
+		r.res, r.err = append(r.res[:0], v...), err
+	}
+	return nil
 }
