@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -174,4 +175,44 @@ func TestRedisKillRestart(t *testing.T) {
 	for _, s := range servers {
 		s.f.Stop()
 	}
+}
+
+// A policy's fleet section is all a server needs: Open builds the fleet
+// and the gate options, and the gate's account layer is then shared.
+func TestOpenFromPolicy(t *testing.T) {
+	r := startRedis(t)
+	p, err := core.DecodePolicyYAML([]byte(`
+channels: [{name: move, class: input, rate: 1000, burst: 1000}]
+account: {rate: 1, burst: 6}
+match: {disabled: true}
+strikes: {weights: {AccountLimit: 0}}
+fleet:
+  redis: [` + r.addr + `]
+  lease: 2
+  refresh: 10ms
+`))
+	require.NoError(t, err)
+	ctx := context.Background()
+	var admitted int
+	for _, name := range []string{"a", "b"} {
+		s, err := Open(ctx, p, name)
+		require.NoError(t, err)
+		require.NoError(t, s.Fleet.Start())
+		now := atomicbucket.Nanotime()
+		g, err := core.NewGate(p, now, s.GateOptions...)
+		require.NoError(t, err)
+		h, v := g.Open(netip.MustParseAddrPort("127.0.0.1:1"), now)
+		require.True(t, v.OK())
+		require.True(t, g.Authenticate(h, 99, now).OK())
+		for range 40 {
+			if g.Check(core.Message{Session: h, Size: 1}, atomicbucket.Nanotime()).OK() {
+				admitted++
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		require.NoError(t, s.Close())
+	}
+	// burst 6 + under a second of rate 1 + 2 × 2 servers × lease 2
+	assert.LessOrEqual(t, admitted, 6+1+8)
+	assert.GreaterOrEqual(t, admitted, 6)
 }
