@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,30 +107,62 @@ func (ta *tally) maxWindow(w, from, to time.Duration) (int64, time.Duration) {
 
 // flood sends the hostile account's messages to every server as fast as
 // one goroutine per server goes (a sleep of 500µs between sends) for d,
-// tallying what the gates admit. It returns the slowest Check.
-func flood(servers []*server, ta *tally, d time.Duration, pause <-chan struct{}) time.Duration {
+// tallying what the gates admit. It returns the slowest Check and, when
+// samples is not nil, fills it with every Check's start (on ta's clock)
+// and duration.
+func flood(servers []*server, ta *tally, d time.Duration, samples *[]sample) time.Duration {
 	var wg sync.WaitGroup
+	var mu sync.Mutex
 	var slowest atomic.Int64
 	end := time.Now().Add(d)
 	for _, srv := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var mine []sample
 			for time.Now().Before(end) {
 				now := atomicbucket.Nanotime()
 				v := srv.g.Check(core.Message{Session: srv.s, Kind: 0, Size: 8}, now)
-				if took := atomicbucket.Nanotime() - now; took > slowest.Load() {
+				took := atomicbucket.Nanotime() - now
+				if took > slowest.Load() {
 					slowest.Store(took)
+				}
+				if samples != nil {
+					mine = append(mine, sample{at: now - ta.start, took: took})
 				}
 				if v.OK() {
 					ta.add(now)
 				}
 				time.Sleep(500 * time.Microsecond)
 			}
+			if samples != nil {
+				mu.Lock()
+				*samples = append(*samples, mine...)
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
 	return time.Duration(slowest.Load())
+}
+
+// sample is one Check: when it started, how long it took (ns).
+type sample struct{ at, took int64 }
+
+// p99 returns the 99th percentile of the durations of the samples that
+// started in [from, to).
+func p99(ss []sample, from, to time.Duration) time.Duration {
+	var ds []int64
+	for _, s := range ss {
+		if s.at >= int64(from) && s.at < int64(to) {
+			ds = append(ds, s.took)
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return time.Duration(ds[len(ds)*99/100])
 }
 
 // boundFor is the package's documented bound for an interval of length

@@ -73,7 +73,6 @@ type Stats struct {
 	Errors   uint64 // store calls that failed or timed out
 	Healthy  bool   // the last round succeeded
 	Live     int    // live servers, from the heartbeats
-	Denied   uint64 // takes the lease could not cover while healthy
 	Fallback uint64 // takes decided by OnFailure
 }
 
@@ -93,7 +92,6 @@ type Fleet struct {
 	live    atomic.Int64
 	rounds  atomic.Uint64
 	errs    atomic.Uint64
-	wake    chan struct{}
 
 	mu      sync.Mutex // layers, start and stop
 	layers  []*Layer
@@ -131,7 +129,7 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = atomicbucket.Nanotime
 	}
-	f := &Fleet{cfg: cfg, wake: make(chan struct{}, 1)}
+	f := &Fleet{cfg: cfg}
 	f.healthy.Store(true)
 	f.live.Store(1)
 	return f, nil
@@ -211,7 +209,6 @@ func (f *Fleet) Stats() Stats {
 	s := Stats{Rounds: f.rounds.Load(), Errors: f.errs.Load(), Healthy: f.healthy.Load(), Live: int(f.live.Load())}
 	f.mu.Lock()
 	for _, l := range f.layers {
-		s.Denied += l.denied.Load()
 		s.Fallback += l.fallback.Load()
 	}
 	f.mu.Unlock()
@@ -220,15 +217,6 @@ func (f *Fleet) Stats() Stats {
 
 // Healthy reports whether the last round of store calls succeeded.
 func (f *Fleet) Healthy() bool { return f.healthy.Load() }
-
-// wakeUp asks the refresher for a round now, without waiting: a key just
-// took a lease on credit.
-func (f *Fleet) wakeUp() {
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
 
 func (f *Fleet) run(stop, done chan struct{}) {
 	defer close(done)
@@ -252,7 +240,6 @@ func (f *Fleet) run(stop, done chan struct{}) {
 			f.healthy.Store(false) // no refresher: no more credit
 			return
 		case <-tick.C:
-		case <-f.wake:
 		}
 	}
 }

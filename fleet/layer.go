@@ -46,9 +46,10 @@ func ParseOnFailure(s string) (OnFailure, bool) {
 //
 // A key's first take after it has no lease (new, or returned idle) is
 // served on credit: the server grants itself one lease and the refresher
-// charges it to the fleet bucket as a debt, whatever the bucket holds, so
-// an honest player's first message never waits for Redis and every token
-// is still accounted.
+// charges it to the fleet bucket as a debt at its next round, whatever the
+// bucket holds, so an honest player's first message never waits for Redis
+// and every token is still accounted. A denial writes nothing; only takes
+// decided by OnFailure are counted (Stats.Fallback).
 //
 // Build Layers with Fleet.Layer (or through Fleet.GateOptions); the zero
 // value is not usable. Safe for concurrent use. Keyed escalation (lockout)
@@ -67,7 +68,6 @@ type Layer struct {
 	prefix  string
 
 	defaultRetry time.Duration
-	denied       atomic.Uint64 // takes the lease could not cover while healthy
 	fallback     atomic.Uint64 // takes decided by OnFailure
 }
 
@@ -110,7 +110,6 @@ func (l *Layer) TakeAt(key uint64, now int64, n uint64) core.Decision {
 		c := max(l.lease, n)
 		s.credit.Store(c)
 		if s.word.CompareAndSwap(w, live|(c-n)) {
-			l.f.wakeUp()
 			return core.Decision{Allowed: true, Remaining: uint32(min(c-n, math.MaxUint32))}
 		}
 	}
@@ -120,7 +119,6 @@ func (l *Layer) TakeAt(key uint64, now int64, n uint64) core.Decision {
 // refresher's next lease while the store is healthy, else OnFailure.
 func (l *Layer) uncovered(key uint64, now int64, n uint64, s *slot) core.Decision {
 	if l.f.healthy.Load() {
-		l.denied.Add(1)
 		return core.Decision{Reason: l.reason, RetryAfter: time.Duration(max(s.retry.Load(), int64(l.defaultRetry)))}
 	}
 	l.fallback.Add(1)

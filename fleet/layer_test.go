@@ -60,7 +60,6 @@ func TestLayerCreditAndLease(t *testing.T) {
 	}
 	manual(f, &r)
 	assert.False(t, l.TakeAt(7, 0, 1).Allowed, "the fleet bucket (burst 10) is spent")
-	assert.Equal(t, uint64(2), l.denied.Load())
 }
 
 // A second server sees the first's spending: they share the bucket.

@@ -92,6 +92,10 @@ func TestRedisHeartbeat(t *testing.T) {
 // the first, with fault injected at 1s; it returns the tallies and the
 // slowest Check.
 func faultRun(t *testing.T, r *redisProc, d time.Duration, fault func([]*server)) (hostile *tally, honestLost int64, slowest time.Duration, servers []*server) {
+	return faultRunSampled(t, r, d, fault, nil)
+}
+
+func faultRunSampled(t *testing.T, r *redisProc, d time.Duration, fault func([]*server), samples *[]sample) (hostile *tally, honestLost int64, slowest time.Duration, servers []*server) {
 	cfg := Config{Lease: tLease, Refresh: 20 * time.Millisecond, Timeout: 100 * time.Millisecond, Idle: 5 * time.Second, Heartbeat: 200 * time.Millisecond}
 	for _, name := range []string{"a", "b"} {
 		servers = append(servers, newServer(t, redisStore(t, r.client(t)), name, cfg))
@@ -105,7 +109,7 @@ func faultRun(t *testing.T, r *redisProc, d time.Duration, fault func([]*server)
 	var lost atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); slowest = flood(servers, hostile, d, nil) }()
+	go func() { defer wg.Done(); slowest = flood(servers, hostile, d, samples) }()
 	go func() {
 		defer wg.Done()
 		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -127,7 +131,8 @@ func TestRedisStopCont(t *testing.T) {
 	r := startRedis(t)
 	const d = 7 * time.Second
 	var healthyAgain time.Duration
-	ta, lost, slowest, servers := faultRun(t, r, d, func(servers []*server) {
+	var samples []sample
+	ta, lost, slowest, servers := faultRunSampled(t, r, d, func(servers []*server) {
 		r.signal(syscall.SIGSTOP)
 		time.Sleep(3 * time.Second)
 		r.signal(syscall.SIGCONT)
@@ -139,9 +144,12 @@ func TestRedisStopCont(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		healthyAgain = time.Since(start)
-	})
+	}, &samples)
 	st := servers[0].f.Stats()
-	t.Logf("slowest Check %v; honest lost %d; errors %d, fallback takes %d; healthy %v after SIGCONT", slowest, lost, st.Errors, st.Fallback, healthyAgain)
+	before, during := p99(samples, 0, time.Second), p99(samples, 1100*time.Millisecond, 4*time.Second)
+	t.Logf("slowest Check %v; p99 per Check %v before the stop, %v while Redis is stopped; honest lost %d; errors %d, fallback takes %d; healthy %v after SIGCONT",
+		slowest, before, during, lost, st.Errors, st.Fallback, healthyAgain)
+	assert.Less(t, during, 100*time.Microsecond, "p99 of a Check while Redis is stopped")
 	assert.Less(t, slowest, 20*time.Millisecond, "a Check waited (Redis is never on the message path)")
 	assert.Zero(t, lost, "honest messages lost")
 	assert.Positive(t, st.Errors)
