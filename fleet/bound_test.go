@@ -175,7 +175,7 @@ func boundFor(servers int, T time.Duration) int64 {
 // 4 servers with per-process limits only, and checks the bound.
 func fourServers(t *testing.T, store Store) {
 	const n, d = 4, 4 * time.Second
-	cfg := Config{Lease: tLease, Refresh: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, Idle: 5 * time.Second, Heartbeat: 200 * time.Millisecond}
+	cfg := Config{Lease: tLease, Refresh: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, Idle: 5 * time.Second, Heartbeat: 200 * time.Millisecond, Servers: n}
 	var fleetSrv, localSrv []*server
 	for i := range n {
 		fleetSrv = append(fleetSrv, newServer(t, store, "s"+string(rune('a'+i)), cfg))
@@ -194,6 +194,10 @@ func fourServers(t *testing.T, store Store) {
 	lSteady, _ := lt.maxWindow(time.Second, 2*time.Second, d)
 	t.Logf("fleet: worst 1s window %d admitted (at %v), bound %d; steady %d/s. per-process: worst %d, steady %d/s (%.1f× the fleet's)",
 		worst, at, bound, fSteady, local, lSteady, float64(lSteady)/float64(max(1, fSteady)))
+	for i, s := range fleetSrv {
+		st := s.f.Stats()
+		t.Logf("server %d: %d rounds, %d errors, %d takes by OnFailure, %d live", i, st.Rounds, st.Errors, st.Fallback, st.Live)
+	}
 	require.LessOrEqual(t, worst, bound, "fleet-wide admitted over a 1s window")
 	require.GreaterOrEqual(t, float64(lSteady), 3*float64(fSteady), "per-process limits alone admit about 4× as much")
 	require.GreaterOrEqual(t, fSteady, int64(tRate*0.8), "the fleet still admits its rate")

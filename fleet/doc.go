@@ -31,9 +31,11 @@
 // No take waits for the store. A refresher round (or heartbeat) that fails
 // or takes longer than Config.Timeout marks the store unavailable; until a
 // round succeeds, a take its lease cannot cover follows Config.OnFailure:
-// FailLocal (the default) takes from a local bucket with burst b and rate
-// r ÷ the live servers (the local share, so the fleet stays near r while
-// the live count is right), FailDeny denies, FailAllow lets it through.
+// FailLocal (the default) takes from a local bucket with rate r and burst
+// b, each ÷ n, the live servers by the last heartbeat (Config.Servers
+// before the first): the local share, so that while the live counts are
+// right the fleet admits at most b + r·T + S·L over T, the leases held
+// included. FailDeny denies, FailAllow lets it through.
 // Errors are counted (Stats), never panics. When the store answers again
 // the refresher resumes leasing and the fleet is back under its bucket
 // within a refresh period or two. A Redis restarted without its data has

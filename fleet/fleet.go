@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/core"
 )
 
@@ -35,9 +34,9 @@ type Config struct {
 	OnFailure OnFailure
 	// Prefix starts every key the layers write. Default "sluice".
 	Prefix string
-	// Clock is the gate's clock (nanoseconds), read by the refresher when
-	// it sets the local share's rate. Default atomicbucket.Nanotime.
-	Clock func() int64
+	// Servers is the number of live servers to assume until the first
+	// heartbeat answers (it sizes the local share). Default 1.
+	Servers int
 }
 
 // ConfigFromPolicy returns the Config the policy's fleet section asks for
@@ -126,12 +125,12 @@ func New(cfg Config) (*Fleet, error) {
 		_, _ = rand.Read(b[:])
 		cfg.Server = hex.EncodeToString(b[:])
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = atomicbucket.Nanotime
+	if cfg.Servers < 1 {
+		cfg.Servers = 1
 	}
 	f := &Fleet{cfg: cfg}
 	f.healthy.Store(true)
-	f.live.Store(1)
+	f.live.Store(int64(cfg.Servers))
 	return f, nil
 }
 
@@ -148,15 +147,14 @@ func (f *Fleet) Layer(spec core.KeyedLayerSpec) (core.KeyedLayer, error) {
 	}
 	lease = min(lease, uint64(lim.Burst))
 	lc.DisableEscalation = true
-	share, err := core.NewLimiter(lc)
-	if err != nil {
-		return nil, err
-	}
 	l := &Layer{
 		f: f, path: spec.Path, reason: spec.Reason, limit: lim, lease: lease,
 		maxCost: uint64(lim.Burst), open: lc.FailOpen, onFail: f.cfg.OnFailure,
-		tab: newTable(lc.MaxKeys), share: share, prefix: f.cfg.Prefix,
+		tab: newTable(lc.MaxKeys), shareCfg: lc, prefix: f.cfg.Prefix,
 		defaultRetry: f.cfg.Refresh,
+	}
+	if err := l.setShare(int(f.live.Load())); err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	f.layers = append(f.layers, l)
@@ -258,7 +256,9 @@ func (f *Fleet) heartbeat() {
 		ls := append([]*Layer(nil), f.layers...)
 		f.mu.Unlock()
 		for _, l := range ls {
-			_ = l.share.SetRefillFactor(1/float64(n), f.cfg.Clock())
+			if l.setShare(n) != nil {
+				f.errs.Add(1)
+			}
 		}
 	}
 }
@@ -285,38 +285,17 @@ func (f *Fleet) round(r *refresher, now time.Time, final bool) {
 	r.ops, r.refs = r.ops[:0], r.refs[:0]
 	t := now.UnixNano()
 	for _, l := range layers {
-		l.tab.each(func(key uint64, s *slot) {
-			w := s.word.Load()
-			if w&live == 0 {
-				return
+		l.active = l.tab.popAll(l.active)
+		for i := 0; i < len(l.active); {
+			s := l.active[i]
+			if f.visit(r, l, s, t, final) {
+				i++
+				continue
 			}
-			if s.name == "" {
-				s.name = l.keyName(key)
-			}
-			if w != s.last {
-				s.idleSince, s.last = t, w
-			}
-			op := LeaseOp{Key: s.name, Limit: l.limit}
-			if !s.leased {
-				op.Debt = int64(s.credit.Load())
-			}
-			st := w & stockMask
-			returned := false
-			switch {
-			case final || s.leased && t-s.idleSince >= int64(f.cfg.Idle):
-				if !s.word.CompareAndSwap(w, 0) {
-					return // a take: not idle after all
-				}
-				op.Return, returned = int64(st), true
-			case st < l.lease:
-				op.Want, op.Least = int64(l.lease-st), 1
-			}
-			if op.Debt == 0 && op.Return == 0 && op.Want == 0 {
-				return
-			}
-			r.ops = append(r.ops, op)
-			r.refs = append(r.refs, ref{l: l, s: s, returned: returned})
-		})
+			last := len(l.active) - 1 // returned: off the list
+			l.active[i], l.active[last] = l.active[last], nil
+			l.active = l.active[:last]
+		}
 	}
 	if len(r.ops) == 0 {
 		return
@@ -357,6 +336,42 @@ func (f *Fleet) round(r *refresher, now time.Time, final bool) {
 		s.retry.Store(int64(op.Retry))
 		s.last = s.word.Load()
 	}
+}
+
+// visit adds the operation that slot s of layer l needs this round, if
+// any; it returns false when the lease was taken back (returned, or not
+// live), so that s leaves the active list.
+func (f *Fleet) visit(r *refresher, l *Layer, s *slot, t int64, final bool) bool {
+	w := s.word.Load()
+	if w&live == 0 {
+		return false
+	}
+	if s.name == "" {
+		s.name = l.keyName(s.key.Load())
+	}
+	if w != s.last {
+		s.idleSince, s.last = t, w
+	}
+	op := LeaseOp{Key: s.name, Limit: l.limit}
+	if !s.leased {
+		op.Debt = int64(s.credit.Load())
+	}
+	st := w & stockMask
+	returned := false
+	switch {
+	case final || s.leased && t-s.idleSince >= int64(f.cfg.Idle):
+		if !s.word.CompareAndSwap(w, 0) {
+			return true // a take: not idle after all
+		}
+		op.Return, returned = int64(st), true
+	case st < l.lease:
+		op.Want, op.Least = int64(l.lease-st), 1
+	}
+	if op.Debt != 0 || op.Return != 0 || op.Want != 0 {
+		r.ops = append(r.ops, op)
+		r.refs = append(r.refs, ref{l: l, s: s, returned: returned})
+	}
+	return !returned
 }
 
 // String describes the fleet's configuration.

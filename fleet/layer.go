@@ -14,8 +14,8 @@ import (
 type OnFailure uint8
 
 const (
-	// FailLocal takes from a local bucket with the layer's burst and its
-	// rate ÷ the live servers (the local share). The default.
+	// FailLocal takes from a local bucket with the layer's rate and burst
+	// ÷ the live servers (the local share). The default.
 	FailLocal OnFailure = iota
 	// FailDeny denies it.
 	FailDeny
@@ -55,19 +55,21 @@ func ParseOnFailure(s string) (OnFailure, bool) {
 // value is not usable. Safe for concurrent use. Keyed escalation (lockout)
 // is not applied by a fleet layer: the gate's strikes still are.
 type Layer struct {
-	f       *Fleet
-	path    string
-	reason  core.Reason
-	limit   Limit
-	lease   uint64
-	maxCost uint64
-	open    bool // a full table lets a key through untracked
-	onFail  OnFailure
-	tab     *table
-	share   *core.Limiter
-	prefix  string
+	f        *Fleet
+	path     string
+	reason   core.Reason
+	limit    Limit
+	lease    uint64
+	maxCost  uint64
+	open     bool // a full table lets a key through untracked
+	onFail   OnFailure
+	tab      *table
+	share    atomic.Pointer[core.Limiter] // the local share; replaced when the live count changes
+	shareCfg core.LimiterConfig
+	prefix   string
 
 	defaultRetry time.Duration
+	active       []*slot       // the refresher's: the slots holding a lease
 	fallback     atomic.Uint64 // takes decided by OnFailure
 }
 
@@ -110,6 +112,7 @@ func (l *Layer) TakeAt(key uint64, now int64, n uint64) core.Decision {
 		c := max(l.lease, n)
 		s.credit.Store(c)
 		if s.word.CompareAndSwap(w, live|(c-n)) {
+			l.tab.push(s)
 			return core.Decision{Allowed: true, Remaining: uint32(min(c-n, math.MaxUint32))}
 		}
 	}
@@ -128,7 +131,7 @@ func (l *Layer) uncovered(key uint64, now int64, n uint64, s *slot) core.Decisio
 	case FailDeny:
 		return core.Decision{Reason: l.reason, RetryAfter: l.defaultRetry}
 	}
-	return l.share.TakeAt(key, now, n)
+	return l.share.Load().TakeAt(key, now, n)
 }
 
 // RefundAt implements core.KeyedLayer: the tokens go back to the key's
@@ -141,7 +144,7 @@ func (l *Layer) RefundAt(key uint64, now int64, n uint64) {
 	for {
 		w := s.word.Load()
 		if w&live == 0 {
-			l.share.RefundAt(key, now, n)
+			l.share.Load().RefundAt(key, now, n)
 			return
 		}
 		if s.word.CompareAndSwap(w, w+n) {
@@ -179,6 +182,20 @@ func (l *Layer) Limit() Limit { return l.limit }
 
 // Lease returns the tokens one lease asks for.
 func (l *Layer) Lease() uint64 { return l.lease }
+
+// setShare makes the local share the layer's rate and burst ÷ live (the
+// burst at least 1). Its buckets start full: it serves only while the
+// store is unavailable, and the change is rare (the live count moved).
+func (l *Layer) setShare(live int) error {
+	c := l.shareCfg
+	c.Rate, c.Burst = l.limit.Rate/float64(live), max(1, math.Floor(l.limit.Burst/float64(live)))
+	sh, err := core.NewLimiter(c)
+	if err != nil {
+		return err
+	}
+	l.share.Store(sh)
+	return nil
+}
 
 // keyName is the Redis key of a limit key's fleet bucket: the whole limit
 // key in a hash tag, so the bucket is one Cluster slot.

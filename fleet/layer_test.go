@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/stretchr/testify/assert"
@@ -105,6 +106,11 @@ func TestLayerIdleReturn(t *testing.T) {
 	assert.Equal(t, int64(9), ops[0].Granted, "1 spent, the rest back in the fleet bucket")
 }
 
+// A slot fills two cache lines exactly.
+func TestSlotSize(t *testing.T) {
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(slot{}))
+}
+
 // Oversize costs, a refund, a full table.
 func TestLayerEdges(t *testing.T) {
 	_, l := newLayer(t, Config{Lease: 4}, testSpec(1, 10, 2))
@@ -123,10 +129,11 @@ func TestLayerEdges(t *testing.T) {
 // Store down: takes beyond the lease follow OnFailure.
 func TestLayerOnFailure(t *testing.T) {
 	for _, tc := range []struct {
-		of    OnFailure
-		allow int
-	}{{FailDeny, 0}, {FailAllow, 50}, {FailLocal, 10}} {
-		f, l := newLayer(t, Config{Lease: 2, OnFailure: tc.of}, testSpec(1e-3, 10, 10))
+		of      OnFailure
+		servers int
+		allow   int
+	}{{FailDeny, 1, 0}, {FailAllow, 1, 50}, {FailLocal, 1, 10}, {FailLocal, 4, 2}} {
+		f, l := newLayer(t, Config{Lease: 2, OnFailure: tc.of, Servers: tc.servers}, testSpec(1e-3, 10, 10))
 		f.healthy.Store(false)
 		n := 0
 		for range 50 {
@@ -134,7 +141,7 @@ func TestLayerOnFailure(t *testing.T) {
 				n++
 			}
 		}
-		assert.Equal(t, tc.allow, n, "OnFailure %d", tc.of)
+		assert.Equal(t, tc.allow, n, "OnFailure %d, %d servers (the local share: burst 10 ÷ servers)", tc.of, tc.servers)
 		assert.Equal(t, uint64(50-0), l.fallback.Load())
 	}
 }

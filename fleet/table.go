@@ -15,17 +15,18 @@ const (
 // slot is one key's lease on one server. key and word are read and
 // written by takes, lock-free; the rest belongs to the refresher alone.
 type slot struct {
-	key    atomic.Uint64 // 0: free (key 0 lives in table.zero)
-	word   atomic.Uint64 // live | unspent tokens
-	credit atomic.Uint64 // tokens the first take after a return spent on credit
-	retry  atomic.Int64  // ns a denied take is told to wait, set by the refresher
+	key    atomic.Uint64        // 0: free (key 0 lives in table.zero)
+	word   atomic.Uint64        // live | unspent tokens
+	credit atomic.Uint64        // tokens the first take after a return spent on credit
+	retry  atomic.Int64         // ns a denied take is told to wait, set by the refresher
+	next   atomic.Pointer[slot] // the next slot of table.fresh
 
 	// The refresher's own.
-	leased    bool   // the credit has been charged to the fleet bucket
-	last      uint64 // the word as the refresher last left it
-	idleSince int64  // refresher clock: when the word last changed
-	name      string // the Redis key
-	_         [64 - (8*4+8+8+8+16)%64]byte
+	leased    bool     // the credit has been charged to the fleet bucket
+	last      uint64   // the word as the refresher last left it
+	idleSince int64    // refresher clock: when the word last changed
+	name      string   // the Redis key
+	_         [48]byte // to 128 bytes: two slots never share a cache line
 }
 
 // table maps keys to slots by open addressing (linear probing) in a fixed
@@ -41,6 +42,34 @@ type table struct {
 	n     atomic.Int64
 	zero  slot // key 0
 	zeroU atomic.Bool
+	// fresh is a lock-free stack (pushed by takes, emptied at once by the
+	// refresher, so no ABA) of the slots that just took a lease on credit:
+	// the refresher visits only the slots it has popped, not the table.
+	fresh atomic.Pointer[slot]
+}
+
+// push puts s on the fresh stack. A slot is pushed only when its word
+// becomes live, and only the refresher makes it not live again, after
+// popping it: so a slot is on the stack at most once.
+func (t *table) push(s *slot) {
+	for {
+		h := t.fresh.Load()
+		s.next.Store(h)
+		if t.fresh.CompareAndSwap(h, s) {
+			return
+		}
+	}
+}
+
+// popAll empties the fresh stack, returning its slots.
+func (t *table) popAll(into []*slot) []*slot {
+	for s := t.fresh.Swap(nil); s != nil; {
+		n := s.next.Load()
+		s.next.Store(nil)
+		into = append(into, s)
+		s = n
+	}
+	return into
 }
 
 func newTable(maxKeys int) *table {
@@ -111,17 +140,4 @@ func (t *table) insert(key uint64) *slot {
 		}
 	}
 	return nil
-}
-
-// each calls f on every tracked slot (the refresher's scan).
-func (t *table) each(f func(key uint64, s *slot)) {
-	if t.zeroU.Load() {
-		f(0, &t.zero)
-	}
-	for i := range t.slots {
-		s := &t.slots[i]
-		if k := s.key.Load(); k != 0 {
-			f(k, s)
-		}
-	}
 }
