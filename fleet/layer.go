@@ -135,16 +135,21 @@ func (l *Layer) uncovered(key uint64, now int64, n uint64, s *slot) core.Decisio
 }
 
 // RefundAt implements core.KeyedLayer: the tokens go back to the key's
-// lease (or, if the take was the local share's, to the share).
+// lease, or, while the store is unavailable (when a take beyond the lease
+// was the local share's), to the local share: a refund never turns a
+// share's token into a leased one, which the fleet bucket never granted.
 func (l *Layer) RefundAt(key uint64, now int64, n uint64) {
 	s := l.tab.find(key)
 	if s == nil {
 		return
 	}
+	if !l.f.healthy.Load() {
+		l.share.Load().RefundAt(key, now, n)
+		return
+	}
 	for {
 		w := s.word.Load()
 		if w&live == 0 {
-			l.share.Load().RefundAt(key, now, n)
 			return
 		}
 		if s.word.CompareAndSwap(w, w+n) {

@@ -126,6 +126,19 @@ func TestLayerEdges(t *testing.T) {
 	assert.Equal(t, 3, l.Len())
 }
 
+// While the store is unavailable a refund goes to the local share, so a
+// take the share served and a later layer refused never becomes a leased
+// token.
+func TestLayerRefundWhileDown(t *testing.T) {
+	f, l := newLayer(t, Config{Lease: 2}, testSpec(1e-3, 10, 10))
+	require.True(t, l.TakeAt(4, 0, 1).Allowed) // credit: 1 of 2 left
+	f.healthy.Store(false)
+	require.True(t, l.TakeAt(4, 0, 1).Allowed) // the lease's last
+	require.True(t, l.TakeAt(4, 0, 1).Allowed) // the share's
+	l.RefundAt(4, 0, 1)                        // a later layer refused it
+	assert.Zero(t, l.LevelAt(4, 0), "the lease holds no token it was not granted")
+}
+
 // Store down: takes beyond the lease follow OnFailure.
 func TestLayerOnFailure(t *testing.T) {
 	for _, tc := range []struct {
