@@ -224,7 +224,9 @@ func (f *Fleet) run(stop, done chan struct{}) {
 	lastBeat := time.Time{}
 	for {
 		now := time.Now()
-		if now.Sub(lastBeat) >= f.cfg.Heartbeat {
+		// While the store is unavailable, a heartbeat every round: with no
+		// lease to ask for, it is what finds the store back.
+		if !f.healthy.Load() || now.Sub(lastBeat) >= f.cfg.Heartbeat {
 			lastBeat = now
 			f.heartbeat()
 		}
@@ -251,6 +253,7 @@ func (f *Fleet) heartbeat() {
 		f.healthy.Store(false)
 		return
 	}
+	f.healthy.Store(true)
 	if int64(n) != f.live.Swap(int64(n)) {
 		f.mu.Lock()
 		ls := append([]*Layer(nil), f.layers...)

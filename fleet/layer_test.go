@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -198,4 +200,41 @@ func TestLayerConcurrentTakes(t *testing.T) {
 	f.Stop()
 	assert.LessOrEqual(t, admitted, 1000+2*100, "burst + 2 × servers × lease")
 	assert.Greater(t, admitted, 100, "the refresher topped the lease up")
+}
+
+// flakyStore is a MemStore whose calls fail while down is set: a store
+// that went away and came back.
+type flakyStore struct {
+	*MemStore
+	down atomic.Bool
+}
+
+var errDown = errors.New("store down")
+
+func (s *flakyStore) Lease(ctx context.Context, ops []LeaseOp) error {
+	if s.down.Load() {
+		return errDown
+	}
+	return s.MemStore.Lease(ctx, ops)
+}
+
+func (s *flakyStore) Heartbeat(ctx context.Context, server string, ttl time.Duration) (int, error) {
+	if s.down.Load() {
+		return 0, errDown
+	}
+	return s.MemStore.Heartbeat(ctx, server, ttl)
+}
+
+// A fleet with no lease to ask for still finds its store back: while it
+// is unavailable the refresher sends a heartbeat every round.
+func TestFleetRecoversIdle(t *testing.T) {
+	st := &flakyStore{MemStore: NewMemStore(nil)}
+	st.down.Store(true)
+	f, _ := newLayer(t, Config{Store: st, Refresh: 5 * time.Millisecond, Heartbeat: time.Hour}, testSpec(1, 10, 10))
+	require.NoError(t, f.Start())
+	defer f.Stop()
+	require.Eventually(t, func() bool { return !f.Healthy() }, time.Second, time.Millisecond)
+	st.down.Store(false)
+	require.Eventually(t, f.Healthy, time.Second, time.Millisecond, "healthy again with no key active")
+	assert.Positive(t, f.Stats().Errors)
 }
