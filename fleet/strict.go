@@ -111,16 +111,22 @@ func (s *Strict) Take(ctx context.Context, key string, lim Limit, n int64, reaso
 		return core.Decision{}, ctx.Err()
 	}
 	<-r.done // the sender always answers
-	res, err := r.res, r.err
+	// Decide before r goes back to the pool: the next take to get it has
+	// its answer written into r.res.
+	var d core.Decision
+	err := r.err
+	if err == nil {
+		res := r.res
+		d.Remaining = uint32(max(0, res[1]))
+		if res[0] == 1 {
+			d.Allowed = true
+		} else {
+			d.Reason, d.RetryAfter = reason, time.Duration(res[2])*time.Microsecond
+		}
+	}
 	r.ctx, r.res = nil, r.res[:0]
 	s.pool.Put(r)
-	if err != nil {
-		return core.Decision{}, err
-	}
-	if res[0] == 1 {
-		return core.Decision{Allowed: true, Remaining: uint32(max(0, res[1]))}, nil
-	}
-	return core.Decision{Reason: reason, Remaining: uint32(max(0, res[1])), RetryAfter: time.Duration(res[2]) * time.Microsecond}, nil
+	return d, err
 }
 
 // Close stops the senders once the takes already queued are answered.
