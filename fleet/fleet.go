@@ -226,11 +226,18 @@ func (f *Fleet) run(stop, done chan struct{}) {
 		now := time.Now()
 		// While the store is unavailable, a heartbeat every round: with no
 		// lease to ask for, it is what finds the store back.
+		beat := false
 		if !f.healthy.Load() || now.Sub(lastBeat) >= f.cfg.Heartbeat {
 			lastBeat = now
-			f.heartbeat()
+			beat = f.heartbeat()
 		}
-		f.round(&r, now, false)
+		if !f.round(&r, now, false) && beat {
+			// Nothing to lease, and the store answered: available. With
+			// leases to ask for, only their round says so, once its
+			// grants are in place (a key whose lease ran dry while the
+			// store was away must not be denied before they are).
+			f.healthy.Store(true)
+		}
 		select {
 		case <-stop:
 			f.round(&r, time.Now(), true)
@@ -244,16 +251,17 @@ func (f *Fleet) run(stop, done chan struct{}) {
 	}
 }
 
-func (f *Fleet) heartbeat() {
+// heartbeat reports this server alive and reads the live count,
+// reporting whether the store answered.
+func (f *Fleet) heartbeat() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	n, err := f.cfg.Store.Heartbeat(ctx, f.cfg.Server, 3*f.cfg.Heartbeat)
 	cancel()
 	if err != nil {
 		f.errs.Add(1)
 		f.healthy.Store(false)
-		return
+		return false
 	}
-	f.healthy.Store(true)
 	if int64(n) != f.live.Swap(int64(n)) {
 		f.mu.Lock()
 		ls := append([]*Layer(nil), f.layers...)
@@ -264,6 +272,7 @@ func (f *Fleet) heartbeat() {
 			}
 		}
 	}
+	return true
 }
 
 // refresher is the state of one refresher goroutine's rounds.
@@ -280,8 +289,8 @@ type ref struct {
 
 // round tops up every live lease under its lease, charges credit, returns
 // leases idle for Idle (all of them when final), in one batch of store
-// calls.
-func (f *Fleet) round(r *refresher, now time.Time, final bool) {
+// calls. It reports whether it had anything to ask.
+func (f *Fleet) round(r *refresher, now time.Time, final bool) bool {
 	f.mu.Lock()
 	layers := append([]*Layer(nil), f.layers...)
 	f.mu.Unlock()
@@ -301,7 +310,7 @@ func (f *Fleet) round(r *refresher, now time.Time, final bool) {
 		}
 	}
 	if len(r.ops) == 0 {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 	err := f.cfg.Store.Lease(ctx, r.ops)
@@ -314,10 +323,9 @@ func (f *Fleet) round(r *refresher, now time.Time, final bool) {
 				rf.s.leased, rf.s.last = false, 0
 			}
 		}
-		return
+		return true
 	}
 	f.rounds.Add(1)
-	f.healthy.Store(true)
 	for i, rf := range r.refs {
 		op := &r.ops[i]
 		s := rf.s
@@ -339,6 +347,8 @@ func (f *Fleet) round(r *refresher, now time.Time, final bool) {
 		s.retry.Store(int64(op.Retry))
 		s.last = s.word.Load()
 	}
+	f.healthy.Store(true) // after the grants: see run
+	return true
 }
 
 // visit adds the operation that slot s of layer l needs this round, if
