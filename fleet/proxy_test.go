@@ -36,7 +36,7 @@ func TestRedisLatencyProxy(t *testing.T) {
 	const d = 6 * time.Second
 	var slowWhileMild, slowWhileBad bool
 	var samples []sample
-	ta, lost, slowest, servers := faultRunSampled(t, front, d, func(servers []*server) {
+	ta, lost, slowest, servers := faultRun(t, front, d, func(servers []*server) {
 		_, err := p.Toxics.AddToxicJson(strings.NewReader(`{"name":"mild","type":"latency","stream":"downstream","attributes":{"latency":30}}`))
 		require.NoError(t, err)
 		time.Sleep(1500 * time.Millisecond)

@@ -90,12 +90,8 @@ func TestRedisHeartbeat(t *testing.T) {
 // faultRun floods the hostile account over two servers while an honest
 // account (one message every 100ms, far under its local share) plays on
 // the first, with fault injected at 1s; it returns the tallies and the
-// slowest Check.
-func faultRun(t *testing.T, r *redisProc, d time.Duration, fault func([]*server)) (hostile *tally, honestLost int64, slowest time.Duration, servers []*server) {
-	return faultRunSampled(t, r, d, fault, nil)
-}
-
-func faultRunSampled(t *testing.T, r *redisProc, d time.Duration, fault func([]*server), samples *[]sample) (hostile *tally, honestLost int64, slowest time.Duration, servers []*server) {
+// slowest Check, and fills samples with every hostile Check's duration.
+func faultRun(t *testing.T, r *redisProc, d time.Duration, fault func([]*server), samples *[]sample) (hostile *tally, honestLost int64, slowest time.Duration, servers []*server) {
 	cfg := Config{Lease: tLease, Refresh: 20 * time.Millisecond, Timeout: 100 * time.Millisecond, Idle: 5 * time.Second, Heartbeat: 200 * time.Millisecond, Servers: 2}
 	for _, name := range []string{"a", "b"} {
 		servers = append(servers, newServer(t, redisStore(t, r.client(t)), name, cfg))
@@ -132,7 +128,7 @@ func TestRedisStopCont(t *testing.T) {
 	const d = 7 * time.Second
 	var healthyAgain time.Duration
 	var samples []sample
-	ta, lost, slowest, servers := faultRunSampled(t, r, d, func(servers []*server) {
+	ta, lost, slowest, servers := faultRun(t, r, d, func(servers []*server) {
 		r.signal(syscall.SIGSTOP)
 		time.Sleep(3 * time.Second)
 		r.signal(syscall.SIGCONT)
@@ -172,7 +168,7 @@ func TestRedisKillRestart(t *testing.T) {
 	r := startRedis(t)
 	const d = 6 * time.Second
 	var samples []sample
-	ta, lost, slowest, servers := faultRunSampled(t, r, d, func([]*server) {
+	ta, lost, slowest, servers := faultRun(t, r, d, func([]*server) {
 		r.kill()
 		time.Sleep(time.Second)
 		r.restart()
