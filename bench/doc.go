@@ -15,6 +15,7 @@
 //	Keyed/1k|1M/serial|parallel        core.Limiter.TakeAt on an existing key
 //	Gate/accept|deny     core.Gate.Check of an authenticated session
 //	Gate/accept-scraped  Gate/accept beside a goroutine scraping a metrics.GateCollector
+//	Fleet/lease|local/take  fleet.Layer.TakeAt on a leased key, against core.Limiter.TakeAt
 //	Wire/decode          loadgen/wire.Decoder over a 4 kB buffer of typical frames
 //	Sim/run              one loadgen.RunSim of a mixed crowd of 59 clients, 10 s of virtual time
 //

@@ -210,7 +210,8 @@ type GateOption func(*gateConfig)
 
 type gateConfig struct {
 	locked    func(account uint64) bool
-	tableSeed uint64 // WithReproducibleTables; 0: random secrets, default shards
+	tableSeed uint64                       // WithReproducibleTables; 0: random secrets, default shards
+	layers    map[Reason]KeyedLayerFactory // WithKeyedLayer
 }
 
 // WithLockedHook sets the transaction-lock hook: a message from an
@@ -306,7 +307,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 			// no strikes for the same reason.
 			esc.Violations = new(uint32(0))
 		}
-		k, err := newLimiterKeyed(b, int(maxKeys), &esc, reason, now, cfg.tableSeed)
+		k, err := cfg.newKeyed(b, path, int(maxKeys), &esc, reason, now)
 		if err != nil {
 			return nil, &PolicyError{Path: path, Line: pol.lines[path].line, Col: pol.lines[path].col, Msg: err.Error(), Err: err}
 		}

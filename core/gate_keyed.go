@@ -10,8 +10,9 @@ import (
 // them back exactly when a later layer of the same message denies.
 // Implementations must be safe for concurrent use, and lock- and
 // allocation-free for keys already tracked. The gate runs every keyed layer
-// on core.Limiter (limiterKeyed); the interface keeps the gate's needs
-// explicit and lets tests stand in for it.
+// on core.Limiter (limiterKeyed), or on the exported KeyedLayer that
+// WithKeyedLayer gives it (externalKeyed); the interface keeps the gate's
+// needs explicit and lets tests stand in for it.
 type keyedBuckets interface {
 	// takeAt takes n tokens from key's bucket at now. A key seen for the
 	// first time gets a full bucket; when it cannot be tracked the result

@@ -14,6 +14,16 @@ type limiterKeyed struct {
 // newLimiterKeyed builds the Limiter of one layer. Its clock is anchored at
 // now; the gate only ever calls its At methods.
 func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64, seed uint64) (*limiterKeyed, error) {
+	l, err := NewLimiter(limiterConfigFor(b, maxKeys, esc, reason, now, seed))
+	if err != nil {
+		return nil, err
+	}
+	return &limiterKeyed{l: l}, nil
+}
+
+// limiterConfigFor is the configuration of the Limiter of one layer, its
+// clock anchored at now.
+func limiterConfigFor(b *Budget, maxKeys int, esc *Escalation, reason Reason, now int64, seed uint64) LimiterConfig {
 	var shards int
 	if seed != 0 {
 		// WithReproducibleTables: one layout whatever the machine, and a
@@ -21,7 +31,7 @@ func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now
 		seed = layerSeed(seed, reason)
 		shards = shardmap.ReproducibleShards(maxKeys)
 	}
-	l, err := NewLimiter(LimiterConfig{
+	return LimiterConfig{
 		Shards:              shards,
 		HashSeed:            seed,
 		Rate:                *b.Rate,
@@ -34,11 +44,7 @@ func newLimiterKeyed(b *Budget, maxKeys int, esc *Escalation, reason Reason, now
 		DisableEscalation:   *esc.Violations == 0,
 		FailOpen:            esc.TableFull == "allow",
 		Clock:               func() int64 { return now },
-	})
-	if err != nil {
-		return nil, err
 	}
-	return &limiterKeyed{l: l}, nil
 }
 
 // layerSeed is the hash seed of the layer that denies with reason, for the

@@ -62,6 +62,9 @@ type Policy struct {
 	// Shadow makes the gate decide and record everything but enforce
 	// nothing: every verdict's Action is Accept.
 	Shadow bool `yaml:"shadow,omitempty" json:"shadow,omitempty"`
+	// Fleet makes keyed layers shared by a fleet of servers (package
+	// fleet builds them); off by default.
+	Fleet Fleet `yaml:"fleet,omitempty" json:"fleet,omitempty"`
 
 	// lines maps field paths to source positions when the policy was
 	// decoded; Validate uses it to say where a bad value came from.
@@ -555,6 +558,7 @@ func (p *Policy) Normalize() {
 	if e.TableFull == "" {
 		e.TableFull = "deny"
 	}
+	p.Fleet.normalize()
 }
 
 // StrikeWeight returns the weight a denial for r adds: the policy's
@@ -733,6 +737,7 @@ func (p *Policy) validate() error {
 	if e.TableFull != "deny" && e.TableFull != "allow" {
 		v.add("escalation.tableFull", fmt.Sprintf("%q is not deny or allow", e.TableFull))
 	}
+	p.validateFleet(&v)
 	return v.err()
 }
 
@@ -828,6 +833,7 @@ func (p *Policy) clone() Policy {
 	q.Connections = p.Connections.clone()
 	e := &q.Escalation
 	e.Violations, e.Window, e.Lockout = cp(e.Violations), cp(e.Window), cp(e.Lockout)
+	q.Fleet = p.Fleet.clone()
 	return q
 }
 

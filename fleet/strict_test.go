@@ -1,0 +1,77 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicedev/sluice/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// 64 concurrent callers on one strict bucket get exactly its burst, on a
+// single Redis (one script per batch) and through the pipelined form.
+func TestStrictExact(t *testing.T) {
+	r := startRedis(t)
+	for _, cluster := range []bool{false, true} {
+		c := r.client(t)
+		s, err := NewStrict(context.Background(), c, StrictConfig{Prefix: "strict"})
+		require.NoError(t, err)
+		s.cluster = cluster // the pipeline of one script per take, as on a Cluster
+		lim := Limit{Rate: 1e-3, Burst: 50}
+		key := s.Key("buy:" + map[bool]string{false: "one", true: "many"}[cluster])
+		var passed, denied atomic.Int64
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 4 {
+					d, err := s.Take(context.Background(), key, lim, 1, core.AccountLimit)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.Allowed {
+						passed.Add(1)
+					} else {
+						assert.Equal(t, core.AccountLimit, d.Reason)
+						assert.Greater(t, d.RetryAfter, 100*time.Second)
+						denied.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		s.Close()
+		assert.Equal(t, int64(50), passed.Load(), "cluster form %v", cluster)
+		assert.Equal(t, int64(64*4-50), denied.Load())
+	}
+}
+
+// With Redis gone a strict take returns an error (no decision, no panic);
+// after a restart (scripts lost) it works again; Close ends the senders.
+func TestStrictRedisGone(t *testing.T) {
+	r := startRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer c.Close()
+	s, err := NewStrict(context.Background(), c, StrictConfig{})
+	require.NoError(t, err)
+	defer s.Close()
+	lim := Limit{Rate: 10, Burst: 10}
+	_, err = s.Take(context.Background(), s.Key("k"), lim, 1, core.AccountLimit)
+	require.NoError(t, err)
+	r.kill()
+	_, err = s.Take(context.Background(), s.Key("k"), lim, 1, core.AccountLimit)
+	require.Error(t, err)
+	r.restart()
+	d, err := s.Take(context.Background(), s.Key("k"), lim, 1, core.AccountLimit)
+	require.NoError(t, err, "NOSCRIPT after the restart: the scripts are loaded again")
+	assert.True(t, d.Allowed)
+	d, _ = s.Take(context.Background(), s.Key("k"), lim, 11, core.AccountLimit)
+	assert.Equal(t, core.Oversize, d.Reason)
+}
