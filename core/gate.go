@@ -66,6 +66,7 @@ type Gate struct {
 	address keyedBuckets
 	match   keyedBuckets
 	locked  func(account uint64) bool
+	rec     *RecordBuffer // WithRecorder; nil: no recording
 
 	slots []atomic.Pointer[session]
 	high  atomic.Uint32 // slots below this index have been used
@@ -199,6 +200,7 @@ type GateOption func(*gateConfig)
 type gateConfig struct {
 	locked    func(account uint64) bool
 	tableSeed uint64 // WithReproducibleTables; 0: random secrets, default shards
+	rec       *RecordBuffer
 }
 
 // WithLockedHook sets the transaction-lock hook: a message from an
@@ -236,6 +238,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		shadow:     pol.Shadow,
 		policy:     pol,
 		locked:     cfg.locked,
+		rec:        cfg.rec,
 		minCharge:  max(1, uint64(*pol.Transport.MinCharge)), // a take of 0 tokens is invalid: an empty read costs one byte
 		maxFrame:   *pol.Transport.MaxFrame,
 		queueCmds:  int32(*pol.Queue.Commands),
@@ -431,7 +434,7 @@ func (g *Gate) lookup(h Session) *session {
 // Lockout while the address is locked out, AddressLimit when it opens
 // connections too fast, or TableFull when no slot or address entry is free
 // (refused even in shadow mode: there is nowhere to keep the session).
-func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
+func (g *Gate) open(src netip.AddrPort, now int64) (Session, Verdict) {
 	key := addrKey(src.Addr())
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -511,7 +514,7 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 // NoSession for a session that is not open, Malformed for account 0 (which
 // means "none") or a session already bound to another account, and
 // TableFull when the account cannot be tracked.
-func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
+func (g *Gate) authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -581,7 +584,7 @@ func (g *Gate) lifecycleDeny(row, stripe int, r Reason, retry time.Duration) Ver
 // pending flood reports are emitted, and the in-flight counts of its
 // requests not yet Done are released (a Done arriving later is ignored).
 // The account's and address's state (buckets, strikes, lockout) persists.
-func (g *Gate) Close(h Session, now int64) {
+func (g *Gate) close(h Session, now int64) {
 	g.mu.Lock()
 	s := g.lookup(h)
 	if s == nil {
@@ -609,7 +612,7 @@ func (g *Gate) Close(h Session, now int64) {
 // the request leaves the session's queue and its account's in-flight count,
 // and its id enters the session's replay window. Unknown ids are ignored.
 // Lock-free; safe to call from any goroutine.
-func (g *Gate) Done(h Session, requestID uint64) {
+func (g *Gate) done(h Session, requestID uint64) {
 	s := g.lookup(h)
 	if s == nil || requestID == 0 {
 		return
@@ -647,7 +650,7 @@ func (g *Gate) release(s *session, meta uint64) {
 // connection (at least the minimum charge), for servers that read several
 // frames at once; they then Check each frame with FlagCharged. A denial
 // (ByteLimit) means the whole read is dropped.
-func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
+func (g *Gate) read(h Session, n uint32, now int64) Verdict {
 	row := len(g.chans) + statsRowTransport
 	s := g.lookup(h)
 	if s == nil {
@@ -697,7 +700,7 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 
 // Check decides one inbound message at now. It never blocks, locks or
 // allocates; see Gate for the order of checks.
-func (g *Gate) Check(m Message, now int64) Verdict {
+func (g *Gate) check(m Message, now int64) Verdict {
 	kind := int(m.Kind)
 	var c *chanSpec
 	reason := None
