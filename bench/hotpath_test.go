@@ -315,14 +315,26 @@ func gatePolicy() core.Policy {
 // BenchmarkGate measures core.Gate.Check of a 32-byte input message of an
 // authenticated session in a match: accept (transport, account, channel and
 // match buckets all pass) and deny (the channel's bucket is empty).
+//
+// accept-recorded is accept with a recorder attached (core.WithRecorder),
+// its trace.Recorder draining the buffer into a trace file on a goroutine
+// of its own, as `sluice serve --record` runs it; lost/op is the fraction
+// of records the buffer had to drop because the writer fell behind.
 func BenchmarkGate(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		kind uint16
-		want core.Action
-	}{{"accept", 0, core.Accept}, {"deny", 1, core.Drop}} {
+		name     string
+		kind     uint16
+		want     core.Action
+		recorded bool
+	}{{"accept", 0, core.Accept, false}, {"accept-recorded", 0, core.Accept, true}, {"deny", 1, core.Drop, false}} {
 		b.Run(c.name, func(b *testing.B) {
-			g, err := core.NewGate(gatePolicy(), 0)
+			var opts []core.GateOption
+			var rec *benchRecorder
+			if c.recorded {
+				rec = newBenchRecorder(b, gatePolicy())
+				opts = append(opts, core.WithRecorder(rec.buf))
+			}
+			g, err := core.NewGate(gatePolicy(), 0, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -350,6 +362,9 @@ func BenchmarkGate(b *testing.B) {
 			}
 			cpu.stop(b)
 			sinkInt = ok
+			if rec != nil {
+				rec.stop(b)
+			}
 		})
 	}
 }

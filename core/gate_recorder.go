@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"sync/atomic"
+	"unsafe"
 )
 
 // RecordOp says which gate call (or server observation) a GateRecord
@@ -95,6 +96,7 @@ type RecordBuffer struct {
 type recordSlot struct {
 	seq atomic.Uint64
 	rec GateRecord
+	_   [128 - (8+unsafe.Sizeof(GateRecord{}))%128]byte // whole cache lines: neighbouring slots' producers do not share one
 }
 
 // ErrRecordBufferSize is returned by NewRecordBuffer for a size that is not
@@ -116,6 +118,19 @@ func NewRecordBuffer(size int) (*RecordBuffer, error) {
 // Push adds r, or counts it lost when the buffer is full. It reports
 // whether r was kept.
 func (b *RecordBuffer) Push(r GateRecord) bool {
+	slot, pos := b.claim()
+	if slot == nil {
+		return false
+	}
+	slot.rec = r
+	slot.seq.Store(pos + 1) // publish: the consumer reads rec after seeing this
+	return true
+}
+
+// claim takes the next position for a producer, who then fills the slot
+// and publishes it by storing pos+1 in its seq; nil (and a lost record
+// counted) when the buffer is full.
+func (b *RecordBuffer) claim() (*recordSlot, uint64) {
 	pos := b.tail.Load()
 	for {
 		slot := &b.slots[pos&b.mask]
@@ -123,14 +138,12 @@ func (b *RecordBuffer) Push(r GateRecord) bool {
 		switch d := int64(seq - pos); {
 		case d == 0:
 			if b.tail.CompareAndSwap(pos, pos+1) {
-				slot.rec = r
-				slot.seq.Store(pos + 1) // publish: the consumer reads rec after seeing this
-				return true
+				return slot, pos
 			}
 			pos = b.tail.Load()
 		case d < 0: // the slot still holds the record of a lap ago: full
 			b.lost.Add(1)
-			return false
+			return nil, 0
 		default: // another producer took pos
 			pos = b.tail.Load()
 		}
@@ -147,7 +160,9 @@ func (b *RecordBuffer) Drain(dst []GateRecord) []GateRecord {
 			return dst
 		}
 		dst = append(dst, slot.rec)
-		slot.rec = GateRecord{} // drop the Group string and Addr zone for the GC
+		if slot.rec.Group != "" {
+			slot.rec.Group = "" // for the GC; every other field a producer overwrites
+		}
 		slot.seq.Store(b.head + b.mask + 1)
 		b.head++
 	}
@@ -253,10 +268,16 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 	return v
 }
 
+// pushCheck is Push of a Check's record, written straight into its slot.
 func (b *RecordBuffer) pushCheck(m Message, v Verdict, now int64) {
-	b.Push(GateRecord{
+	slot, pos := b.claim()
+	if slot == nil {
+		return
+	}
+	slot.rec = GateRecord{
 		Op: OpCheck, Time: now, Session: m.Session, Request: m.Request, Match: m.Match,
 		Size: m.Size, Kind: m.Kind, Flags: m.Flags,
 		Action: v.Action, Reason: v.Reason, Shadow: v.Shadow,
-	})
+	}
+	slot.seq.Store(pos + 1)
 }
