@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/trace"
 )
 
 // RunSpec is one run: a plan, how to measure it, and its bounds.
@@ -54,6 +55,10 @@ type RunSpec struct {
 	// codes), with room for every client's connection; its tick rate and
 	// limits are its own, so TickRate and NoLimits must be left unset.
 	Remote *Remote
+	// Record, if set, receives a trace of everything the server saw (see
+	// package trace): RunSim attaches a recorder to its gate and closes
+	// Record at the end of the run. Sim only.
+	Record *trace.Writer
 }
 
 // Remote is a running server for RunLoopback: its loopback address, and
@@ -214,13 +219,42 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	}
 	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
 	var w *Worker
-	sim, err := NewSim(p, SimConfig{
+	cfg := SimConfig{
 		TickRate:   sp.TickRate,
 		MaxConns:   serverMaxConns(len(clients)),
 		Channels:   &chans,
 		TableSeed:  mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
 		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
-	}, clients)
+	}
+	feeds, err := traceFeeds(&sp.Plan)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range feeds {
+			f.Close()
+		}
+	}()
+	cfg.Traces = feeds
+	var tr *trace.Recorder
+	var recErr error
+	if sp.Record != nil {
+		buf, err := core.NewRecordBuffer(1 << 17)
+		if err != nil {
+			return nil, err
+		}
+		tr = trace.NewRecorder(buf, sp.Record, p, nil)
+		cfg.Record, cfg.Labels = buf, labels
+		for _, pop := range sp.Plan.Populations {
+			cfg.Hostile = append(cfg.Hostile, pop.Hostile)
+		}
+		cfg.Drain = func() {
+			if err := tr.Drain(); err != nil && recErr == nil {
+				recErr = err
+			}
+		}
+	}
+	sim, err := NewSim(p, cfg, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +265,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	w.SetChannels(chans)
 	w.warmup = int64(sp.Warmup)
 	w.setSeries(ser)
+	w.untilEnd = len(feeds) > 0
 	total := sp.Plan.Duration
 	if sp.Progress != nil {
 		last := time.Now()
@@ -245,6 +280,19 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	complete := err == nil
 	if err != nil && ctx.Err() == nil {
 		return nil, err
+	}
+	if tr != nil {
+		if err := tr.Close(); err != nil && recErr == nil {
+			recErr = err
+		}
+		if recErr != nil {
+			return nil, fmt.Errorf("loadgen: record: %w", recErr)
+		}
+	}
+	for _, f := range feeds {
+		if err := f.Err(); err != nil {
+			return nil, err
+		}
 	}
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
@@ -278,6 +326,14 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	sp, err := spec.normalize()
 	if err != nil {
 		return nil, err
+	}
+	for _, pop := range sp.Plan.Populations {
+		if _, ok := pop.Behaviour.(*Trace); ok {
+			return nil, &ParamError{"population " + pop.Name, "Behaviour", "trace", "is replayed by the sim driver only"}
+		}
+	}
+	if sp.Record != nil {
+		return nil, &ParamError{"run", "Record", "a trace", "is recorded by the sim driver only (sluice serve --record records a server)"}
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {

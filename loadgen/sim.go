@@ -52,6 +52,17 @@ type SimConfig struct {
 	// outcome (Accepted or a server reason), and the time. RunSim routes
 	// it to the Recorder (see Recorder.AddDecision).
 	OnDecision func(pop int, k Kind, o Outcome, at int64)
+	// Record, if set, is attached to the gate (core.WithRecorder), and the
+	// sim adds what only the server knows (see simRecord): a label for
+	// every session it opens, from Labels and Hostile by population, and
+	// the frames of reads the byte budget refused. Drain is called at
+	// every tick, and must empty it.
+	Record  *core.RecordBuffer
+	Drain   func()
+	Labels  []string
+	Hostile []bool
+	// Traces are replayed beside the clients (see TraceFeed).
+	Traces []*TraceFeed
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -107,6 +118,7 @@ type Sim struct {
 	chanReq  []bool
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
+	chanIdx  map[string]int
 	pingLim  *atomicbucket.Limit
 	maxFrame int
 	readBuf  int
@@ -146,6 +158,9 @@ type simConn struct {
 	hello        bool
 	authed       bool
 	pop          int
+	traced       bool // a session replayed from a trace: no client hears its events
+	refusal      core.Reason
+	readVerdict  core.Verdict // a traced session's last read
 	lastFrame    int64
 	helloBy      int64 // when the connection is closed if it has not said Hello
 	partialSince int64
@@ -256,7 +271,11 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
 		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
 	}
-	g, err := core.NewGate(p, 0, core.WithReproducibleTables(max(cfg.TableSeed, 1)))
+	opts := []core.GateOption{core.WithReproducibleTables(max(cfg.TableSeed, 1))}
+	if cfg.Record != nil {
+		opts = append(opts, core.WithRecorder(cfg.Record))
+	}
+	g, err := core.NewGate(p, 0, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: sim: %w", err)
 	}
@@ -278,8 +297,10 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
+	s.chanIdx = make(map[string]int, len(pol.Channels))
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
+		s.chanIdx[c.Name] = i
 	}
 	chans := cfg.Channels
 	if chans == nil {
@@ -441,11 +462,18 @@ func (s *Sim) openSession(c *simConn, now int64) {
 	c.helloBy = now + s.helloTO
 	h, v := s.gate.Open(c.addr, now)
 	if v.Action == core.Disconnect {
+		c.refusal = v.Reason
+		if s.cfg.Record != nil && !c.traced {
+			s.recordLabel(c, now) // of session 0: the open just refused
+		}
 		s.disconnect(c, v.Reason, now)
 		return
 	}
 	c.h = h
 	s.live = append(s.live, c)
+	if s.cfg.Record != nil && !c.traced {
+		s.recordLabel(c, now)
+	}
 	if s.pingLim != nil {
 		c.pingWord.Store(s.pingLim.FullWord(now))
 	}
@@ -549,6 +577,11 @@ func (s *Sim) nextJob() int64 {
 	if s.dhead < len(s.done) {
 		t = min(t, s.adjust(s.done[s.dhead].at))
 	}
+	for _, f := range s.cfg.Traces {
+		if f.has {
+			t = min(t, f.at)
+		}
+	}
 	return t
 }
 
@@ -587,6 +620,9 @@ func (s *Sim) runJobs(t int64) {
 		s.runTick(t)
 		s.tick = t/s.period + 1
 	}
+	for _, f := range s.cfg.Traces {
+		s.replay(f, t)
+	}
 }
 
 // complete answers an accepted request and marks it Done, as the
@@ -601,7 +637,7 @@ func (s *Sim) complete(d completion, now int64) {
 			// was authenticated may not act, even if a Hello followed it.
 			st = wire.StatusFailed
 		}
-		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
+		s.push(c, Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
 	}
 	s.gate.Done(c.h, d.id)
 }
@@ -612,6 +648,9 @@ func (s *Sim) runTick(now int64) {
 	s.queued -= s.inputs
 	s.inputs = 0
 	s.gate.Step(now)
+	if s.cfg.Drain != nil {
+		s.cfg.Drain()
+	}
 	n := 0
 	for _, c := range s.live {
 		if !c.open {
@@ -637,7 +676,7 @@ func (s *Sim) runTick(now int64) {
 }
 
 func (s *Sim) decide(c *simConn, k Kind, r core.Reason, now int64) {
-	if s.cfg.OnDecision != nil {
+	if s.cfg.OnDecision != nil && c.pop >= 0 { // a traced session before its label is in no population
 		s.cfg.OnDecision(c.pop, k, Outcome(r), now)
 	}
 }
@@ -664,12 +703,12 @@ func (s *Sim) disconnect(c *simConn, reason core.Reason, now int64) {
 	if !c.open {
 		return
 	}
-	s.vt.Push(Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
+	s.push(c, Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
 	s.shut(c, now)
 }
 
 func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, retry time.Duration, now int64) {
-	s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: id, Status: st, Reason: uint8(reason), RetryAfter: uint64(max(retry, 0))})
+	s.push(c, Event{Conn: c.id, Kind: EvReply, At: now, ID: id, Status: st, Reason: uint8(reason), RetryAfter: uint64(max(retry, 0))})
 }
 
 // receive reads p as the server reads its socket: in reads of at most
@@ -739,6 +778,9 @@ func (s *Sim) handleRead(c *simConn, buf []byte, n int, now int64) (rest []byte,
 		if !charged {
 			// The byte budget refused the read: its frames are dropped
 			// unseen (decoded, to stay in sync).
+			if s.cfg.Record != nil {
+				s.recordUnchecked(c, m, err, v, now)
+			}
 			s.decide(c, s.kindOf(m, err), v.Reason, now)
 			continue
 		}
@@ -777,7 +819,7 @@ func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 		}
 		if s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
 			s.decide(c, KindPing, core.None, now)
-			s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
+			s.push(c, Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
 		} else {
 			s.decide(c, KindPing, core.FrameLimit, now)
 		}
@@ -828,7 +870,7 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 	switch {
 	case ping:
 		s.decide(c, k, core.None, now)
-		s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
+		s.push(c, Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
 	case int(kind) >= s.nchan:
 		s.decide(c, k, core.None, now) // accepted only in shadow mode: nothing to run
 	case s.queued >= s.cfg.QueueSize:
