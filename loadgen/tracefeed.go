@@ -38,16 +38,16 @@ import (
 //	Every   the window's length   shift between copies
 //	Partial false replay a damaged trace up to its damage instead of failing
 type Trace struct {
-	File    string
-	Group   string
-	Speed   float64
-	From    time.Duration
-	To      time.Duration
-	Sample  float64
-	Seed    uint64
-	Repeat  int
-	Every   time.Duration
-	Partial bool
+	File    string        `yaml:"file"`
+	Group   string        `yaml:"group"`
+	Speed   float64       `yaml:"speed"`
+	From    time.Duration `yaml:"from"`
+	To      time.Duration `yaml:"to"`
+	Sample  float64       `yaml:"sample"`
+	Seed    uint64        `yaml:"seed"`
+	Repeat  int           `yaml:"repeat"`
+	Every   time.Duration `yaml:"every"`
+	Partial bool          `yaml:"partial"`
 }
 
 // Name returns "trace".

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/sluicedev/sluice/internal/suggest"
 )
+
+// traceBehaviour is the behaviour of a population replayed from a trace
+// (loadgen.Trace), which the sim driver alone replays.
+const traceBehaviour = "trace"
 
 // honestBehaviours are the behaviours whose drops are false positives; every
 // other behaviour is hostile unless the population says otherwise.
@@ -26,7 +31,13 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.Behaviour == "" {
 		return s.fail(root, path+".behaviour", []any{"populations", i}, "is required")
 	}
-	b, err := loadgen.NewBehaviour(p.Behaviour)
+	var b loadgen.Behaviour
+	var err error
+	if p.Behaviour == traceBehaviour {
+		b, p.Count = &loadgen.Trace{}, 1
+	} else {
+		b, err = loadgen.NewBehaviour(p.Behaviour)
+	}
 	if err != nil {
 		fe := s.fail(root, path+".behaviour", []any{"populations", i, "behaviour"},
 			fmt.Sprintf("unknown behaviour %q (have %v)", p.Behaviour, loadgen.BehaviourNames())).(*FieldError)
@@ -42,6 +53,10 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 			return s.fail(root, path+".params", []any{"populations", i, "params"}, err.Error())
 		}
 	}
+	if t, ok := b.(*loadgen.Trace); ok && t.File != "" && !filepath.IsAbs(t.File) && s.File != "" {
+		// A trace file is named from the scenario file's folder.
+		t.File = filepath.Join(filepath.Dir(s.File), t.File)
+	}
 	if err := b.Validate(); err != nil {
 		var pe *loadgen.ParamError
 		at := []any{"populations", i, "params"}
@@ -55,7 +70,9 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")
 	}
 	if p.Hostile == nil {
-		h := !honestBehaviours[p.Behaviour]
+		// A trace population is honest unless it says otherwise: its
+		// sessions' labels are the trace's, not the behaviour's.
+		h := !honestBehaviours[p.Behaviour] && p.Behaviour != traceBehaviour
 		p.Hostile = &h
 	}
 	p.behaviour = b

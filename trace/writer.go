@@ -16,12 +16,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Block bounds of a Writer: a block is cut at whichever comes first.
 const (
-	blockRecords = 1 << 16
-	blockBytes   = 1 << 20
+	blockRecords = 1 << 14
+	blockBytes   = 256 << 10
 )
 
 // Writer writes a trace: the header at once, then records in blocks of
-// up to 65536 records (or 1 MiB before compression), each compressed
+// up to 16384 records (or 256 KiB before compression), each compressed
 // with zstd when it is full, and the end block on Close. Memory is one
 // block's worth whatever the trace's length.
 //

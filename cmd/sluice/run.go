@@ -29,6 +29,7 @@ type runFlags struct {
 	duration time.Duration
 	policy   string
 	progress string
+	record   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -59,7 +60,8 @@ generator fell behind its schedule, a worker stopped at its action cap, or
 latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 		Example: `  sluice run scenarios/quickstart.yaml
   sluice run --driver loopback --policy balanced --duration 60s scenarios/quickstart.yaml
-  sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml`,
+  sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml
+  sluice run --policy balanced --record traces scenarios/quickstart.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}
@@ -70,11 +72,12 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.DurationVar(&f.duration, "duration", 0, "run length, more than 0; warmup, population windows and ramps scale with it, and a length at which the scenario's file would be refused is refused (default: the scenario's)")
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	fl.StringVar(&f.record, "record", "", "directory for a trace of what the server saw in each variant, VARIANT.trace (sim only; see sluice trace)")
 	return c
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
-	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion()}
+	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, SluiceVersion: sluiceVersion(), Record: f.record}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}
