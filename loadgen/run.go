@@ -220,11 +220,12 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
 	var w *Worker
 	cfg := SimConfig{
-		TickRate:   sp.TickRate,
-		MaxConns:   serverMaxConns(len(clients)),
-		Channels:   &chans,
-		TableSeed:  mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
-		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+		TickRate:        sp.TickRate,
+		MaxConns:        serverMaxConns(len(clients)),
+		Channels:        &chans,
+		TableSeed:       mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
+		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
 	}
 	feeds, err := traceFeeds(&sp.Plan)
 	if err != nil {

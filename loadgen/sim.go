@@ -63,6 +63,10 @@ type SimConfig struct {
 	Hostile []bool
 	// Traces are replayed beside the clients (see TraceFeed).
 	Traces []*TraceFeed
+	// OnClientOutcome, if set, is called with what a traced session's
+	// player would have seen that the server did not decide: a frame of
+	// a session the replay's server had already cut off is Disconnected.
+	OnClientOutcome func(pop int, k Kind, o Outcome, at int64)
 }
 
 // Stall is an interval in which the simulated server does nothing.

@@ -99,6 +99,7 @@ type TraceFeed struct {
 	pops    map[string]int // population by group
 	dflt    int            // the population of sessions of no other group, or -1
 	copy    int
+	fresh   bool     // accounts and addresses moved out of the synthetic clients' (and other copies') ranges
 	refused *simConn // a refused open, until its label says whose it was
 	file    *os.File
 	r       *trace.Reader
@@ -122,7 +123,13 @@ type TraceFeed struct {
 // group (pops, by the group of their label), or in dflt (-1: none). A
 // session of no population's group is opened, as recorded, and closed when
 // its label comes; a session with no label is dflt's.
-func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, start, end time.Duration) (*TraceFeed, error) {
+//
+// With fresh set (the plan has synthetic populations too, whose clients'
+// accounts count from 1 and addresses from 10.0.0.1, as a sim-recorded
+// trace's do), accounts get bit 40 set and addresses are moved into
+// fd00::/8, so that traced and synthetic clients share no bucket; copies
+// after the first are always moved, each into its own range.
+func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, fresh bool, start, end time.Duration) (*TraceFeed, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,7 +143,7 @@ func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, start, end time
 		return nil, fmt.Errorf("loadgen: trace %s: %w", t.File, err)
 	}
 	tf := &TraceFeed{
-		t: t, pops: pops, dflt: dflt, copy: copy, file: f, r: r,
+		t: t, pops: pops, dflt: dflt, copy: copy, fresh: fresh || copy > 0, file: f, r: r,
 		start: int64(start), end: int64(end),
 		speed: t.Speed, to: math.MaxInt64, conns: map[uint64]*simConn{},
 		sample: math.MaxUint64,
@@ -228,8 +235,8 @@ func (s *Sim) replay(f *TraceFeed, t int64) {
 // traceAddr is the source address of a traced session: the recorded one
 // (copies shifted into their own range), or one made from the address's
 // keyed hash.
-func traceAddr(r *trace.Record, copy int) netip.AddrPort {
-	if r.AddrHash != 0 || !r.Addr.IsValid() || copy > 0 {
+func traceAddr(r *trace.Record, copy int, fresh bool) netip.AddrPort {
+	if r.AddrHash != 0 || !r.Addr.IsValid() || fresh {
 		var b [16]byte
 		b[0], b[1] = 0xfd, byte(copy)
 		h := r.AddrHash
@@ -296,16 +303,21 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 		return
 	}
 	if !c.open {
-		if r.Op != trace.OpDone {
+		if r.IsMessage() {
+			// The replay's server cut the session where the recorded one
+			// did not: the player would have sent this, and it is lost.
 			f.stats.AfterCut++
+			if s.cfg.OnClientOutcome != nil && c.pop >= 0 {
+				s.cfg.OnClientOutcome(c.pop, s.traceKind(r), Disconnected, now)
+			}
 		}
 		return
 	}
 	switch r.Op {
 	case trace.OpAuth:
 		account := r.Account
-		if f.copy > 0 {
-			account = mix64(account^uint64(f.copy)<<48) | 1
+		if f.fresh {
+			account = account ^ uint64(f.copy)<<48 | 1<<40
 		}
 		s.replayHello(c, account, now)
 	case trace.OpRead:
@@ -353,7 +365,7 @@ func (s *Sim) replayOpen(f *TraceFeed, r *trace.Record, now int64) {
 		return
 	}
 	f.ids++
-	c := &simConn{id: ConnID{Client: -1, Gen: f.ids}, traced: true, pop: f.dflt, addr: traceAddr(r, f.copy), open: true}
+	c := &simConn{id: ConnID{Client: -1, Gen: f.ids}, traced: true, pop: f.dflt, addr: traceAddr(r, f.copy, f.fresh), open: true}
 	if len(f.pops) > 0 {
 		c.pop = -1 // until its label says whose it is
 	}
@@ -397,13 +409,7 @@ func (s *Sim) replayFrame(c *simConn, r *trace.Record, now int64) {
 	if r.Kind != "" {
 		idx = s.channelIndex(r.Kind)
 	}
-	k := KindRaw
-	switch {
-	case r.Kind == s.cfg.PingChannel && r.Kind != "":
-		k = KindPing
-	case idx >= 0 && idx < len(s.kinds):
-		k = s.kinds[idx]
-	}
+	k := s.traceKind(r)
 	if v := c.readVerdict; v.Action != core.Accept {
 		s.decide(c, k, v.Reason, now)
 		return
@@ -428,6 +434,20 @@ func (s *Sim) replayFrame(c *simConn, r *trace.Record, now int64) {
 	default:
 		s.gated(c, k, uint16(idx), r.Request, int(r.Size), r.Flags&core.FlagMalformed, now, false, 0)
 	}
+}
+
+// traceKind returns the kind of a traced frame in the replay's policy.
+func (s *Sim) traceKind(r *trace.Record) Kind {
+	if r.Kind == "" {
+		return KindRaw
+	}
+	if r.Kind == s.cfg.PingChannel {
+		return KindPing
+	}
+	if idx := s.channelIndex(r.Kind); idx >= 0 && idx < len(s.kinds) {
+		return s.kinds[idx]
+	}
+	return KindRaw
 }
 
 // channelIndex returns the index of the policy's channel named name, or -1.
@@ -499,10 +519,12 @@ func traceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
 	}
 	var specs []*feedSpec
 	byKey := map[traceKey]*feedSpec{}
+	mixed := false
 	for i := range p.Populations {
 		pop := &p.Populations[i]
 		t, ok := pop.Behaviour.(*Trace)
 		if !ok {
+			mixed = true
 			continue
 		}
 		k := *t
@@ -522,7 +544,7 @@ func traceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
 	}
 	for _, fs := range specs {
 		for c := range max(fs.t.Repeat, 1) {
-			f, err := NewTraceFeed(fs.t, fs.pops, fs.dflt, c, fs.start, fs.end)
+			f, err := NewTraceFeed(fs.t, fs.pops, fs.dflt, c, mixed, fs.start, fs.end)
 			if err != nil {
 				for _, f := range feeds {
 					f.Close()
