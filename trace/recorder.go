@@ -39,6 +39,7 @@ type Recorder struct {
 	sessions map[core.Session]uint64
 	next     uint64
 	lost     uint64 // of the buffer, already written
+	origin   int64  // the gate's clock at trace time 0
 	batch    []core.GateRecord
 	rec      Record
 	err      error
@@ -56,6 +57,11 @@ func NewRecorder(buf *core.RecordBuffer, w *Writer, p core.Policy, hash *Hasher)
 	}
 	return &Recorder{buf: buf, w: w, hash: hash, names: names, sessions: map[core.Session]uint64{}}
 }
+
+// SetOrigin makes trace time 0 the gate's time t (a server's monotonic
+// clock reads its uptime, say): every record's time is written less t.
+// Call it before the first Drain.
+func (r *Recorder) SetOrigin(t int64) { r.origin = t }
 
 // Lost returns how many records the buffer dropped so far.
 func (r *Recorder) Lost() uint64 { return r.buf.Lost() }
@@ -78,7 +84,7 @@ func (r *Recorder) drain() error {
 			// this one's end: say so before what follows.
 			r.rec = Record{Op: OpLost, Lost: lost - r.lost}
 			if len(r.batch) > 0 {
-				r.rec.Time = r.batch[0].Time
+				r.rec.Time = max(r.batch[0].Time-r.origin, 0)
 			}
 			r.lost = lost
 			if r.err = r.w.Write(&r.rec); r.err != nil {
@@ -101,7 +107,11 @@ func (r *Recorder) drain() error {
 
 func (r *Recorder) write(g *core.GateRecord) error {
 	rec := &r.rec
-	*rec = Record{Time: g.Time, Decision: Decision{Action: g.Action, Reason: g.Reason, Shadow: g.Shadow}}
+	t := g.Time
+	if g.Op != core.OpDone { // a Done's time is the record before it's
+		t = max(t-r.origin, 0)
+	}
+	*rec = Record{Time: t, Decision: Decision{Action: g.Action, Reason: g.Reason, Shadow: g.Shadow}}
 	switch g.Op {
 	case core.OpOpen:
 		rec.Op = OpOpen
@@ -152,19 +162,31 @@ func (r *Recorder) write(g *core.GateRecord) error {
 }
 
 // Start drains the buffer every interval on a goroutine of its own until
-// Stop.
+// Close, and about once a second writes out the block so far (Writer.Flush),
+// so that a server that dies loses at most a second of its trace.
 func (r *Recorder) Start(interval time.Duration) {
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(r.stopped)
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		flushed := time.Now()
 		for {
 			select {
 			case <-r.stop:
 				return
-			case <-t.C:
-				if r.Drain() != nil {
+			case now := <-t.C:
+				err := r.Drain()
+				if err == nil && now.Sub(flushed) >= time.Second {
+					flushed = now
+					r.mu.Lock()
+					err = r.w.Flush()
+					r.mu.Unlock()
+				}
+				if err != nil {
+					r.mu.Lock()
+					r.err = err
+					r.mu.Unlock()
 					return
 				}
 			}

@@ -9,12 +9,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/server"
 	"github.com/spf13/cobra"
 )
 
 func newServeCmd() *cobra.Command {
-	var policyFile, listen string
+	var policyFile, listen, record, hashKey string
 	var maxConns int
 	var tick float64
 	c := &cobra.Command{
@@ -26,11 +27,19 @@ gracefully, telling each client why. It speaks the reference protocol
 documented in package loadgen/wire. The listen address must be a loopback
 address; port 0 picks a free port, printed on start.
 
+With --record FILE the gate records every Open, Authenticate, read,
+message (with its decision, never its payload) and Close, and the server
+each session's population, into a trace (docs/traces.md); the writer runs
+on its own goroutine and never makes a message wait: when it falls behind,
+records are dropped and counted in the trace. --record-hash-key KEYFILE
+records accounts and addresses as keyed hashes instead.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
 or is not valid, or the server failed (the address is taken), 2 usage
 (including a bad --listen, --tick or --max-conns value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
-  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777`,
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
+  sluice serve --policy scenarios/policies/game.yaml --record saturday.trace`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := loadPolicyFlag(policyFile)
@@ -40,9 +49,21 @@ or is not valid, or the server failed (the address is taken), 2 usage
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick}
+			var rec *serveRecording
+			if record != "" {
+				if rec, err = startRecording(record, hashKey, p); err != nil {
+					return err
+				}
+				cfg.GateOptions = append(cfg.GateOptions, core.WithRecorder(rec.buf))
+			}
 			err = server.Run(ctx, cfg, func(a netip.AddrPort) {
 				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", policyFile, a)
 			})
+			if rec != nil {
+				if rerr := rec.stop(c.OutOrStdout()); err == nil && rerr != nil {
+					return rerr
+				}
+			}
 			if errors.Is(err, server.ErrNonLoopback) {
 				// The server's message names a Go config field; the
 				// command has no way to set it, on purpose.
@@ -55,6 +76,8 @@ or is not valid, or the server failed (the address is taken), 2 usage
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
+	c.Flags().StringVar(&record, "record", "", "write a trace of every session and message the gate decides to this file (see sluice trace)")
+	c.Flags().StringVar(&hashKey, "record-hash-key", "", "with --record: record accounts and addresses as keyed hashes, keyed by this file's bytes (at least 16)")
 	return c
 }
 
