@@ -123,6 +123,7 @@ type Sim struct {
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
 	chanIdx  map[string]int
+	limit    int64 // the time Poll runs the server to
 	pingLim  *atomicbucket.Limit
 	maxFrame int
 	readBuf  int
@@ -556,6 +557,7 @@ func (s *Sim) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
 	}
 	s.polls++
 	limit := max(until, s.vt.Now())
+	s.limit = limit
 	for {
 		t := s.nextJob()
 		if t > limit {
@@ -624,9 +626,27 @@ func (s *Sim) runJobs(t int64) {
 		s.runTick(t)
 		s.tick = t/s.period + 1
 	}
-	for _, f := range s.cfg.Traces {
-		s.replay(f, t)
+	if len(s.cfg.Traces) > 0 {
+		s.replayUntil(s.replayBound(t))
 	}
+}
+
+// replayBound is how far the trace records may be replayed in one batch
+// from t: up to the server's next job (a tick, a reply due) and the
+// clients' next event and the end of the Poll, before any of which nothing
+// else happens; only t itself when stalls are set.
+func (s *Sim) replayBound(t int64) int64 {
+	if len(s.stalls) > 0 {
+		return t
+	}
+	b := min(s.limit, s.tick*s.period-1)
+	if s.dhead < len(s.done) {
+		b = min(b, s.done[s.dhead].at-1)
+	}
+	if at, has := s.vt.Peek(); has {
+		b = min(b, at-1)
+	}
+	return max(b, t)
 }
 
 // complete answers an accepted request and marks it Done, as the

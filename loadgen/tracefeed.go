@@ -107,8 +107,8 @@ type TraceFeed struct {
 	end     int64 // run time after which nothing is replayed (the population's window end)
 	shift   int64
 	speed   float64
-	to      int64 // trace time To, or MaxInt64
-	next    trace.Record
+	to      int64         // trace time To, or MaxInt64
+	next    *trace.Record // the reader's: valid until the next advance
 	has     bool
 	at      int64 // run time of next
 	conns   map[uint64]*simConn
@@ -211,7 +211,7 @@ func (f *TraceFeed) advance() {
 			f.stats.Truncated = true
 			return
 		}
-		f.next, f.at, f.has = *rec, at, true
+		f.next, f.at, f.has = rec, at, true
 		return
 	}
 }
@@ -224,11 +224,23 @@ func (f *TraceFeed) keep(id uint64) bool {
 	return mix64(id^mix64(f.t.Seed)) < f.sample
 }
 
-// replay runs every record of f due at or before t.
-func (s *Sim) replay(f *TraceFeed, t int64) {
-	for f.has && f.at <= t {
-		s.replayRecord(f, &f.next, f.at)
-		f.advance()
+// replayUntil runs the records of every feed due at or before bound, in
+// time order across feeds (the first feed first at a tie), moving the
+// virtual time to each.
+func (s *Sim) replayUntil(bound int64) {
+	for {
+		var next *TraceFeed
+		for _, f := range s.cfg.Traces {
+			if f.has && f.at <= bound && (next == nil || f.at < next.at) {
+				next = f
+			}
+		}
+		if next == nil {
+			return
+		}
+		s.vt.AdvanceTo(next.at)
+		s.replayRecord(next, next.next, next.at)
+		next.advance()
 	}
 }
 
@@ -555,4 +567,47 @@ func traceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
 		}
 	}
 	return feeds, nil
+}
+
+// WriteMatchTrace writes a synthetic trace for tests and benchmarks: a
+// match of sessions players (each opened from its own 10.x.y.z address,
+// authenticated as account i, labelled honest in group "players") sending
+// messages movement inputs round robin at 20 Hz each, every one in a read
+// of its own, then closing. It returns the trace's length.
+func WriteMatchTrace(w *trace.Writer, sessions, messages int) (time.Duration, error) {
+	rec := trace.Record{}
+	for i := 1; i <= sessions; i++ {
+		at := int64(i) * int64(time.Millisecond)
+		for _, r := range []trace.Record{
+			{Op: trace.OpOpen, Time: at, Session: uint64(i), Addr: simAddr(uint32(i), 1024)},
+			{Op: trace.OpLabel, Time: at, Session: uint64(i), Label: trace.Honest, Group: "players"},
+			{Op: trace.OpAuth, Time: at, Session: uint64(i), Account: uint64(i)},
+		} {
+			if err := w.Write(&r); err != nil {
+				return 0, err
+			}
+		}
+	}
+	start := int64(sessions+1) * int64(time.Millisecond)
+	gap := int64(50*time.Millisecond) / int64(sessions)
+	var t int64
+	for m := 0; m < messages; m++ {
+		s := uint64(m%sessions + 1)
+		t = start + int64(m)*gap + int64(m%7)*1000
+		rec = trace.Record{Op: trace.OpRead, Time: t, Session: s, Size: 18}
+		if err := w.Write(&rec); err != nil {
+			return 0, err
+		}
+		rec = trace.Record{Op: trace.OpMessage, Time: t, Session: s, Kind: "move", Size: 18, Flags: core.FlagCharged}
+		if err := w.Write(&rec); err != nil {
+			return 0, err
+		}
+	}
+	for i := 1; i <= sessions; i++ {
+		rec = trace.Record{Op: trace.OpClose, Time: t, Session: uint64(i)}
+		if err := w.Write(&rec); err != nil {
+			return 0, err
+		}
+	}
+	return time.Duration(t), w.Close()
 }
