@@ -123,7 +123,9 @@ type Sim struct {
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
 	chanIdx  map[string]int
-	limit    int64 // the time Poll runs the server to
+	limit    int64  // the time Poll runs the server to
+	lastKind string // channelIndex's cache
+	lastIdx  int
 	pingLim  *atomicbucket.Limit
 	maxFrame int
 	readBuf  int

@@ -417,11 +417,8 @@ func (s *Sim) replayHello(c *simConn, account uint64, now int64) {
 // channel, by name, in the replay's policy (a name it lacks is a frame on
 // no channel, as from a client).
 func (s *Sim) replayFrame(c *simConn, r *trace.Record, now int64) {
-	idx := -1
-	if r.Kind != "" {
-		idx = s.channelIndex(r.Kind)
-	}
-	k := s.traceKind(r)
+	idx := s.channelIndex(r.Kind)
+	k := s.kindOfChannel(r.Kind, idx)
 	if v := c.readVerdict; v.Action != core.Accept {
 		s.decide(c, k, v.Reason, now)
 		return
@@ -450,24 +447,38 @@ func (s *Sim) replayFrame(c *simConn, r *trace.Record, now int64) {
 
 // traceKind returns the kind of a traced frame in the replay's policy.
 func (s *Sim) traceKind(r *trace.Record) Kind {
-	if r.Kind == "" {
+	return s.kindOfChannel(r.Kind, s.channelIndex(r.Kind))
+}
+
+// kindOfChannel is traceKind of a frame on channel idx, named name.
+func (s *Sim) kindOfChannel(name string, idx int) Kind {
+	switch {
+	case name == "":
 		return KindRaw
-	}
-	if r.Kind == s.cfg.PingChannel {
+	case idx == s.pingKind && idx >= 0 || idx < 0 && name == s.cfg.PingChannel:
 		return KindPing
-	}
-	if idx := s.channelIndex(r.Kind); idx >= 0 && idx < len(s.kinds) {
+	case idx >= 0 && idx < len(s.kinds):
 		return s.kinds[idx]
 	}
 	return KindRaw
 }
 
-// channelIndex returns the index of the policy's channel named name, or -1.
+// channelIndex returns the index of the policy's channel named name, or
+// -1. The last name looked up is kept: a trace's records share their
+// kinds' strings, so the comparison is mostly of one pointer.
 func (s *Sim) channelIndex(name string) int {
-	if i, ok := s.chanIdx[name]; ok {
-		return i
+	if name == "" {
+		return -1
 	}
-	return -1
+	if name == s.lastKind {
+		return s.lastIdx
+	}
+	i, ok := s.chanIdx[name]
+	if !ok {
+		i = -1
+	}
+	s.lastKind, s.lastIdx = name, i
+	return i
 }
 
 // push hands a client its event; a traced session has no client to hear it.
