@@ -115,10 +115,12 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 func convertTrace(stdout io.Writer, in io.Reader, name, out, to string, partial bool) (err error) {
 	w := stdout
 	if out != "" {
-		f, err := os.CreateTemp(dirOf(out), ".trace-convert-*")
-		if err != nil {
-			return err
+		f, ferr := os.CreateTemp(dirOf(out), ".trace-convert-*")
+		if ferr != nil {
+			return ferr
 		}
+		// The deferred func reads the named result err: a failed
+		// conversion removes the temporary file and leaves no output.
 		defer func() {
 			if cerr := f.Close(); err == nil {
 				err = cerr
