@@ -90,7 +90,7 @@ func readAll(t testing.TB, b []byte, opts ReaderOptions) ([]Record, *Reader, err
 }
 
 func TestRoundTrip(t *testing.T) {
-	recs := sample(200_000) // several blocks
+	recs := sample(60_000) // several blocks
 	b := encode(t, recs)
 	got, r, err := readAll(t, b, ReaderOptions{})
 	if err != nil {
@@ -147,7 +147,7 @@ func TestWrongVersion(t *testing.T) {
 }
 
 func TestTruncated(t *testing.T) {
-	recs := sample(200_000)
+	recs := sample(60_000)
 	b := encode(t, recs)
 	cut := b[:len(b)*2/3]
 	got, _, err := readAll(t, cut, ReaderOptions{})
@@ -199,7 +199,7 @@ func blockOffsets(b []byte) []int {
 }
 
 func TestCorruptBlock(t *testing.T) {
-	recs := sample(200_000)
+	recs := sample(60_000)
 	b := encode(t, recs)
 	offs := blockOffsets(b)
 	if len(offs) < 3 {
