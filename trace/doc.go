@@ -49,7 +49,7 @@
 //
 // A record is a head byte, a time delta, and fields by operation:
 //
-//	head   = 1 byte: operation in bits 0–3, flags in bits 4–7 (messages; 0 otherwise)
+//	head   = 1 byte: operation in bits 0–3, flags in bits 4–6 (messages; 0 otherwise)
 //	dt     = uvarint: the record's time minus the previous record's in the
 //	         block (the first record's: its time), in ns since origin;
 //	         records are in time order
@@ -80,9 +80,14 @@
 //	               the rest of the block; at most 255 kinds a block)
 //	10  lost       count:uvarint (records the recorder had to drop here: its buffer was full)
 //
-// Message flags (head bits 4–7): bit 4 malformed (the server's decoder
+// Message flags (head bits 4–5): bit 4 malformed (the server's decoder
 // could not decode the frame), bit 5 charged (its bytes were charged by
-// the read before it). Kind 0 means "no channel" (a frame that names
+// the read before it). Head bit 6, on a message with bit 5 set only,
+// says the entry stands for two records: an accepted read (decision 0) of
+// the message's size, at its time, of its session, and then the message;
+// a reader hands out the read first. Most frames of a game arrive one to
+// a read, and this halves what they cost. Bit 7 is 0. The record numbers
+// of errors count entries. Kind 0 means "no channel" (a frame that names
 // none); any other kind must have been defined earlier in its block by a
 // kind record, whose name is the channel's name in the recording policy
 // (names are at most 64 bytes of letters, digits, '_', '-' and '.').

@@ -93,6 +93,8 @@ type Reader struct {
 	t       int64
 	kinds   []string
 	rec     Record
+	held    Record // the message of an own-read entry, after its read
+	isHeld  bool
 	done    bool
 	err     error
 	damage  Damage
@@ -153,6 +155,11 @@ func (r *Reader) Offset() int64 { return r.off }
 // after the last one. Bad input is a *FormatError (or, with Partial, the
 // end of what could be read: see Damage).
 func (r *Reader) Next() (*Record, error) {
+	if r.isHeld {
+		r.isHeld = false
+		r.rec = r.held
+		return &r.rec, nil
+	}
 	for {
 		if r.err != nil {
 			return nil, r.err
@@ -274,8 +281,10 @@ func (r *Reader) decode() (*Record, error) {
 		return v, nil
 	}
 	op := Op(b[0] & 0xf)
-	flags := core.MessageFlags(b[0] >> 4)
-	if op == 0 || op >= numOps || (flags != 0 && op != OpMessage && op != OpUnchecked) {
+	flags := core.MessageFlags(b[0]>>4) & 3
+	ownRead := b[0]&headOwnRead != 0
+	if op == 0 || op >= numOps || b[0]&0x80 != 0 || (flags != 0 && op != OpMessage && op != OpUnchecked) ||
+		(ownRead && (op != OpMessage || flags&core.FlagCharged == 0)) {
 		return nil, r.errAt(ErrCorrupt, "record %d: head byte %#x is no operation", r.record, b[0])
 	}
 	dt, err := uv("time")
@@ -442,6 +451,11 @@ func (r *Reader) decode() (*Record, error) {
 	}
 	if op == opKind {
 		return nil, nil
+	}
+	if ownRead {
+		// The read first, then the message.
+		r.held, r.isHeld = *rec, true
+		*rec = Record{Op: OpRead, Time: rec.Time, Session: rec.Session, Size: rec.Size}
 	}
 	return rec, nil
 }

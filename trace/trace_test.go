@@ -361,3 +361,45 @@ func TestSummary(t *testing.T) {
 		}
 	}
 }
+
+// An accepted read and the one message it carried are one entry: the
+// trace reads back the same two records, and is smaller than with reads
+// that cannot be folded.
+func TestReadFoldsIntoItsMessage(t *testing.T) {
+	var folded, plain []Record
+	for i := range 5000 {
+		at := int64(i) * 50_000_000
+		s := uint64(i%40 + 1)
+		m := Record{Op: OpMessage, Time: at, Session: s, Kind: "move", Size: 18, Flags: core.FlagCharged}
+		folded = append(folded, Record{Op: OpRead, Time: at, Session: s, Size: 18}, m)
+		plain = append(plain, Record{Op: OpRead, Time: at, Session: s, Size: 19}, m) // another size: not folded
+	}
+	// Not folded either: a refused read, another session's message, a
+	// message without the charged flag, a read at the end.
+	folded = append(folded,
+		Record{Op: OpRead, Time: 1e12, Session: 1, Size: 18, Decision: Decision{Action: core.Drop, Reason: core.ByteLimit}},
+		Record{Op: OpUnchecked, Time: 1e12, Session: 1, Kind: "move", Size: 18, Flags: core.FlagCharged, Decision: Decision{Action: core.Drop, Reason: core.ByteLimit}},
+		Record{Op: OpRead, Time: 1e12, Session: 1, Size: 18},
+		Record{Op: OpMessage, Time: 1e12, Session: 2, Kind: "move", Size: 18, Flags: core.FlagCharged},
+		Record{Op: OpRead, Time: 1e12, Session: 1, Size: 18},
+		Record{Op: OpMessage, Time: 1e12, Session: 1, Kind: "move", Size: 18},
+		Record{Op: OpRead, Time: 1e12, Session: 1, Size: 18},
+	)
+	fb, pb := encode(t, folded), encode(t, plain)
+	got, _, err := readAll(t, fb, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(folded) {
+		t.Fatalf("%d records back, wrote %d", len(got), len(folded))
+	}
+	for i := range folded {
+		if got[i] != folded[i] {
+			t.Fatalf("record %d: %+v, wrote %+v", i, got[i], folded[i])
+		}
+	}
+	if len(fb) >= len(pb) {
+		t.Fatalf("folded %d bytes, not folded %d", len(fb), len(pb))
+	}
+	t.Logf("%.2f bytes/message folded, %.2f not", float64(len(fb))/5000, float64(len(pb))/5000)
+}

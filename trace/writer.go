@@ -10,6 +10,8 @@ import (
 	"io"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluicedev/sluice/core"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -43,6 +45,8 @@ type Writer struct {
 	bytes   int64 // bytes written so far
 	err     error
 	closed  bool
+	pend    Record // a read held for the message it may carry
+	hasPend bool
 }
 
 // NewWriter writes h to w and returns a Writer for the records.
@@ -94,6 +98,12 @@ func (w *Writer) Bytes() int64 { return w.bytes }
 var ErrClosed = errors.New("trace: writer closed")
 
 // Write adds one record.
+//
+// An accepted read followed at once by the one message it carried (the
+// same session and time, the message's size the read's, the message
+// charged by it) is written as one entry: the message with head bit 6
+// set. Most frames of a game arrive one to a read, and this halves what
+// they cost.
 func (w *Writer) Write(r *Record) error {
 	if w.closed {
 		return ErrClosed
@@ -104,6 +114,44 @@ func (w *Writer) Write(r *Record) error {
 	if r.Op == 0 || r.Op >= numOps || r.Op == opKind {
 		return fmt.Errorf("trace: record %d: op %d is not a record", w.written, r.Op)
 	}
+	if w.hasPend {
+		p := &w.pend
+		w.hasPend = false
+		if r.Op == OpMessage && r.Session == p.Session && max(r.Time, p.Time) == p.Time && r.Size == p.Size &&
+			r.Flags&core.FlagCharged != 0 && w.count < blockRecords-1 {
+			w.written++ // the read
+			m := *r
+			m.Time = p.Time // the read's: the message cannot be earlier
+			return w.encode(&m, headOwnRead)
+		}
+		if err := w.encode(p, 0); err != nil {
+			return err
+		}
+	}
+	if r.Op == OpRead && r.Decision == (Decision{}) {
+		w.pend, w.hasPend = *r, true
+		w.pend.Time = max(r.Time, w.prev, 0)
+		return nil
+	}
+	return w.encode(r, 0)
+}
+
+// headOwnRead marks a message entry that stands for an accepted read of
+// the message's size, at its time, and the message.
+const headOwnRead = 1 << 6
+
+// flushPend writes a read held for the message that may follow it.
+func (w *Writer) flushPend() {
+	if w.hasPend {
+		w.hasPend = false
+		if err := w.encode(&w.pend, 0); err != nil && w.err == nil {
+			w.err = err
+		}
+	}
+}
+
+// encode adds one entry, with extra bits in its head byte.
+func (w *Writer) encode(r *Record, extra byte) error {
 	t := max(r.Time, w.prev, 0)
 	if r.IsMessage() {
 		if _, ok := w.kinds[r.Kind]; !ok && r.Kind != "" {
@@ -126,9 +174,9 @@ func (w *Writer) Write(r *Record) error {
 	if (r.Op == OpLabel && len(r.Group) > maxString) || r.Label >= numLabels {
 		return fmt.Errorf("trace: record %d: label: group longer than %d bytes or label %d undefined", w.written, maxString, r.Label)
 	}
-	head := byte(r.Op)
+	head := byte(r.Op) | extra
 	if r.IsMessage() {
-		head |= byte(r.Flags&0xf) << 4
+		head |= byte(r.Flags&3) << 4
 	}
 	b := append(w.raw, head)
 	b = binary.AppendUvarint(b, uint64(t-w.last))
@@ -216,6 +264,7 @@ func (w *Writer) Flush() error {
 	if w.closed {
 		return ErrClosed
 	}
+	w.flushPend()
 	w.cut()
 	if w.err == nil {
 		if err := w.w.Flush(); err != nil {
@@ -231,6 +280,7 @@ func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
 	}
+	w.flushPend()
 	w.cut()
 	w.put(make([]byte, blockHead))
 	if w.err == nil {
