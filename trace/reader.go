@@ -265,185 +265,163 @@ func (r *Reader) nextBlock() error {
 	return nil
 }
 
+// cursor reads an entry's fields; the first that does not fit marks it
+// bad (and names the field), and every later read gives 0.
+type cursor struct {
+	b   []byte
+	i   int
+	bad string
+}
+
+func (c *cursor) uv(field string) uint64 {
+	if c.i < len(c.b) && c.b[c.i] < 0x80 { // one byte: most fields
+		v := uint64(c.b[c.i])
+		c.i++
+		return v
+	}
+	v, n := binary.Uvarint(c.b[min(c.i, len(c.b)):])
+	if n <= 0 {
+		if c.bad == "" {
+			c.bad = "a bad varint in " + field
+		}
+		c.i = len(c.b)
+		return 0
+	}
+	c.i += n
+	return v
+}
+
+func (c *cursor) take(n int, field string) []byte {
+	if len(c.b)-c.i < n {
+		if c.bad == "" {
+			c.bad = "the block ends inside " + field
+		}
+		c.i = len(c.b)
+		return nil
+	}
+	p := c.b[c.i : c.i+n]
+	c.i += n
+	return p
+}
+
+func (c *cursor) byte1(field string) byte {
+	if p := c.take(1, field); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (c *cursor) str(field string) string {
+	n := c.uv(field + " length")
+	if n > maxString {
+		if c.bad == "" {
+			c.bad = fmt.Sprintf("%s is %d bytes, over %d", field, n, maxString)
+		}
+		return ""
+	}
+	return string(c.take(int(n), field))
+}
+
 // decode decodes one record of the block; nil for a kind definition.
 func (r *Reader) decode() (*Record, error) {
-	b := r.raw[r.pos:]
-	if len(b) == 0 {
+	if r.pos >= len(r.raw) {
 		return nil, r.errAt(ErrCorrupt, "the block ends after %d of its records", r.record)
 	}
-	i := 1
-	uv := func(field string) (uint64, error) {
-		v, n := binary.Uvarint(b[i:])
-		if n <= 0 {
-			return 0, r.errAt(ErrCorrupt, "record %d (%v): bad varint in %s", r.record, Op(b[0]&0xf), field)
-		}
-		i += n
-		return v, nil
-	}
-	op := Op(b[0] & 0xf)
-	flags := core.MessageFlags(b[0]>>4) & 3
-	ownRead := b[0]&headOwnRead != 0
-	if op == 0 || op >= numOps || b[0]&0x80 != 0 || (flags != 0 && op != OpMessage && op != OpUnchecked) ||
+	c := cursor{b: r.raw[r.pos:], i: 1}
+	head := c.b[0]
+	op := Op(head & 0xf)
+	flags := core.MessageFlags(head>>4) & 3
+	ownRead := head&headOwnRead != 0
+	if op == 0 || op >= numOps || head&0x80 != 0 || (flags != 0 && op != OpMessage && op != OpUnchecked) ||
 		(ownRead && (op != OpMessage || flags&core.FlagCharged == 0)) {
-		return nil, r.errAt(ErrCorrupt, "record %d: head byte %#x is no operation", r.record, b[0])
+		return nil, r.errAt(ErrCorrupt, "record %d: head byte %#x is no operation", r.record, head)
 	}
-	dt, err := uv("time")
-	if err != nil {
-		return nil, err
-	}
+	dt := c.uv("time")
 	rec := &r.rec
 	*rec = Record{Op: op, Time: r.t + int64(dt), Flags: flags}
 	if rec.Time < r.t {
 		return nil, r.errAt(ErrCorrupt, "record %d: time overflows", r.record)
 	}
-	r.t = rec.Time
 	if op != OpLost && op != opKind {
-		if rec.Session, err = uv("session"); err != nil {
-			return nil, err
-		}
+		rec.Session = c.uv("session")
 	}
-	need := func(n int, field string) error {
-		if len(b)-i < n {
-			return r.errAt(ErrCorrupt, "record %d (%v): the block ends inside %s", r.record, op, field)
-		}
-		return nil
-	}
-	decision := func() error {
-		if err := need(1, "decision"); err != nil {
-			return err
-		}
-		d, err := decisionOf(b[i])
-		if err != nil {
-			return r.errAt(ErrCorrupt, "record %d (%v): %v", r.record, op, err)
+	var badDecision error
+	decision := func() {
+		d, err := decisionOf(c.byte1("decision"))
+		if err != nil && badDecision == nil {
+			badDecision = err
 		}
 		rec.Decision = d
-		i++
-		return nil
 	}
-	str := func(field string) (string, error) {
-		n, err := uv(field + " length")
-		if err != nil {
-			return "", err
-		}
-		if n > maxString {
-			return "", r.errAt(ErrCorrupt, "record %d (%v): %s is %d bytes, over %d", r.record, op, field, n, maxString)
-		}
-		if err := need(int(n), field); err != nil {
-			return "", err
-		}
-		s := string(b[i : i+int(n)])
-		i += int(n)
-		return s, nil
-	}
-	var v uint64
 	switch op {
 	case OpOpen:
-		if err := decision(); err != nil {
-			return nil, err
-		}
-		if err := need(1, "address form"); err != nil {
-			return nil, err
-		}
-		form := b[i]
-		i++
-		switch form {
+		decision()
+		switch form := c.byte1("address form"); form {
 		case 0:
 		case 4:
-			if err := need(6, "address"); err != nil {
-				return nil, err
+			if p := c.take(6, "address"); p != nil {
+				rec.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(p[:4])), binary.BigEndian.Uint16(p[4:]))
 			}
-			rec.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[i:i+4])), binary.BigEndian.Uint16(b[i+4:]))
-			i += 6
 		case 6:
-			if err := need(18, "address"); err != nil {
-				return nil, err
+			if p := c.take(18, "address"); p != nil {
+				rec.Addr = netip.AddrPortFrom(netip.AddrFrom16([16]byte(p[:16])), binary.BigEndian.Uint16(p[16:]))
 			}
-			rec.Addr = netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[i:i+16])), binary.BigEndian.Uint16(b[i+16:]))
-			i += 18
 		case 8:
-			if err := need(8, "address hash"); err != nil {
-				return nil, err
+			if p := c.take(8, "address hash"); p != nil {
+				rec.AddrHash = binary.BigEndian.Uint64(p)
 			}
-			rec.AddrHash = binary.BigEndian.Uint64(b[i:])
-			i += 8
 		default:
-			return nil, r.errAt(ErrCorrupt, "record %d (open): address form %d is undefined", r.record, form)
+			if c.bad == "" {
+				return nil, r.errAt(ErrCorrupt, "record %d (open): address form %d is undefined", r.record, form)
+			}
 		}
 	case OpAuth:
-		if err := decision(); err != nil {
-			return nil, err
-		}
-		if rec.Account, err = uv("account"); err != nil {
-			return nil, err
-		}
+		decision()
+		rec.Account = c.uv("account")
 	case OpRead:
-		if err := decision(); err != nil {
-			return nil, err
-		}
-		if v, err = uv("size"); err != nil {
-			return nil, err
-		}
-		rec.Size = uint32(min(v, 1<<32-1))
+		decision()
+		rec.Size = uint32(min(c.uv("size"), 1<<32-1))
 	case OpMessage, OpUnchecked:
-		if err := decision(); err != nil {
-			return nil, err
-		}
-		k, err := uv("kind")
-		if err != nil {
-			return nil, err
-		}
-		if k > uint64(len(r.kinds)) {
+		decision()
+		k := c.uv("kind")
+		if c.bad == "" && k > uint64(len(r.kinds)) {
 			return nil, r.errAt(ErrUnknownKind, "record %d (%v): kind %d is not defined in this block (it defines %d)", r.record, op, k, len(r.kinds))
 		}
-		if k > 0 {
+		if k > 0 && k <= uint64(len(r.kinds)) {
 			rec.Kind = r.kinds[k-1]
 		}
-		if v, err = uv("size"); err != nil {
-			return nil, err
-		}
-		rec.Size = uint32(min(v, 1<<32-1))
-		if rec.Request, err = uv("request"); err != nil {
-			return nil, err
-		}
-		if rec.Match, err = uv("match"); err != nil {
-			return nil, err
-		}
+		rec.Size = uint32(min(c.uv("size"), 1<<32-1))
+		rec.Request = c.uv("request")
+		rec.Match = c.uv("match")
 	case OpDone:
-		if rec.Request, err = uv("request"); err != nil {
-			return nil, err
-		}
+		rec.Request = c.uv("request")
 	case OpClose:
 	case OpLabel:
-		if err := need(1, "label"); err != nil {
-			return nil, err
-		}
-		rec.Label = Label(b[i])
-		i++
-		if rec.Label >= numLabels {
+		rec.Label = Label(c.byte1("label"))
+		if c.bad == "" && rec.Label >= numLabels {
 			return nil, r.errAt(ErrCorrupt, "record %d (label): label %d is undefined", r.record, rec.Label)
 		}
-		if rec.Group, err = str("group"); err != nil {
-			return nil, err
-		}
+		rec.Group = c.str("group")
 	case opKind:
-		k, err := uv("kind index")
-		if err != nil {
-			return nil, err
-		}
-		name, err := str("kind name")
-		if err != nil {
-			return nil, err
-		}
-		if k != uint64(len(r.kinds))+1 || !validKindName(name) {
+		k := c.uv("kind index")
+		name := c.str("kind name")
+		if c.bad == "" && (k != uint64(len(r.kinds))+1 || !validKindName(name)) {
 			return nil, r.errAt(ErrCorrupt, "record %d (kind): definition %d %q out of order or not a name", r.record, k, name)
 		}
-		r.kinds = append(r.kinds, name)
-	case OpLost:
-		if rec.Lost, err = uv("count"); err != nil {
-			return nil, err
+		if c.bad == "" {
+			r.kinds = append(r.kinds, name)
 		}
+	case OpLost:
+		rec.Lost = c.uv("count")
 	}
-	r.pos += i
+	if c.bad != "" {
+		return nil, r.errAt(ErrCorrupt, "record %d (%v): %s", r.record, op, c.bad)
+	}
+	if badDecision != nil {
+		return nil, r.errAt(ErrCorrupt, "record %d (%v): %v", r.record, op, badDecision)
+	}
+	r.t = rec.Time
+	r.pos += c.i
 	r.record++
 	r.left--
 	if r.left == 0 && r.pos != len(r.raw) {
