@@ -222,6 +222,16 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	if opt.Driver != "" {
 		c.Driver = opt.Driver
 	}
+	if c.Driver == DriverLoopback {
+		for _, p := range c.Population {
+			if p.Behaviour == traceBehaviour {
+				return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("population %q replays a trace, which the sim driver alone does", p.Name)}
+			}
+		}
+	}
+	if c.Driver == DriverLoopback && opt.Record != "" {
+		return nil, &OptionError{Option: "record", Msg: "records what the sim's server saw: use the sim driver (sluice serve --record records a running server)"}
+	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed
 	}
