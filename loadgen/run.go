@@ -121,6 +121,11 @@ type Result struct {
 	// Ran is how far the run got on its own clock: the plan's Duration
 	// when it ran to the end, else the time it was stopped at.
 	Ran time.Duration
+	// Traces is what each trace replayed (sim; one per copy of each
+	// trace, in the order of the plan's trace populations): its sessions,
+	// frames, the records its recorder had lost, and, for a Partial
+	// replay of a damaged trace, what the damage cost.
+	Traces []TraceStats
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -301,6 +306,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	res := newResult(labels, rec, ser, []*Worker{w}, complete, time.Duration(sim.Now()), total)
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
+	for _, f := range feeds {
+		res.Traces = append(res.Traces, f.Stats())
+	}
 	return res, nil
 }
 

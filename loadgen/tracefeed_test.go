@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -113,4 +114,33 @@ func TestTraceReplayWindowSampleRepeat(t *testing.T) {
 		// The second copy of the 10 s window runs from 5 s to 15 s, within the run.
 		t.Fatalf("repeat 2 every 5s replayed %d, want %d", twice, 2*full)
 	}
+}
+
+// A truncated trace stops the replay with an error naming the damage;
+// with Partial it replays up to the damage and says what was lost.
+func TestTraceReplayPartial(t *testing.T) {
+	path, _ := matchTrace(t, 50, 100_000)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Seed: 1, Duration: 60 * time.Second, Populations: []Population{{Name: "p", Clients: 1, Behaviour: &Trace{File: path}}}}
+	_, err = RunSim(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+	var fe *trace.FormatError
+	if !errors.As(err, &fe) || !errors.Is(err, trace.ErrTruncated) {
+		t.Fatalf("error %v, want the trace's truncation", err)
+	}
+	plan.Populations[0].Behaviour = &Trace{File: path, Partial: true}
+	res, err := RunSim(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Traces[0]
+	if st.Damage == nil || st.Damage.LostRecords == 0 || st.Frames == 0 || st.Frames >= 100_000 {
+		t.Fatalf("stats %+v, damage %v", st, st.Damage)
+	}
+	t.Logf("replayed %d frames, then: %v", st.Frames, st.Damage)
 }
