@@ -306,8 +306,21 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	res := newResult(labels, rec, ser, []*Worker{w}, complete, time.Duration(sim.Now()), total)
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
+	traced := map[int]int64{}
 	for _, f := range feeds {
-		res.Traces = append(res.Traces, f.Stats())
+		st := f.Stats()
+		res.Traces = append(res.Traces, st)
+		for pop, n := range st.ByPopulation {
+			traced[pop] += n
+		}
+	}
+	for i, pop := range sp.Plan.Populations {
+		if _, ok := pop.Behaviour.(*Trace); ok {
+			// Its clients are the traced sessions, not its placeholder.
+			// None is Active: no client of its dialled, and no client
+			// saw a cut-off (the server's decisions count it).
+			res.Clients[i] = int(traced[i])
+		}
 	}
 	return res, nil
 }

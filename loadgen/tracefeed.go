@@ -88,6 +88,8 @@ type TraceStats struct {
 	Lost      uint64
 	Damage    *trace.Damage
 	Truncated bool // records after the run's end were not replayed
+	// ByPopulation counts the sessions replayed by population index.
+	ByPopulation map[int]int64
 }
 
 // TraceFeed is one copy of a trace population's trace, read one record at
@@ -148,6 +150,7 @@ func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, fresh bool, sta
 		speed: t.Speed, to: math.MaxInt64, conns: map[uint64]*simConn{},
 		sample: math.MaxUint64,
 	}
+	tf.stats.ByPopulation = map[int]int64{}
 	if tf.speed == 0 {
 		tf.speed = 1
 	}
@@ -305,7 +308,11 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 			f.stats.Skipped++
 			return
 		}
+		if c.pop >= 0 {
+			f.stats.ByPopulation[c.pop]--
+		}
 		c.pop = pop
+		f.stats.ByPopulation[pop]++
 		return
 	case trace.OpClose:
 		delete(f.conns, r.Session)
@@ -378,7 +385,7 @@ func (s *Sim) replayOpen(f *TraceFeed, r *trace.Record, now int64) {
 	}
 	f.ids++
 	c := &simConn{id: ConnID{Client: -1, Gen: f.ids}, traced: true, pop: f.dflt, addr: traceAddr(r, f.copy, f.fresh), open: true}
-	if len(f.pops) > 0 {
+	if len(f.pops) > 0 && f.dflt < 0 {
 		c.pop = -1 // until its label says whose it is
 	}
 	s.nopen++
@@ -392,6 +399,9 @@ func (s *Sim) replayOpen(f *TraceFeed, r *trace.Record, now int64) {
 	}
 	f.conns[r.Session] = c
 	f.stats.Sessions++
+	if c.pop >= 0 {
+		f.stats.ByPopulation[c.pop]++
+	}
 }
 
 // replayHello is hello for a traced session's authentication.
@@ -621,4 +631,30 @@ func WriteMatchTrace(w *trace.Writer, sessions, messages int) (time.Duration, er
 		}
 	}
 	return time.Duration(t), w.Close()
+}
+
+// TraceRole returns the label the trace at path gives the sessions of
+// group (any group for ""): the label of the first such session's label
+// record among the trace's first maxRecords records, and whether there
+// was one. A scenario takes a trace population's role from it.
+func TraceRole(path, group string, maxRecords int) (trace.Label, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	r, err := trace.NewReader(f, trace.ReaderOptions{Partial: true})
+	if err != nil {
+		return 0, false, err
+	}
+	for range maxRecords {
+		rec, err := r.Next()
+		if err != nil {
+			return 0, false, nil // the end, or damage: no label found
+		}
+		if rec.Op == trace.OpLabel && (group == "" || rec.Group == group) && rec.Label != trace.Unknown {
+			return rec.Label, true, nil
+		}
+	}
+	return 0, false, nil
 }

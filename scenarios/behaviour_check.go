@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicedev/sluice/internal/suggest"
@@ -69,10 +70,18 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.PerAddress < 0 || p.PerAccount < 0 {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")
 	}
+	if t, ok := b.(*loadgen.Trace); ok && p.Hostile == nil {
+		// A trace population's role is its trace's: the label of its
+		// group's sessions (honest when the trace labels none).
+		label, found, err := loadgen.TraceRole(t.File, t.Group, 1<<20)
+		if err != nil {
+			return s.fail(root, path+".params.file", []any{"populations", i, "params", "file"}, err.Error())
+		}
+		h := found && label == trace.Hostile
+		p.Hostile, p.roleFromTrace = &h, found
+	}
 	if p.Hostile == nil {
-		// A trace population is honest unless it says otherwise: its
-		// sessions' labels are the trace's, not the behaviour's.
-		h := !honestBehaviours[p.Behaviour] && p.Behaviour != traceBehaviour
+		h := !honestBehaviours[p.Behaviour]
 		p.Hostile = &h
 	}
 	p.behaviour = b

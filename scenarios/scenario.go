@@ -111,6 +111,9 @@ type Population struct {
 	Params yaml.Node `yaml:"params"`
 
 	behaviour loadgen.Behaviour
+	// roleFromTrace says that Hostile came from the labels of the trace
+	// the population replays (the report says so).
+	roleFromTrace bool
 	// behaviourAt is where the file names the behaviour, for errors
 	// about what it sends.
 	behaviourAt *yaml.Node
