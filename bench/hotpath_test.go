@@ -315,15 +315,27 @@ func gatePolicy() core.Policy {
 // BenchmarkGate measures core.Gate.Check of a 32-byte input message of an
 // authenticated session in a match: accept (transport, account, channel and
 // match buckets all pass) and deny (the channel's bucket is empty).
+//
+// accept-recorded is accept with a recorder attached (core.WithRecorder),
+// its trace.Recorder draining the buffer into a trace file on a goroutine
+// of its own, as `sluice serve --record` runs it; lost/op is the fraction
+// of records the buffer had to drop because the writer fell behind.
 func BenchmarkGate(b *testing.B) {
 	for _, c := range []struct {
-		name    string
-		kind    uint16
-		want    core.Action
-		scraped bool // a metrics.GateCollector attached and scraped without pause
-	}{{"accept", 0, core.Accept, false}, {"deny", 1, core.Drop, false}, {"accept-scraped", 0, core.Accept, true}} {
+		name     string
+		kind     uint16
+		want     core.Action
+		scraped  bool // a metrics.GateCollector attached and scraped without pause
+		recorded bool // a recorder attached, its writer draining to a file
+	}{{"accept", 0, core.Accept, false, false}, {"accept-recorded", 0, core.Accept, false, true}, {"deny", 1, core.Drop, false, false}, {"accept-scraped", 0, core.Accept, true, false}} {
 		b.Run(c.name, func(b *testing.B) {
-			g, err := core.NewGate(gatePolicy(), 0)
+			var opts []core.GateOption
+			var rec *benchRecorder
+			if c.recorded {
+				rec = newBenchRecorder(b, gatePolicy())
+				opts = append(opts, core.WithRecorder(rec.buf))
+			}
+			g, err := core.NewGate(gatePolicy(), 0, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -354,6 +366,9 @@ func BenchmarkGate(b *testing.B) {
 			}
 			cpu.stop(b)
 			sinkInt = ok
+			if rec != nil {
+				rec.stop(b)
+			}
 		})
 	}
 	// Sessions and accounts drawn from 100,000 (gate_batch_test.go).

@@ -71,6 +71,7 @@ type Gate struct {
 	address keyedBuckets
 	match   keyedBuckets
 	locked  func(account uint64) bool
+	rec     *RecordBuffer // WithRecorder; nil: no recording
 
 	slots []atomic.Pointer[session]
 	high  atomic.Uint32 // slots below this index have been used
@@ -212,6 +213,7 @@ type gateConfig struct {
 	locked    func(account uint64) bool
 	tableSeed uint64                       // WithReproducibleTables; 0: random secrets, default shards
 	layers    map[Reason]KeyedLayerFactory // WithKeyedLayer
+	rec       *RecordBuffer                // WithRecorder
 }
 
 // WithLockedHook sets the transaction-lock hook: a message from an
@@ -249,6 +251,7 @@ func NewGate(p Policy, now int64, opts ...GateOption) (*Gate, error) {
 		shadow:     pol.Shadow,
 		policy:     pol,
 		locked:     cfg.locked,
+		rec:        cfg.rec,
 		minCharge:  max(1, uint64(*pol.Transport.MinCharge)), // a take of 0 tokens is invalid: an empty read costs one byte
 		maxFrame:   *pol.Transport.MaxFrame,
 		queueCmds:  int32(*pol.Queue.Commands),
@@ -456,15 +459,8 @@ func (g *Gate) lookup(h Session) *session {
 	return s
 }
 
-// Open starts a session for a connection from src. It charges one token
-// to src's address bucket and refuses the session (Disconnect) with reason
-// Lockout while the address is locked out, ConnLimit when the address
-// already holds Connections.PerAddress sessions or PreAuthPerAddress
-// unauthenticated ones (checked before the bucket, so such a refusal costs
-// the address nothing), AddressLimit when it opens connections too fast, or
-// TableFull when no slot or address entry is free (refused even in shadow
-// mode: there is nowhere to keep the session).
-func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
+// open is Open without its record (see gate_recorder.go).
+func (g *Gate) open(src netip.AddrPort, now int64) (Session, Verdict) {
 	key := addrKey(src.Addr())
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
@@ -551,22 +547,8 @@ func (g *Gate) Open(src netip.AddrPort, now int64) (Session, Verdict) {
 	return h, shadow
 }
 
-// Authenticate binds an open session to an account. From then on the
-// session's messages are charged to the account's bucket and the account's
-// channel buckets (shared by all of the account's connections and kept
-// after they close, so reconnecting never resets them) instead of the
-// address bucket and its own, and its strikes go to the account's record.
-// It refuses (Disconnect) with reason Lockout while the account is locked
-// out or its strike score is at the shed stage or above, NoSession for a
-// session that is not open, Malformed for account 0 (which means "none")
-// or a session already bound to another account, ConnLimit when the
-// account already has Connections.PerAccount sessions, and TableFull when
-// the account cannot be tracked: the table is full of accounts it cannot
-// forget, or the session's source address already left
-// tables.accountsPerAddress of them behind. A session that stays
-// authenticated for Connections.AuthRefundAfter gets back AuthRefund of
-// its Open's address token when it closes.
-func (g *Gate) Authenticate(h Session, account uint64, now int64) Verdict {
+// authenticate is Authenticate without its record (see gate_recorder.go).
+func (g *Gate) authenticate(h Session, account uint64, now int64) Verdict {
 	row := len(g.chans) + statsRowSession
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -652,11 +634,8 @@ func (g *Gate) lifecycleDeny(row, stripe int, r Reason, retry time.Duration) Ver
 	return Verdict{Action: act, Reason: r, RetryAfter: retry}
 }
 
-// Close ends a session: its buckets and request tables are dropped, its
-// pending flood reports are emitted, and the in-flight counts of its
-// requests not yet Done are released (a Done arriving later is ignored).
-// The account's and address's state (buckets, strikes, lockout) persists.
-func (g *Gate) Close(h Session, now int64) {
+// close is Close without its record (see gate_recorder.go).
+func (g *Gate) close(h Session, now int64) {
 	g.mu.Lock()
 	s := g.lookup(h)
 	if s == nil {
@@ -681,11 +660,8 @@ func (g *Gate) Close(h Session, now int64) {
 	g.flushFloods(s, now)
 }
 
-// Done tells the gate that the handler of an accepted request has finished:
-// the request leaves the session's queue and its account's in-flight count,
-// and its id enters the session's replay window. Unknown ids are ignored.
-// Lock-free; safe to call from any goroutine.
-func (g *Gate) Done(h Session, requestID uint64) {
+// done is Done without its record (see gate_recorder.go).
+func (g *Gate) done(h Session, requestID uint64) {
 	s := g.lookup(h)
 	if s == nil || requestID == 0 {
 		return
@@ -720,11 +696,8 @@ func (g *Gate) release(s *session, meta uint64) {
 	}
 }
 
-// Read charges the byte budget for one read of n bytes from the session's
-// connection (at least the minimum charge), for servers that read several
-// frames at once; they then Check each frame with FlagCharged. A denial
-// (ByteLimit) means the whole read is dropped.
-func (g *Gate) Read(h Session, n uint32, now int64) Verdict {
+// read is Read without its record (see gate_recorder.go).
+func (g *Gate) read(h Session, n uint32, now int64) Verdict {
 	row := len(g.chans) + statsRowTransport
 	s := g.lookup(h)
 	if s == nil {
@@ -772,9 +745,8 @@ func (g *Gate) undo(s *session, c *chanSpec, now int64, h *held) {
 	}
 }
 
-// Check decides one inbound message at now. It never blocks, locks or
-// allocates; see Gate for the order of checks.
-func (g *Gate) Check(m Message, now int64) Verdict {
+// check is Check without its record (see gate_recorder.go).
+func (g *Gate) check(m Message, now int64) Verdict {
 	kind := int(m.Kind)
 	var c *chanSpec
 	reason := None

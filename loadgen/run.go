@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/trace"
 )
 
 // RunSpec is one run: a plan, how to measure it, and its bounds.
@@ -60,6 +61,10 @@ type RunSpec struct {
 	// loadgen/proto); nil is the reference protocol, the only one the
 	// in-process server and the sim speak.
 	Protocol proto.Protocol
+	// Record, if set, receives a trace of everything the server saw (see
+	// package trace): RunSim attaches a recorder to its gate and closes
+	// Record at the end of the run. Sim only.
+	Record *trace.Writer
 }
 
 // protocol returns the run's protocol.
@@ -152,6 +157,11 @@ type Result struct {
 	// Server is the server's own view of a loopback run (see ServerView):
 	// nil for RunSim, a remote server and NoLimits.
 	Server *ServerView
+	// Traces is what each trace replayed (sim; one per copy of each
+	// trace, in the order of the plan's trace populations): its sessions,
+	// frames, the records its recorder had lost, and, for a Partial
+	// replay of a damaged trace, what the damage cost.
+	Traces []TraceStats
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -252,13 +262,43 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	}
 	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
 	var w *Worker
-	sim, err := NewSim(p, SimConfig{
-		TickRate:   sp.TickRate,
-		MaxConns:   serverMaxConns(len(clients)),
-		Channels:   &chans,
-		TableSeed:  mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
-		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
-	}, clients)
+	cfg := SimConfig{
+		TickRate:        sp.TickRate,
+		MaxConns:        serverMaxConns(len(clients)),
+		Channels:        &chans,
+		TableSeed:       mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
+		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
+	}
+	feeds, err := traceFeeds(&sp.Plan)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range feeds {
+			f.Close()
+		}
+	}()
+	cfg.Traces = feeds
+	var tr *trace.Recorder
+	var recErr error
+	if sp.Record != nil {
+		buf, err := core.NewRecordBuffer(1 << 17)
+		if err != nil {
+			return nil, err
+		}
+		tr = trace.NewRecorder(buf, sp.Record, p, nil)
+		cfg.Record, cfg.Labels = buf, labels
+		for _, pop := range sp.Plan.Populations {
+			cfg.Hostile = append(cfg.Hostile, pop.Hostile)
+		}
+		cfg.Drain = func() {
+			if err := tr.Drain(); err != nil && recErr == nil {
+				recErr = err
+			}
+		}
+	}
+	sim, err := NewSim(p, cfg, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +309,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	w.SetChannels(chans)
 	w.warmup = int64(sp.Warmup)
 	w.setSeries(ser)
+	w.untilEnd = len(feeds) > 0
 	total := sp.Plan.Duration
 	if sp.Progress != nil {
 		last := time.Now()
@@ -284,6 +325,19 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if err != nil && ctx.Err() == nil {
 		return nil, err
 	}
+	if tr != nil {
+		if err := tr.Close(); err != nil && recErr == nil {
+			recErr = err
+		}
+		if recErr != nil {
+			return nil, fmt.Errorf("loadgen: record: %w", recErr)
+		}
+	}
+	for _, f := range feeds {
+		if err := f.Err(); err != nil {
+			return nil, err
+		}
+	}
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
 	}
@@ -291,6 +345,22 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	res.ServerView = true
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
+	traced := map[int]int64{}
+	for _, f := range feeds {
+		st := f.Stats()
+		res.Traces = append(res.Traces, st)
+		for pop, n := range st.ByPopulation {
+			traced[pop] += n
+		}
+	}
+	for i, pop := range sp.Plan.Populations {
+		if _, ok := pop.Behaviour.(*Trace); ok {
+			// Its clients are the traced sessions, not its placeholder.
+			// None is Active: no client of its dialled, and no client
+			// saw a cut-off (the server's decisions count it).
+			res.Clients[i] = int(traced[i])
+		}
+	}
 	return res, nil
 }
 
@@ -317,6 +387,14 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	sp, err := spec.normalize()
 	if err != nil {
 		return nil, err
+	}
+	for _, pop := range sp.Plan.Populations {
+		if _, ok := pop.Behaviour.(*Trace); ok {
+			return nil, &ParamError{"population " + pop.Name, "Behaviour", "trace", "is replayed by the sim driver only"}
+		}
+	}
+	if sp.Record != nil {
+		return nil, &ParamError{"run", "Record", "a trace", "is recorded by the sim driver only (sluice serve --record records a server)"}
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {

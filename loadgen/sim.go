@@ -52,6 +52,21 @@ type SimConfig struct {
 	// outcome (Accepted or a server reason), and the time. RunSim routes
 	// it to the Recorder (see Recorder.AddDecision).
 	OnDecision func(pop int, k Kind, o Outcome, at int64)
+	// Record, if set, is attached to the gate (core.WithRecorder), and the
+	// sim adds what only the server knows (see simRecord): a label for
+	// every session it opens, from Labels and Hostile by population, and
+	// the frames of reads the byte budget refused. Drain is called at
+	// every tick, and must empty it.
+	Record  *core.RecordBuffer
+	Drain   func()
+	Labels  []string
+	Hostile []bool
+	// Traces are replayed beside the clients (see TraceFeed).
+	Traces []*TraceFeed
+	// OnClientOutcome, if set, is called with what a traced session's
+	// player would have seen that the server did not decide: a frame of
+	// a session the replay's server had already cut off is Disconnected.
+	OnClientOutcome func(pop int, k Kind, o Outcome, at int64)
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -107,6 +122,10 @@ type Sim struct {
 	chanReq  []bool
 	kinds    [256]Kind // the kind of each channel byte (KindRaw: none)
 	pingKind int
+	chanIdx  map[string]int
+	limit    int64  // the time Poll runs the server to
+	lastKind string // channelIndex's cache
+	lastIdx  int
 	pingLim  *atomicbucket.Limit
 	tokens   *server.Tokens // Hello tokens to accounts, as the server names them
 	maxFrame int
@@ -147,6 +166,9 @@ type simConn struct {
 	hello        bool
 	authed       bool
 	pop          int
+	traced       bool // a session replayed from a trace: no client hears its events
+	refusal      core.Reason
+	readVerdict  core.Verdict // a traced session's last read
 	lastFrame    int64
 	helloBy      int64 // when the connection is closed if it has not said Hello
 	partialSince int64
@@ -259,7 +281,11 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	case math.IsNaN(cfg.PingRate) || cfg.PingRate <= 0 || math.IsInf(cfg.PingRate, 0):
 		return nil, &ParamError{"sim", "PingRate", cfg.PingRate, "must be a positive rate"}
 	}
-	g, err := core.NewGate(p, 0, core.WithReproducibleTables(max(cfg.TableSeed, 1)))
+	opts := []core.GateOption{core.WithReproducibleTables(max(cfg.TableSeed, 1))}
+	if cfg.Record != nil {
+		opts = append(opts, core.WithRecorder(cfg.Record))
+	}
+	g, err := core.NewGate(p, 0, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: sim: %w", err)
 	}
@@ -281,8 +307,10 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
+	s.chanIdx = make(map[string]int, len(pol.Channels))
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
+		s.chanIdx[c.Name] = i
 	}
 	chans := cfg.Channels
 	if chans == nil {
@@ -446,11 +474,18 @@ func (s *Sim) openSession(c *simConn, now int64) {
 	c.helloBy = now + s.helloTO
 	h, v := s.gate.Open(c.addr, now)
 	if v.Action == core.Disconnect {
+		c.refusal = v.Reason
+		if s.cfg.Record != nil && !c.traced {
+			s.recordLabel(c, now) // of session 0: the open just refused
+		}
 		s.disconnect(c, v.Reason, now)
 		return
 	}
 	c.h = h
 	s.live = append(s.live, c)
+	if s.cfg.Record != nil && !c.traced {
+		s.recordLabel(c, now)
+	}
 	if s.pingLim != nil {
 		c.pingWord.Store(s.pingLim.FullWord(now))
 	}
@@ -557,6 +592,7 @@ func (s *Sim) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
 	}
 	s.polls++
 	limit := max(until, s.vt.Now())
+	s.limit = limit
 	for {
 		t := s.nextJob()
 		if t > limit {
@@ -581,6 +617,11 @@ func (s *Sim) nextJob() int64 {
 	}
 	if s.dhead < len(s.done) {
 		t = min(t, s.adjust(s.done[s.dhead].at))
+	}
+	for _, f := range s.cfg.Traces {
+		if f.has {
+			t = min(t, f.at)
+		}
 	}
 	return t
 }
@@ -620,6 +661,27 @@ func (s *Sim) runJobs(t int64) {
 		s.runTick(t)
 		s.tick = t/s.period + 1
 	}
+	if len(s.cfg.Traces) > 0 {
+		s.replayUntil(s.replayBound(t))
+	}
+}
+
+// replayBound is how far the trace records may be replayed in one batch
+// from t: up to the server's next job (a tick, a reply due) and the
+// clients' next event and the end of the Poll, before any of which nothing
+// else happens; only t itself when stalls are set.
+func (s *Sim) replayBound(t int64) int64 {
+	if len(s.stalls) > 0 {
+		return t
+	}
+	b := min(s.limit, s.tick*s.period-1)
+	if s.dhead < len(s.done) {
+		b = min(b, s.done[s.dhead].at-1)
+	}
+	if at, has := s.vt.Peek(); has {
+		b = min(b, at-1)
+	}
+	return max(b, t)
 }
 
 // complete answers an accepted request and marks it Done, as the
@@ -634,7 +696,7 @@ func (s *Sim) complete(d completion, now int64) {
 			// was authenticated may not act, even if a Hello followed it.
 			st = wire.StatusFailed
 		}
-		s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
+		s.push(c, Event{Conn: c.id, Kind: EvReply, At: now, ID: d.id, Status: st})
 	}
 	s.gate.Done(c.h, d.id)
 	c.owed--
@@ -649,6 +711,9 @@ func (s *Sim) runTick(now int64) {
 	s.queued -= s.inputs
 	s.inputs = 0
 	s.gate.Step(now)
+	if s.cfg.Drain != nil {
+		s.cfg.Drain()
+	}
 	n := 0
 	for _, c := range s.live {
 		if !c.open {
@@ -674,7 +739,7 @@ func (s *Sim) runTick(now int64) {
 }
 
 func (s *Sim) decide(c *simConn, k Kind, r core.Reason, now int64) {
-	if s.cfg.OnDecision != nil {
+	if s.cfg.OnDecision != nil && c.pop >= 0 { // a traced session before its label is in no population
 		s.cfg.OnDecision(c.pop, k, Outcome(r), now)
 	}
 }
@@ -701,12 +766,12 @@ func (s *Sim) disconnect(c *simConn, reason core.Reason, now int64) {
 	if !c.open {
 		return
 	}
-	s.vt.Push(Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
+	s.push(c, Event{Conn: c.id, Kind: EvDisconnect, At: now, Reason: uint8(reason)})
 	s.shut(c, now)
 }
 
 func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, retry time.Duration, now int64) {
-	s.vt.Push(Event{Conn: c.id, Kind: EvReply, At: now, ID: id, Status: st, Reason: uint8(reason), RetryAfter: uint64(max(retry, 0))})
+	s.push(c, Event{Conn: c.id, Kind: EvReply, At: now, ID: id, Status: st, Reason: uint8(reason), RetryAfter: uint64(max(retry, 0))})
 }
 
 // receive reads p as the server reads its socket: in reads of at most
@@ -776,6 +841,9 @@ func (s *Sim) handleRead(c *simConn, buf []byte, n int, now int64) (rest []byte,
 		if !charged {
 			// The byte budget refused the read: its frames are dropped
 			// unseen (decoded, to stay in sync).
+			if s.cfg.Record != nil {
+				s.recordUnchecked(c, m, err, v, now)
+			}
 			s.decide(c, s.kindOf(m, err), v.Reason, now)
 			continue
 		}
@@ -819,7 +887,7 @@ func (s *Sim) frame(c *simConn, m *wire.Msg, err error, now int64) {
 		}
 		if s.pingLim.TakeAt(&c.pingWord, now, 1).OK() {
 			s.decide(c, KindPing, core.None, now)
-			s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
+			s.push(c, Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: m.Timestamp})
 		} else {
 			s.decide(c, KindPing, core.FrameLimit, now)
 		}
@@ -886,7 +954,7 @@ func (s *Sim) gated(c *simConn, k Kind, kind uint16, id uint64, size int, fl cor
 	switch {
 	case ping:
 		s.decide(c, k, core.None, now)
-		s.vt.Push(Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
+		s.push(c, Event{Conn: c.id, Kind: EvPong, At: now, Timestamp: ts})
 	case int(kind) >= s.nchan:
 		s.decide(c, k, core.None, now) // accepted only in shadow mode: nothing to run
 	case s.queued >= s.cfg.QueueSize:

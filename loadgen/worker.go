@@ -192,6 +192,9 @@ type Worker struct {
 	// onLoop, if set, is called with the driver's time every loopEvery
 	// iterations of Run's loop.
 	onLoop func(now int64)
+	// untilEnd keeps the run going to its end when no client has anything
+	// left to do: the driver has work of its own (a trace it replays).
+	untilEnd bool
 }
 
 // loopEvery is how often (in loop iterations) Run calls onLoop.
@@ -300,7 +303,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.overdue(now)
 			break
 		}
-		if w.sched.live == 0 && w.inflight == 0 {
+		if w.sched.live == 0 && w.inflight == 0 && !w.untilEnd {
 			break
 		}
 		if !w.fireDue(now) {

@@ -3,16 +3,22 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicedev/sluice/internal/suggest"
 )
+
+// traceBehaviour is the behaviour of a population replayed from a trace
+// (loadgen.Trace), which the sim driver alone replays.
+const traceBehaviour = "trace"
 
 // honestBehaviours are the behaviours whose drops are false positives; every
 // other behaviour is hostile unless the population says otherwise.
@@ -26,7 +32,13 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.Behaviour == "" {
 		return s.fail(root, path+".behaviour", []any{"populations", i}, "is required")
 	}
-	b, err := loadgen.NewBehaviour(p.Behaviour)
+	var b loadgen.Behaviour
+	var err error
+	if p.Behaviour == traceBehaviour {
+		b, p.Count = &loadgen.Trace{}, 1
+	} else {
+		b, err = loadgen.NewBehaviour(p.Behaviour)
+	}
 	if err != nil {
 		fe := s.fail(root, path+".behaviour", []any{"populations", i, "behaviour"},
 			fmt.Sprintf("unknown behaviour %q (have %v)", p.Behaviour, loadgen.BehaviourNames())).(*FieldError)
@@ -42,6 +54,10 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 			return s.fail(root, path+".params", []any{"populations", i, "params"}, err.Error())
 		}
 	}
+	if t, ok := b.(*loadgen.Trace); ok && t.File != "" && !filepath.IsAbs(t.File) && s.File != "" {
+		// A trace file is named from the scenario file's folder.
+		t.File = filepath.Join(filepath.Dir(s.File), t.File)
+	}
 	if err := b.Validate(); err != nil {
 		var pe *loadgen.ParamError
 		at := []any{"populations", i, "params"}
@@ -53,6 +69,16 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	}
 	if p.PerAddress < 0 || p.PerAccount < 0 {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")
+	}
+	if t, ok := b.(*loadgen.Trace); ok && p.Hostile == nil {
+		// A trace population's role is its trace's: the label of its
+		// group's sessions (honest when the trace labels none).
+		label, found, err := loadgen.TraceRole(t.File, t.Group, 1<<20)
+		if err != nil {
+			return s.fail(root, path+".params.file", []any{"populations", i, "params", "file"}, err.Error())
+		}
+		h := found && label == trace.Hostile
+		p.Hostile, p.roleFromTrace = &h, found
 	}
 	if p.Hostile == nil {
 		h := !honestBehaviours[p.Behaviour]

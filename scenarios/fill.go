@@ -23,7 +23,11 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 		if *sp.Hostile {
 			role = reports.Hostile
 		}
-		p := v.AddPopulation(label, sp.Behaviour, role, r.Clients[pi])
+		behaviour := sp.Behaviour
+		if sp.roleFromTrace {
+			behaviour += " (role from the trace's labels)"
+		}
+		p := v.AddPopulation(label, behaviour, role, r.Clients[pi])
 		for k := loadgen.Kind(0); k < loadgen.NumKinds; k++ {
 			server := rec.KindDecisions(pi, k)
 			client := rec.Outcomes(pi, k)

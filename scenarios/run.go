@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/loadgen/proto"
 	"github.com/sluicedev/sluice/reports"
+	"github.com/sluicedev/sluice/trace"
 )
 
 // MaxSendLagP99 is the largest 99th percentile of send lag (how late the
@@ -64,6 +68,10 @@ type Options struct {
 	// flags leaves no directory behind, and a run that cannot write its
 	// results does not run.
 	Ready func() error
+	// Record, when not empty, is a folder (made if missing) that receives
+	// a trace of what the server saw in each variant, VARIANT.trace (see
+	// package trace). Sim only.
+	Record string
 }
 
 // Validate reports the first option that no scenario could accept, as an
@@ -72,6 +80,9 @@ type Options struct {
 // a command line checks them first, so that a bad flag is named before
 // the scenario file is read.
 func (o Options) Validate() error {
+	if o.Record != "" && o.Driver == DriverLoopback {
+		return &OptionError{Option: "record", Msg: "records what the sim's server saw: use the sim driver (sluice serve --record records a running server)"}
+	}
 	if o.Driver != "" && !validDriver(o.Driver) {
 		return &OptionError{Option: "driver", Msg: notADriver(o.Driver)}
 	}
@@ -180,10 +191,23 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }
 		}
 		var r *loadgen.Result
+		var recFile *os.File
+		if opt.Record != "" {
+			w, f, err := recordFile(opt.Record, eff, v)
+			if err != nil {
+				return nil, err
+			}
+			spec.Record, recFile = w, f
+		}
 		if eff.Driver == DriverLoopback {
 			r, runErr = loadgen.RunLoopback(ctx, spec, v.Policy)
 		} else {
 			r, runErr = loadgen.RunSim(ctx, spec, v.Policy)
+		}
+		if recFile != nil {
+			if err := recFile.Close(); err != nil && runErr == nil {
+				runErr = fmt.Errorf("scenarios: record: %w", err)
+			}
 		}
 		if r == nil {
 			// Refused before it ran (prepare checked what it could; a
@@ -263,6 +287,23 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	}
 	if c.Target != "" && c.Driver != DriverLoopback {
 		return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot drive the scenario's target %s: a target is driven over sockets (loopback)", c.Driver, c.Target)}
+	}
+	if c.Driver == DriverLoopback {
+		for _, p := range c.Population {
+			if p.Behaviour == traceBehaviour {
+				return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("population %q replays a trace, which the sim driver alone does", p.Name)}
+			}
+		}
+	}
+	if !opt.Segment.Whole() {
+		for _, p := range c.Population {
+			if p.Behaviour == traceBehaviour {
+				return nil, &OptionError{Option: "segment", Msg: fmt.Sprintf("population %q replays a trace, whose sessions a segment does not split: run the scenario whole", p.Name)}
+			}
+		}
+	}
+	if c.Driver == DriverLoopback && opt.Record != "" {
+		return nil, &OptionError{Option: "record", Msg: "records what the sim's server saw: use the sim driver (sluice serve --record records a running server)"}
 	}
 	if opt.Seed != nil {
 		c.Seed = *opt.Seed
@@ -500,4 +541,26 @@ func recorderInvalid(rec *loadgen.Recorder) []string {
 		out = append(out, fmt.Sprintf("%d latency values fell outside the histograms' range and were clamped into it: the percentiles at its ends under-report", n))
 	}
 	return out
+}
+
+// recordFile creates the trace file of variant v in dir.
+func recordFile(dir string, s *Scenario, v NamedPolicy) (*trace.Writer, *os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, &OptionError{Option: "record", Msg: err.Error()}
+	}
+	f, err := os.Create(filepath.Join(dir, v.Name+".trace"))
+	if err != nil {
+		return nil, nil, &OptionError{Option: "record", Msg: err.Error()}
+	}
+	w, err := trace.NewWriter(f, trace.Header{
+		Recorder:     "sluice run " + s.Name + " (" + v.Name + ", sim, seed " + strconv.FormatUint(s.Seed, 10) + ")",
+		Origin:       time.Unix(0, 0).UTC(),
+		PolicyDigest: trace.PolicyDigest(v.Policy),
+		Note:         "virtual time: origin is the run's start",
+	})
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return w, f, nil
 }

@@ -118,6 +118,9 @@ type Population struct {
 	Params yaml.Node `yaml:"params"`
 
 	behaviour loadgen.Behaviour
+	// roleFromTrace says that Hostile came from the labels of the trace
+	// the population replays (the report says so).
+	roleFromTrace bool
 	// behaviourAt is where the file names the behaviour, for errors
 	// about what it sends.
 	behaviourAt *yaml.Node
@@ -344,7 +347,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			// A threshold names a population before its first dot and
 			// its comparison, and "all" means every population there.
 			return s.fail(root, path+".name", at("name"), fmt.Sprintf("%q cannot be named in a threshold: use none of . < > = or spaces, and not \"all\"", p.Name))
-		case p.Count < 1 || p.Count > 100000:
+		case p.Behaviour == traceBehaviour && p.Count > 1:
+			return s.fail(root, path+".count", at("count"), "a trace population's sessions come from its trace: leave count out (or 1)")
+		case p.Behaviour != traceBehaviour && (p.Count < 1 || p.Count > 100000):
 			return s.fail(root, path+".count", at("count"), "must be between 1 and 100000")
 		case p.Start < 0 || p.Start >= s.Duration:
 			return s.fail(root, path+".start", at("start"), "must be at least 0 and before the end of the run")
@@ -375,6 +380,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		if err := checkBehaviour(s, root, i); err != nil {
 			return err
+		}
+		if s.Population[i].Behaviour == traceBehaviour && s.Driver == DriverLoopback {
+			return s.fail(root, fmt.Sprintf("populations[%d].behaviour", i), []any{"populations", i, "behaviour"}, "a trace is replayed by the sim driver only: use driver: sim")
 		}
 	}
 	s.thresholds = s.thresholds[:0]

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			s, err := Load(f)
 			require.NoError(t, err)
+			if slices.ContainsFunc(s.Population, func(p Population) bool { return p.Behaviour == traceBehaviour }) {
+				_, err := s.Check(Options{Driver: DriverSim, Segment: loadgen.Segment{Index: 0, Of: 2}})
+				var oe *OptionError
+				require.ErrorAs(t, err, &oe, "a trace replay is not split into segments")
+				assert.Equal(t, "segment", oe.Option)
+				return
+			}
 			opt := Options{Driver: DriverSim, Duration: segmentDuration}
 			if _, err := s.Check(opt); err != nil {
 				opt.Duration = 0

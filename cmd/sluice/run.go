@@ -35,6 +35,7 @@ type runFlags struct {
 	segment  string
 	protocol string
 	startAt  string
+	record   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -90,7 +91,8 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
   sluice run --driver loopback --policy balanced --duration 60s scenarios/quickstart.yaml
   sluice run --seed 7 --progress none -o /tmp/qs scenarios/quickstart.yaml
   sluice run --target 127.0.0.1:7777 --policy balanced scenarios/quickstart.yaml
-  sluice run --segment 0/3 --start-at 2026-12-01T12:00:00Z -o seg0 scenarios/quickstart.yaml`,
+  sluice run --segment 0/3 --start-at 2026-12-01T12:00:00Z -o seg0 scenarios/quickstart.yaml
+  sluice run --policy balanced --record traces scenarios/quickstart.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error { return runScenario(c, a[0], f) },
 	}
@@ -105,6 +107,7 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.StringVar(&f.protocol, "protocol", "", "with --target: the registered protocol the clients speak (default: sluice's reference protocol)")
 	fl.StringVar(&f.segment, "segment", "", "I/N: run only segment I (from 0) of N of every population, for a run split over N generators (merge them with sluice merge)")
 	fl.StringVar(&f.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339) before the first variant, so that segments start together")
+	fl.StringVar(&f.record, "record", "", "directory for a trace of what the server saw in each variant, VARIANT.trace (sim only; see sluice trace)")
 	return c
 }
 
@@ -120,7 +123,7 @@ func parseSegment(s string) (loadgen.Segment, error) {
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {
-	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, Target: f.target, Protocol: f.protocol, SluiceVersion: sluiceVersion()}
+	opt := scenarios.Options{Driver: f.driver, Duration: f.duration, Policy: f.policy, Target: f.target, Protocol: f.protocol, SluiceVersion: sluiceVersion(), Record: f.record}
 	if c.Flags().Changed("seed") {
 		opt.Seed = &f.seed
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -16,7 +17,7 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
-	var policyFile, scenarioFile, variant, listen string
+	var policyFile, scenarioFile, variant, listen, record, hashKey string
 	var maxConns int
 	var tick float64
 	var expose bool
@@ -47,6 +48,13 @@ be loopback unless --metrics-allow-non-loopback is given. The security log
 account and source) goes to stderr as --log-format text or json, at
 --log-level and above (off: none), keeping one record in --log-sample.
 
+With --record FILE the gate records every Open, Authenticate, read,
+message (with its decision, never its payload) and Close, and the server
+each session's population, into a trace (docs/traces.md); the writer runs
+on its own goroutine and never makes a message wait: when it falls behind,
+records are dropped and counted in the trace. --record-hash-key KEYFILE
+records accounts and addresses as keyed hashes instead.
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 the policy cannot be read
 or is not valid, or the server failed (the address is taken), 2 usage
 (including a bad --listen, --tick, --max-conns, --metrics or --log-*
@@ -55,7 +63,8 @@ value).`,
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
   sluice serve --scenario scenarios/quickstart.yaml --variant balanced --listen 127.0.0.1:7777
   sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose
-  sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json`,
+  sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json
+  sluice serve --policy scenarios/policies/game.yaml --record saturday.trace`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, what, err := servePolicy(policyFile, scenarioFile, variant)
@@ -68,12 +77,25 @@ value).`,
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose}
+			var rec *serveRecording
+			if record != "" {
+				if rec, err = startRecording(record, hashKey, p); err != nil {
+					return err
+				}
+				cfg.GateOptions = append(cfg.GateOptions, core.WithRecorder(rec.buf))
+			}
 			s, err := server.New(cfg)
 			if err != nil {
+				if rec != nil {
+					_ = rec.stop(io.Discard)
+				}
 				return serveError(c, listen, err)
 			}
 			o, err := obs.attach(s.Gate(), c.ErrOrStderr())
 			if err != nil {
+				if rec != nil {
+					_ = rec.stop(io.Discard)
+				}
 				return err
 			}
 			defer o.close()
@@ -86,6 +108,13 @@ value).`,
 					serveStarted(s)
 				}
 			})
+			if rec != nil {
+				// The server has stopped: its last records are in the
+				// buffer, which the trace takes before it is closed.
+				if rerr := rec.stop(c.OutOrStdout()); err == nil && rerr != nil {
+					return rerr
+				}
+			}
 			return serveError(c, listen, err)
 		},
 	}
@@ -97,6 +126,8 @@ value).`,
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
 	obs.register(c)
+	c.Flags().StringVar(&record, "record", "", "write a trace of every session and message the gate decides to this file (see sluice trace)")
+	c.Flags().StringVar(&hashKey, "record-hash-key", "", "with --record: record accounts and addresses as keyed hashes, keyed by this file's bytes (at least 16)")
 	return c
 }
 

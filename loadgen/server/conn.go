@@ -263,6 +263,7 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 		if !charged {
 			// The byte budget refused the whole read: every frame in it is
 			// dropped unseen (but decoded, to stay in sync).
+			c.recordUnchecked(m, err, v, now)
 			t.drop(v.Reason)
 			continue
 		}
@@ -470,6 +471,7 @@ func (c *conn) helloFrame(m *wire.Msg, now int64) (stop bool) {
 		c.match = c.s.cfg.MatchOf(pop.name, acct)
 	}
 	c.authed.Store(true)
+	c.recordLabel(pop.name, now)
 	c.t.accept()
 	c.reply(0, wire.StatusOK, 0, 0)
 	return false
