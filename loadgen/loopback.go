@@ -44,6 +44,7 @@ type Loopback struct {
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
+	ws      bool // dial over WebSocket (transport.go)
 }
 
 type loopConn struct {
@@ -108,11 +109,21 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if old := l.conns[id]; old != nil {
 		l.closeConn(id, old)
 	}
-	d := net.Dialer{Timeout: l.timeout}
+	var src netip.Addr
 	if l.bind {
-		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(LoopbackAddr(addr), 0))
+		src = LoopbackAddr(addr)
 	}
-	nc, err := d.DialContext(l.ctx, "tcp", l.server)
+	var nc net.Conn
+	var err error
+	if l.ws {
+		nc, err = l.dialWS(src)
+	} else {
+		d := net.Dialer{Timeout: l.timeout}
+		if src.IsValid() {
+			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+		}
+		nc, err = d.DialContext(l.ctx, "tcp", l.server)
+	}
 	if err != nil {
 		return err
 	}

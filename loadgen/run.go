@@ -60,6 +60,11 @@ type RunSpec struct {
 	// loadgen/proto); nil is the reference protocol, the only one the
 	// in-process server and the sim speak.
 	Protocol proto.Protocol
+	// Transport is what a loopback run's clients speak the protocol over:
+	// TransportTCP ("" too) or TransportWS (the in-process server then
+	// listens for WebSocket too and the clients dial ws://; a Remote's
+	// Addr must then be its WebSocket address). The sim models TCP only.
+	Transport string
 }
 
 // protocol returns the run's protocol.
@@ -190,6 +195,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port (AnyAddress allows another)"}
 	case s.Protocol != nil && s.Protocol.Name() != proto.ReferenceName && s.Remote == nil:
 		return s, &ParamError{"run", "Protocol", s.Protocol.Name(), "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
+	case CheckTransport(s.Transport) != nil:
+		return s, &ParamError{"run", "Transport", s.Transport, CheckTransport(s.Transport).Error()}
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
@@ -236,6 +243,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	}
 	if sp.Remote != nil {
 		return nil, &ParamError{"run", "Remote", sp.Remote.Addr, "is for loopback runs only"}
+	}
+	if sp.Transport == TransportWS {
+		return nil, &ParamError{"run", "Transport", sp.Transport, "is for loopback runs only: the sim models TCP"}
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
@@ -334,6 +344,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			MaxConns:       serverMaxConns(len(clients)),
 			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
 			NoLimits:       sp.NoLimits,
+			WebSocket:      wsListen(sp.Transport),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -343,6 +354,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		defer srv.Close()
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
+		if sp.Transport == TransportWS {
+			addr = srv.WSAddr()
+		}
 	}
 
 	nw := sp.Workers
@@ -365,6 +379,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
+		drivers[i].ws = sp.Transport == TransportWS
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
 			return nil, err
 		}
