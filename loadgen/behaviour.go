@@ -22,6 +22,12 @@ var registry = map[string]func() Behaviour{
 	"reset-reconnect": func() Behaviour { return &ResetReconnect{} },
 	"key-churn":       func() Behaviour { return &KeyChurn{} },
 	"hot-key":         func() Behaviour { return &HotKey{} },
+
+	// The WebSocket transport's own (hostile_ws.go).
+	"ws-slow-upgrade":    func() Behaviour { return &WSSlowUpgrade{} },
+	"ws-fragment-flood":  func() Behaviour { return &WSFragmentFlood{} },
+	"ws-ping-flood":      func() Behaviour { return &WSPingFlood{} },
+	"ws-oversize-header": func() Behaviour { return &WSOversizeHeader{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

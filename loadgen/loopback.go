@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -44,11 +45,13 @@ type Loopback struct {
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	ws      bool // dial over WebSocket (transport.go)
+	ws      bool    // dial over WebSocket (transport.go)
+	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
 }
 
 type loopConn struct {
 	nc        net.Conn
+	r         io.Reader   // what the server's frames are read from, when not nc
 	closed    atomic.Bool // closed by the worker (or Stop): no EvClosed for it
 	wdeadline time.Time   // the write deadline armed on nc (worker only)
 }
@@ -115,8 +118,9 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	}
 	var nc net.Conn
 	var err error
+	var r io.Reader
 	if l.ws {
-		nc, err = l.dialWS(src)
+		nc, r, err = l.dialWS(id.Client, src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {
@@ -127,7 +131,7 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if err != nil {
 		return err
 	}
-	c := &loopConn{nc: nc}
+	c := &loopConn{nc: nc, r: r}
 	l.conns[id] = c
 	l.wg.Add(1)
 	go l.read(id, c)
@@ -141,7 +145,11 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 func (l *Loopback) read(id ConnID, c *loopConn) {
 	defer l.wg.Done()
 	defer c.nc.Close()
-	fr := l.proto.NewReader(c.nc)
+	var r io.Reader = c.nc
+	if c.r != nil {
+		r = c.r
+	}
+	fr := l.proto.NewReader(r)
 	var f proto.Frame
 	var ev Event
 	for {

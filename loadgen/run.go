@@ -197,6 +197,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Protocol", s.Protocol.Name(), "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
 	case CheckTransport(s.Transport) != nil:
 		return s, &ParamError{"run", "Transport", s.Transport, CheckTransport(s.Transport).Error()}
+	case checkWSBehaviours(s) != nil:
+		return s, checkWSBehaviours(s)
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
@@ -379,7 +381,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
-		drivers[i].ws = sp.Transport == TransportWS
+		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
+			drivers[i].wsRaw = wsDialModes(part)
+		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 
@@ -30,15 +31,73 @@ func CheckTransport(t string) error {
 	return fmt.Errorf("%q is not a transport (have %s, %s)", t, TransportTCP, TransportWS)
 }
 
-// dialWS is Dial's connection over WebSocket: an upgrade to ws://server/
-// from src (when valid), each whole frame the client writes then sent as
-// one binary message.
-func (l *Loopback) dialWS(src netip.Addr) (net.Conn, error) {
+// How the loopback driver dials a client over WebSocket (Loopback.wsRaw).
+const (
+	wsDialHonest    uint8 = iota // a gorilla/websocket client: each whole frame written is one message
+	wsDialUpgraded               // a plain socket, upgraded: the behaviour writes WebSocket frames itself
+	wsDialNoUpgrade              // a plain socket: the behaviour writes the upgrade itself
+)
+
+// wsDialModes returns, for each client of a worker, how it is dialled.
+func wsDialModes(clients []Client) []uint8 {
+	out := make([]uint8, len(clients))
+	for i := range clients {
+		if raw, up := wsOnly(clients[i].Behaviour); raw {
+			out[i] = wsDialNoUpgrade
+			if up {
+				out[i] = wsDialUpgraded
+			}
+		}
+	}
+	return out
+}
+
+// dialWS is Dial's connection over WebSocket for client, from src (when
+// valid), and the reader of the server's frames when it is not the
+// connection itself.
+func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, error) {
 	ap, err := netip.ParseAddrPort(l.server)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return wsraw.Dial(l.ctx, ap, src, l.timeout)
+	mode := wsDialHonest
+	if int(client) < len(l.wsRaw) {
+		mode = l.wsRaw[client]
+	}
+	if mode == wsDialHonest {
+		c, err := wsraw.Dial(l.ctx, ap, src, l.timeout)
+		return c, nil, err
+	}
+	d := net.Dialer{Timeout: l.timeout}
+	if src.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+	}
+	nc, err := d.DialContext(l.ctx, "tcp", l.server)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mode == wsDialUpgraded {
+		if err := wsraw.Upgrade(nc, l.timeout); err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		return nc, wsraw.ServerReader(nc), nil
+	}
+	return nc, nil, nil
+}
+
+// checkWSBehaviours refuses a population whose behaviour writes
+// WebSocket frames of its own in a run over another transport.
+func checkWSBehaviours(s RunSpec) error {
+	if s.Transport == TransportWS {
+		return nil
+	}
+	for _, p := range s.Plan.Populations {
+		if raw, _ := wsOnly(p.Behaviour); raw {
+			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames: it runs over transport ws only"}
+		}
+	}
+	return nil
 }
 
 // wsListen is the in-process server's WebSocket listener for transport t:

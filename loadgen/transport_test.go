@@ -50,3 +50,57 @@ func TestTransportIsChecked(t *testing.T) {
 	_, err = RunSim(context.Background(), RunSpec{Plan: plan, Transport: TransportWS}, DefaultPolicy())
 	require.ErrorAs(t, err, &pe)
 }
+
+// tcpBehaviourNames is BehaviourNames without the behaviours that write
+// WebSocket frames of their own: those run over transport ws only, and
+// never in the sim (TestLoopbackEveryWSBehaviour runs them).
+func tcpBehaviourNames() []string {
+	var out []string
+	for _, n := range BehaviourNames() {
+		b, _ := NewBehaviour(n)
+		if raw, _ := wsOnly(b); !raw {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestLoopbackEveryWSBehaviour runs every WebSocket behaviour against the
+// in-process server over ws, beside honest players: the server refuses
+// each (the frames it decides for them are never all accepted), the
+// honest players keep their service, and every goroutine ends. (What the
+// server decided on their frames is counted under no population, as for
+// any frame before a Hello: loadgen/server's tests check those counts.)
+func TestLoopbackEveryWSBehaviour(t *testing.T) {
+	pops := []Population{{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}}}
+	var names []string
+	for _, n := range BehaviourNames() {
+		b, _ := NewBehaviour(n)
+		if raw, _ := wsOnly(b); raw {
+			names = append(names, n)
+			pops = append(pops, Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
+		}
+	}
+	require.Len(t, names, 4)
+	// Long enough for the server's upgrade timeout (5s) to end the slow
+	// upgrades.
+	plan := Plan{Seed: 5, Duration: 7 * time.Second, Populations: pops}
+	p := DefaultPolicy()
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: TransportWS, Config: RunConfig{Timeout: time.Second}}, p)
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	require.True(t, res.Complete)
+	rec := res.Recorder
+	h := pop(t, res, "honest")
+	for _, k := range []Kind{KindHello, KindMove, KindPing} {
+		w := written(rec, h, k)
+		assert.Positive(t, w, "honest wrote %v", k)
+		assert.Equal(t, w, sum(rec.KindDecisions(h, k)), "honest %v: decided as written", k)
+		assert.Equal(t, w, rec.KindDecisions(h, k)[Accepted], "honest %v: every one accepted", k)
+	}
+	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+	for _, n := range names {
+		i := pop(t, res, n)
+		assert.Positive(t, res.Disconnected[i], "%s: the server ended its connections", n)
+	}
+}

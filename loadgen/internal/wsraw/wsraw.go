@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -95,3 +96,51 @@ func Upgrade(nc net.Conn, d time.Duration) error {
 type oneByte struct{ nc net.Conn }
 
 func (o oneByte) Read(p []byte) (int, error) { return o.nc.Read(p[:min(len(p), 1)]) }
+
+// ServerReader returns a reader of the payloads of the data frames a
+// server sends on r (server frames are not masked), in order, as one
+// stream: what the server's binary messages carry. Control frames are
+// skipped; a close frame reads as io.EOF.
+func ServerReader(r io.Reader) io.Reader { return &serverReader{br: bufio.NewReaderSize(r, 4096)} }
+
+type serverReader struct {
+	br   *bufio.Reader
+	left uint64 // payload bytes of the current data frame not yet read
+}
+
+func (s *serverReader) Read(p []byte) (int, error) {
+	for s.left == 0 {
+		var h [2]byte
+		if _, err := io.ReadFull(s.br, h[:]); err != nil {
+			return 0, err
+		}
+		n := uint64(h[1] & 0x7f)
+		switch n {
+		case 126:
+			var b [2]byte
+			if _, err := io.ReadFull(s.br, b[:]); err != nil {
+				return 0, err
+			}
+			n = uint64(binary.BigEndian.Uint16(b[:]))
+		case 127:
+			var b [8]byte
+			if _, err := io.ReadFull(s.br, b[:]); err != nil {
+				return 0, err
+			}
+			n = binary.BigEndian.Uint64(b[:])
+		}
+		switch op := h[0] & 0x0f; {
+		case op == OpClose:
+			return 0, io.EOF
+		case op >= OpClose: // ping, pong: skipped
+			if _, err := s.br.Discard(int(min(n, 125))); err != nil {
+				return 0, err
+			}
+		default:
+			s.left = n
+		}
+	}
+	k, err := s.br.Read(p[:min(uint64(len(p)), s.left)])
+	s.left -= uint64(k)
+	return k, err
+}
