@@ -63,7 +63,9 @@ type RunSpec struct {
 	// Transport is what a loopback run's clients speak the protocol over:
 	// TransportTCP ("" too) or TransportWS (the in-process server then
 	// listens for WebSocket too and the clients dial ws://; a Remote's
-	// Addr must then be its WebSocket address). The sim models TCP only.
+	// Addr must then be its WebSocket address). The sim models either
+	// (SimConfig.Transport), but for the behaviours that write WebSocket
+	// frames of their own, which run on the loopback driver only.
 	Transport string
 }
 
@@ -246,8 +248,8 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if sp.Remote != nil {
 		return nil, &ParamError{"run", "Remote", sp.Remote.Addr, "is for loopback runs only"}
 	}
-	if sp.Transport == TransportWS {
-		return nil, &ParamError{"run", "Transport", sp.Transport, "is for loopback runs only: the sim models TCP"}
+	if err := checkSimBehaviours(sp); err != nil {
+		return nil, err
 	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
@@ -267,6 +269,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		Channels:   &chans,
 		TableSeed:  mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
 		OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+		Transport:  sp.Transport,
 	}, clients)
 	if err != nil {
 		return nil, err

@@ -108,3 +108,15 @@ func wsListen(t string) server.WSConfig {
 	}
 	return server.WSConfig{Addr: "127.0.0.1:0"}
 }
+
+// checkSimBehaviours refuses, in a sim run, a population whose behaviour
+// writes WebSocket frames of its own: the sim models the messages of the
+// reference protocol over WebSocket, not hand-made frames.
+func checkSimBehaviours(s RunSpec) error {
+	for _, p := range s.Plan.Populations {
+		if raw, _ := wsOnly(p.Behaviour); raw {
+			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames of its own: it runs on the loopback driver only"}
+		}
+	}
+	return nil
+}

@@ -47,8 +47,10 @@ func TestTransportIsChecked(t *testing.T) {
 	var pe *ParamError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Transport", pe.Field)
+	plan.Populations[0].Behaviour = &WSPingFlood{}
 	_, err = RunSim(context.Background(), RunSpec{Plan: plan, Transport: TransportWS}, DefaultPolicy())
 	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "Behaviour", pe.Field)
 }
 
 // tcpBehaviourNames is BehaviourNames without the behaviours that write

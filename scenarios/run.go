@@ -44,7 +44,7 @@ type Options struct {
 	// reference protocol.
 	Protocol string
 	// Transport, when not empty, replaces the scenario's transport: tcp,
-	// or ws (WebSocket), which runs on the loopback driver.
+	// or ws (WebSocket).
 	Transport string
 	// Segment, when its Of is more than 1, runs only that share of every
 	// population (see loadgen.Segment): one of several load generators
@@ -91,9 +91,6 @@ func (o Options) Validate() error {
 	}
 	if err := loadgen.CheckTransport(o.Transport); err != nil {
 		return &OptionError{Option: "transport", Msg: err.Error()}
-	}
-	if o.Transport == loadgen.TransportWS && o.Driver != "" && o.Driver != DriverLoopback {
-		return &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot run transport ws: WebSocket runs on real sockets (loopback)", o.Driver)}
 	}
 	if sg := o.Segment; sg.Of < 0 || !sg.Whole() && (sg.Index < 0 || sg.Index >= sg.Of) {
 		return &OptionError{Option: "segment", Msg: fmt.Sprintf("%d/%d is not I/N with 0 ≤ I < N", sg.Index, sg.Of)}
@@ -269,12 +266,6 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	}
 	if opt.Transport != "" {
 		c.Transport = opt.Transport
-	}
-	if c.Transport == loadgen.TransportWS {
-		if opt.Driver != "" && opt.Driver != DriverLoopback {
-			return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot run transport ws: WebSocket runs on real sockets (loopback)", opt.Driver)}
-		}
-		c.Driver = DriverLoopback
 	}
 	if opt.Protocol != "" && opt.Protocol != proto.ReferenceName && c.Target == "" {
 		return nil, &OptionError{Option: "protocol", Msg: fmt.Sprintf("%s is spoken only to a target (--target, or target: in the scenario): the in-process server and the sim speak the reference protocol", opt.Protocol)}

@@ -60,7 +60,7 @@ type Scenario struct {
 	Target string `yaml:"target"`
 	// Transport is what the clients speak the protocol over: tcp (the
 	// default) or ws (WebSocket, one binary message per frame; see
-	// docs/transports.md), which runs on the loopback driver.
+	// docs/transports.md), on either driver.
 	Transport string `yaml:"transport"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
@@ -266,12 +266,6 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	}
 	if err := loadgen.CheckTransport(s.Transport); err != nil {
 		return s.fail(root, "transport", []any{"transport"}, err.Error())
-	}
-	if s.Transport == loadgen.TransportWS {
-		if s.Driver != "" && s.Driver != DriverLoopback {
-			return s.fail(root, "driver", []any{"driver"}, "transport ws runs on real sockets: driver loopback (or none), not "+s.Driver)
-		}
-		s.Driver = DriverLoopback
 	}
 	if s.Driver == "" {
 		s.Driver = DriverSim
