@@ -419,3 +419,33 @@ func TestWSIdleConnectionTimesOut(t *testing.T) {
 		t.Fatalf("disconnects %v, want one Timeout", d)
 	}
 }
+
+// Every byte the socket carries after the upgrade is counted and charged,
+// WebSocket headers and masks included: a message cut into one-byte
+// fragments costs 7 bytes a payload byte, not 1.
+func TestWSBytesAreTheSocketsBytes(t *testing.T) {
+	s := startServer(t, wsConfig())
+	nc := rawWS(t, s.WSAddr())
+	hello, _ := wire.AppendHello(nil, []byte("10"), []byte("ws"))
+	b := wsraw.AppendFrame(nil, true, wsraw.OpBinary, hello)
+	in, _ := wire.AppendInput(nil, kMove, []byte{1, 2, 3, 4})
+	for range 10 {
+		for i := range in {
+			op := byte(wsraw.OpContinuation)
+			if i == 0 {
+				op = wsraw.OpBinary
+			}
+			b = wsraw.AppendFrame(b, i == len(in)-1, op, in[i:i+1])
+		}
+	}
+	nc.Write(b)
+	eventually(t, 5*time.Second, "every message decided", func() bool { return s.Stats().Frames == 11 })
+	nc.Close()
+	st := settledStats(t, s)
+	if st.Bytes != uint64(len(b)) {
+		t.Fatalf("%d bytes counted, want the %d the socket carried (the payloads are %d)", st.Bytes, len(b), len(hello)+10*len(in))
+	}
+	if m := st.Populations["ws"].Channels["move"]; m.Accepted != 10 {
+		t.Fatalf("move row %+v, want the 10 fragmented messages accepted", m)
+	}
+}
