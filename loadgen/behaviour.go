@@ -28,6 +28,12 @@ var registry = map[string]func() Behaviour{
 	"nat-churn":       func() Behaviour { return &NATChurn{} },
 	"half-close":      func() Behaviour { return &HalfClose{} },
 	"sparse-ids":      func() Behaviour { return &SparseIDs{} },
+
+	// The WebSocket transport's own (hostile_ws.go).
+	"ws-slow-upgrade":    func() Behaviour { return &WSSlowUpgrade{} },
+	"ws-fragment-flood":  func() Behaviour { return &WSFragmentFlood{} },
+	"ws-ping-flood":      func() Behaviour { return &WSPingFlood{} },
+	"ws-oversize-header": func() Behaviour { return &WSOversizeHeader{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

@@ -48,7 +48,7 @@ func allBehaviours(t *testing.T) []Behaviour {
 }
 
 func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
-	require.Len(t, BehaviourNames(), 19)
+	require.Len(t, BehaviourNames(), 23)
 	for _, b := range allBehaviours(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			require.NoError(t, b.Validate())
@@ -672,5 +672,6 @@ func TestWritesRawMatchesTheActions(t *testing.T) {
 			raw[b.Name()] = true
 		}
 	}
-	assert.Equal(t, map[string]bool{"bad-length": true, "malformed": true, "malformed-churn": true, "slowloris": true}, raw)
+	assert.Equal(t, map[string]bool{"bad-length": true, "malformed": true, "malformed-churn": true, "slowloris": true,
+		"ws-slow-upgrade": true, "ws-fragment-flood": true, "ws-ping-flood": true, "ws-oversize-header": true}, raw)
 }

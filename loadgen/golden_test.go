@@ -91,7 +91,7 @@ func goldenCases(t testing.TB) []struct {
 			return res
 		}},
 	}
-	for _, name := range BehaviourNames() {
+	for _, name := range tcpBehaviourNames() {
 		b, err := NewBehaviour(name)
 		require.NoError(t, err)
 		plan := Plan{Seed: 11, Duration: 4 * time.Second, Populations: []Population{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -44,10 +45,13 @@ type Loopback struct {
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
+	ws      bool    // dial over WebSocket (transport.go)
+	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
 }
 
 type loopConn struct {
 	nc        net.Conn
+	r         io.Reader   // what the server's frames are read from, when not nc
 	closed    atomic.Bool // closed by the worker (or Stop): no EvClosed for it
 	wdeadline time.Time   // the write deadline armed on nc (worker only)
 }
@@ -108,15 +112,26 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if old := l.conns[id]; old != nil {
 		l.closeConn(id, old)
 	}
-	d := net.Dialer{Timeout: l.timeout}
+	var src netip.Addr
 	if l.bind {
-		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(LoopbackAddr(addr), 0))
+		src = LoopbackAddr(addr)
 	}
-	nc, err := d.DialContext(l.ctx, "tcp", l.server)
+	var nc net.Conn
+	var err error
+	var r io.Reader
+	if l.ws {
+		nc, r, err = l.dialWS(id.Client, src)
+	} else {
+		d := net.Dialer{Timeout: l.timeout}
+		if src.IsValid() {
+			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+		}
+		nc, err = d.DialContext(l.ctx, "tcp", l.server)
+	}
 	if err != nil {
 		return err
 	}
-	c := &loopConn{nc: nc}
+	c := &loopConn{nc: nc, r: r}
 	l.conns[id] = c
 	l.wg.Add(1)
 	go l.read(id, c)
@@ -130,7 +145,11 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 func (l *Loopback) read(id ConnID, c *loopConn) {
 	defer l.wg.Done()
 	defer c.nc.Close()
-	fr := l.proto.NewReader(c.nc)
+	var r io.Reader = c.nc
+	if c.r != nil {
+		r = c.r
+	}
+	fr := l.proto.NewReader(r)
 	var f proto.Frame
 	var ev Event
 	for {

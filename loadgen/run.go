@@ -65,6 +65,13 @@ type RunSpec struct {
 	// package trace): RunSim attaches a recorder to its gate and closes
 	// Record at the end of the run. Sim only.
 	Record *trace.Writer
+	// Transport is what a loopback run's clients speak the protocol over:
+	// TransportTCP ("" too) or TransportWS (the in-process server then
+	// listens for WebSocket too and the clients dial ws://; a Remote's
+	// Addr must then be its WebSocket address). The sim models either
+	// (SimConfig.Transport), but for the behaviours that write WebSocket
+	// frames of their own, which run on the loopback driver only.
+	Transport string
 }
 
 // protocol returns the run's protocol.
@@ -203,6 +210,10 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port (AnyAddress allows another)"}
 	case s.Protocol != nil && s.Protocol.Name() != proto.ReferenceName && s.Remote == nil:
 		return s, &ParamError{"run", "Protocol", s.Protocol.Name(), "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
+	case CheckTransport(s.Transport) != nil:
+		return s, &ParamError{"run", "Transport", s.Transport, CheckTransport(s.Transport).Error()}
+	case checkWSBehaviours(s) != nil:
+		return s, checkWSBehaviours(s)
 	case s.Remote != nil && s.NoLimits:
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
@@ -250,6 +261,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if sp.Remote != nil {
 		return nil, &ParamError{"run", "Remote", sp.Remote.Addr, "is for loopback runs only"}
 	}
+	if err := checkSimBehaviours(sp); err != nil {
+		return nil, err
+	}
 	chans, err := ChannelsOf(&p)
 	if err != nil {
 		return nil, err
@@ -269,6 +283,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		TableSeed:       mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
 		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
 		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
+		Transport:       sp.Transport,
 	}
 	feeds, err := traceFeeds(&sp.Plan)
 	if err != nil {
@@ -416,6 +431,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			MaxConns:       serverMaxConns(len(clients)),
 			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
 			NoLimits:       sp.NoLimits,
+			WebSocket:      wsListen(sp.Transport),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -430,6 +446,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		defer srv.Close()
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
+		if sp.Transport == TransportWS {
+			addr = srv.WSAddr()
+		}
 	}
 
 	nw := sp.Workers
@@ -451,6 +470,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
+		}
+		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
+			drivers[i].wsRaw = wsDialModes(part)
 		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
 			return nil, err

@@ -253,7 +253,7 @@ func TestSimStallShowsInResponseTime(t *testing.T) {
 }
 
 func TestSimEveryBehaviour(t *testing.T) {
-	for _, name := range BehaviourNames() {
+	for _, name := range tcpBehaviourNames() {
 		t.Run(name, func(t *testing.T) {
 			b, err := NewBehaviour(name)
 			require.NoError(t, err)
@@ -344,7 +344,7 @@ func TestLoopbackRun(t *testing.T) {
 
 func TestLoopbackEveryBehaviour(t *testing.T) {
 	var pops []Population
-	for _, name := range BehaviourNames() {
+	for _, name := range tcpBehaviourNames() {
 		b, err := NewBehaviour(name)
 		require.NoError(t, err)
 		pops = append(pops, Population{Name: name, Clients: 2, Behaviour: b, PerAccount: 2})

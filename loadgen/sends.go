@@ -20,7 +20,7 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 		set[b.kind()] = true
 	case *ByteFlood:
 		set[b.kind()] = true
-	case *BadLength, *Malformed, *Slowloris, *MalformedChurn:
+	case *BadLength, *Malformed, *Slowloris, *MalformedChurn, *WSSlowUpgrade, *WSFragmentFlood, *WSPingFlood, *WSOversizeHeader:
 		// Raw bytes only.
 	case *Replay:
 		set[b.kind()] = true

@@ -29,7 +29,7 @@ func viewRows(ck ViewCheck) string {
 // between the warm-up's read and the end.
 func TestServerViewAgreesForEveryBehaviour(t *testing.T) {
 	var pops []Population
-	for _, name := range BehaviourNames() {
+	for _, name := range tcpBehaviourNames() {
 		b, err := NewBehaviour(name)
 		require.NoError(t, err)
 		pops = append(pops, Population{Name: name, Clients: 2, Behaviour: b, PerAccount: 2})

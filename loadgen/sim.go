@@ -67,6 +67,9 @@ type SimConfig struct {
 	// player would have seen that the server did not decide: a frame of
 	// a session the replay's server had already cut off is Disconnected.
 	OnClientOutcome func(pop int, k Kind, o Outcome, at int64)
+	// Transport is what the clients speak over (RunSpec.Transport): over
+	// TransportWS each write is read as its messages (sim_ws.go).
+	Transport string
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -780,6 +783,10 @@ func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, r
 // at its end is copied into the framer's buffer: the same bytes, decoded
 // the same way, as if the whole read had gone through the buffer.
 func (s *Sim) receive(c *simConn, p []byte, now int64) {
+	if s.cfg.Transport == TransportWS {
+		s.receiveWS(c, p, now)
+		return
+	}
 	for len(p) > 0 && c.open {
 		n := min(len(p), s.maxRead, s.readBuf-len(c.buf))
 		var rest []byte

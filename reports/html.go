@@ -354,6 +354,9 @@ func runFacts(r *Results) []kv {
 	if run.Target != "" {
 		f = append(f, kv{"target", run.Target + ", a server sluice did not start: " + TargetNote})
 	}
+	if run.Transport != "" {
+		f = append(f, kv{"transport", run.Transport})
+	}
 	f = append(f, []kv{
 		{"seed", strconv.FormatUint(run.Seed, 10)},
 		{"duration per variant", fmtDuration(run.Duration) + " (warmup " + fmtDuration(run.Warmup) + ", measured " + fmtDuration(run.Measured()) + ")"},

@@ -56,6 +56,8 @@ func MergeSegments(rs []*Results, names []string) (*Results, error) {
 			return nil, bad(i, "is of scenario %q (sha256 %.12s), not %q (sha256 %.12s) as %s", b.Scenario, b.ScenarioSHA256, a.Scenario, a.ScenarioSHA256, names[0])
 		case b.Seed != a.Seed:
 			return nil, bad(i, "has seed %d, %s has %d", b.Seed, names[0], a.Seed)
+		case b.Transport != a.Transport:
+			return nil, bad(i, "ran over transport %q, %s over %q", b.Transport, names[0], a.Transport)
 		case b.Driver != a.Driver || b.Target != a.Target:
 			return nil, bad(i, "ran driver %s against %q, %s driver %s against %q", b.Driver, b.Target, names[0], a.Driver, a.Target)
 		case b.Duration != a.Duration || b.Warmup != a.Warmup || b.Interval != a.Interval:

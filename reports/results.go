@@ -103,6 +103,9 @@ type Run struct {
 	// did not set it), and its decisions are what the clients saw: see
 	// KindStats.Unknown and NoRateUnknown.
 	Target string `json:"target,omitempty"`
+	// Transport is what the clients spoke the protocol over when not TCP:
+	// "ws" (WebSocket, one binary message per frame); empty for TCP.
+	Transport string `json:"transport,omitempty"`
 	// Segment is "I/N" for one of N shares of a run split over several
 	// load generators (sluice run --segment), empty for a whole run.
 	// Segments holds, for results merged from them (MergeSegments), how

@@ -47,6 +47,9 @@ type Options struct {
 	// can speak another: the in-process server and the sim speak the
 	// reference protocol.
 	Protocol string
+	// Transport, when not empty, replaces the scenario's transport: tcp,
+	// or ws (WebSocket).
+	Transport string
 	// Segment, when its Of is more than 1, runs only that share of every
 	// population (see loadgen.Segment): one of several load generators
 	// that together run the whole scenario. Its results are merged with
@@ -96,6 +99,9 @@ func (o Options) Validate() error {
 		if _, err := proto.Lookup(o.Protocol); err != nil {
 			return &OptionError{Option: "protocol", Msg: err.Error(), err: err}
 		}
+	}
+	if err := loadgen.CheckTransport(o.Transport); err != nil {
+		return &OptionError{Option: "transport", Msg: err.Error()}
 	}
 	if sg := o.Segment; sg.Of < 0 || !sg.Whole() && (sg.Index < 0 || sg.Index >= sg.Of) {
 		return &OptionError{Option: "segment", Msg: fmt.Sprintf("%d/%d is not I/N with 0 ≤ I < N", sg.Index, sg.Of)}
@@ -153,6 +159,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 		Interval:       eff.Interval,
 		Started:        time.Now().UTC(),
 		Target:         eff.Target,
+		Transport:      transportName(eff.Transport),
 		Segment:        opt.Segment.String(),
 		StartAt:        opt.StartAt,
 		Thresholds:     eff.Thresholds,
@@ -185,7 +192,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	complete := true
 	var runErr error
 	for i, v := range variants {
-		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol}
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol, Transport: eff.Transport}
 		if opt.Progress != nil {
 			name, idx, of := v.Name, i, len(variants)
 			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }
@@ -281,6 +288,9 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	}
 	if opt.Target != "" {
 		c.Target, c.Driver = opt.Target, DriverLoopback
+	}
+	if opt.Transport != "" {
+		c.Transport = opt.Transport
 	}
 	if opt.Protocol != "" && opt.Protocol != proto.ReferenceName && c.Target == "" {
 		return nil, &OptionError{Option: "protocol", Msg: fmt.Sprintf("%s is spoken only to a target (--target, or target: in the scenario): the in-process server and the sim speak the reference protocol", opt.Protocol)}
@@ -563,4 +573,14 @@ func recordFile(dir string, s *Scenario, v NamedPolicy) (*trace.Writer, *os.File
 		return nil, nil, err
 	}
 	return w, f, nil
+}
+
+// transportName is the transport the results name: empty for TCP, the
+// default, so that the results of a TCP run are what they were before
+// there was a choice.
+func transportName(t string) string {
+	if t == loadgen.TransportTCP {
+		return ""
+	}
+	return t
 }

@@ -58,6 +58,10 @@ type Scenario struct {
 	// Target is HOST:PORT of a server sluice does not start (see
 	// Options.Target); empty for the reference server a run starts itself.
 	Target string `yaml:"target"`
+	// Transport is what the clients speak the protocol over: tcp (the
+	// default) or ws (WebSocket, one binary message per frame; see
+	// docs/transports.md), on either driver.
+	Transport string `yaml:"transport"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
 	Policy     yaml.Node    `yaml:"policy"`
@@ -266,6 +270,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 			return s.fail(root, "driver", []any{"driver"}, "a target is driven over sockets: driver loopback (or none), not "+s.Driver)
 		}
 		s.Driver = DriverLoopback
+	}
+	if err := loadgen.CheckTransport(s.Transport); err != nil {
+		return s.fail(root, "transport", []any{"transport"}, err.Error())
 	}
 	if s.Driver == "" {
 		s.Driver = DriverSim

@@ -18,7 +18,8 @@ import (
 	"github.com/sluicedev/sluice/loadgen/server"
 )
 
-// serverEnv, when set in the environment ("gate" or "nolimits"), makes
+// serverEnv, when set in the environment ("gate" or "nolimits", with
+// "-ws" after either for a server that listens for WebSocket), makes
 // this test binary a standalone server instead (see serveChild).
 const serverEnv = "SLUICE_HARNESS_SERVER"
 
@@ -41,7 +42,12 @@ type childStats struct {
 // of JSON. At the end it waits up to 5s for its connections to close,
 // prints its childStats as JSON and returns the exit status.
 func serveChild(mode string) int {
-	srv, err := server.New(server.Config{Policy: policy(), MaxConns: 20000, NoLimits: mode == "nolimits"})
+	mode, ws := strings.CutSuffix(mode, "-ws")
+	cfg := server.Config{Policy: policy(), MaxConns: 20000, NoLimits: mode == "nolimits"}
+	if ws {
+		cfg.WebSocket.Addr = "127.0.0.1:0"
+	}
+	srv, err := server.New(cfg)
 	if err == nil {
 		err = srv.Start()
 	}
@@ -50,7 +56,11 @@ func serveChild(mode string) int {
 		return 2
 	}
 	defer srv.Close()
-	fmt.Println(srv.Addr())
+	if ws {
+		fmt.Println(srv.WSAddr())
+	} else {
+		fmt.Println(srv.Addr())
+	}
 	// stdout carries the answers to "stats" until serving ends, then the
 	// final childStats line: once ended, no answer may follow it.
 	var (

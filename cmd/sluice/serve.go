@@ -17,13 +17,13 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
-	var policyFile, scenarioFile, variant, listen, record, hashKey string
+	var policyFile, scenarioFile, variant, listen, wsListen, record, hashKey string
 	var maxConns int
 	var tick float64
 	var expose bool
 	var obs observeFlags
 	c := &cobra.Command{
-		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT]",
+		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT] [--ws 127.0.0.1:PORT]",
 		Short: "Run the reference game server with a policy, for any client",
 		Long: `serve runs the reference loopback game server (package loadgen/server) with
 the given policy until interrupted (Ctrl-C or SIGTERM), then shuts down
@@ -36,7 +36,11 @@ The policy is a policy file (--policy), or a scenario's policy variant
 scenario has one): the server a 'sluice run --target' of that scenario
 assumes, so that the run's thresholds are those of the policy served.
 
-The listen address must be a loopback address unless --expose is given.
+--ws ADDR also serves the reference protocol over WebSocket (ws://ADDR/,
+one binary message per frame; see docs/transports.md), under the same
+policy and limits.
+
+The listen addresses must be loopback addresses unless --expose is given.
 --expose serves any address, for load generators on other machines: then
 anyone who can reach that address can connect and send traffic, and the
 server's per-address limits see each generator's host as one address.
@@ -62,6 +66,7 @@ value).`,
 		Example: `  sluice serve --policy scenarios/policies/game.yaml
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
   sluice serve --scenario scenarios/quickstart.yaml --variant balanced --listen 127.0.0.1:7777
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777 --ws 127.0.0.1:7778
   sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose
   sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json
   sluice serve --policy scenarios/policies/game.yaml --record saturday.trace`,
@@ -76,7 +81,7 @@ value).`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose}
+			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose, WebSocket: server.WSConfig{Addr: wsListen}}
 			var rec *serveRecording
 			if record != "" {
 				if rec, err = startRecording(record, hashKey, p); err != nil {
@@ -101,6 +106,9 @@ value).`,
 			defer o.close()
 			err = s.Serve(ctx, func(s *server.Server) {
 				fmt.Fprintf(c.OutOrStdout(), "sluice: serving %s on %s (Ctrl-C to stop)\n", what, s.Addr())
+				if a := s.WSAddr(); a.IsValid() {
+					fmt.Fprintf(c.OutOrStdout(), "sluice: WebSocket on ws://%s/\n", a)
+				}
 				if o.ln != nil {
 					fmt.Fprintf(c.OutOrStdout(), "sluice: metrics on http://%s/metrics\n", o.ln.Addr())
 				}
@@ -122,6 +130,7 @@ value).`,
 	c.Flags().StringVar(&scenarioFile, "scenario", "", "serve a policy variant of this scenario instead of --policy")
 	c.Flags().StringVar(&variant, "variant", "", "with --scenario: the variant to serve (needed when the scenario has several)")
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (loopback unless --expose)")
+	c.Flags().StringVar(&wsListen, "ws", "", "also serve over WebSocket on this address (loopback unless --expose)")
 	c.Flags().BoolVar(&expose, "expose", false, "allow a --listen address that is not loopback (reachable by other machines)")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
@@ -173,14 +182,18 @@ func serveError(c *cobra.Command, listen string, err error) error {
 	if errors.Is(err, server.ErrNonLoopback) {
 		// The server's message names a Go config field; the
 		// command has no way to set it, on purpose.
-		return usageError{fmt.Errorf("--listen %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", listen)}
+		flag, addr := "listen", listen
+		if ce := (*server.ConfigError)(nil); errors.As(err, &ce) && ce.Field == "WebSocket.Addr" {
+			flag, addr = "ws", c.Flags().Lookup("ws").Value.String()
+		}
+		return usageError{fmt.Errorf("--%s %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", flag, addr)}
 	}
 	return serveFlagError(c, err)
 }
 
 // serveFlags maps the server.Config fields that serve's flags set to the
 // flags.
-var serveFlags = map[string]string{"Addr": "listen", "TickRate": "tick", "MaxConns": "max-conns"}
+var serveFlags = map[string]string{"Addr": "listen", "TickRate": "tick", "MaxConns": "max-conns", "WebSocket.Addr": "ws"}
 
 // serveFlagError returns err as a usage error naming the flag when it is
 // about a flag's value: a *server.ConfigError for a field a flag sets, or

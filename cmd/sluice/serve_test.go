@@ -19,6 +19,8 @@ func TestServeBadFlagValuesAreUsageErrors(t *testing.T) {
 		{[]string{"--tick", "-5"}, "--tick -5: -5 Hz not in (0, 10000]"},
 		{[]string{"--tick", "NaN"}, "--tick NaN: NaN Hz not in (0, 10000]"},
 		{[]string{"--max-conns", "-1"}, "--max-conns -1: -1 is negative"},
+		{[]string{"--ws", "0.0.0.0:0"}, "--ws 0.0.0.0:0: sluice serve listens on loopback addresses only"},
+		{[]string{"--ws", "nonsense"}, "--ws nonsense: address nonsense: missing port in address"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve", "--policy", policy}, c.args...)...)
 		assert.Equal(t, exitUsage, code, out+errOut)

@@ -88,6 +88,10 @@ type Config struct {
 	// AllowNonLoopback permits a listen address that is not loopback. The
 	// harness never sets it.
 	AllowNonLoopback bool
+	// WebSocket configures a second listener, for clients that speak the
+	// reference protocol over WebSocket (see WSConfig); its zero value
+	// listens on none.
+	WebSocket WSConfig
 
 	// MaxConns is the most connections open at once; an extra one is
 	// accepted, sent a Disconnect with reason TableFull and closed at
@@ -230,6 +234,9 @@ func (c *Config) normalize() error {
 		return bad("MaxTokens", "%d not in [0, 2^56)", c.MaxTokens)
 	case c.MaxPopulations < 0:
 		return bad("MaxPopulations", "%d is negative", c.MaxPopulations)
+	}
+	if err := c.WebSocket.normalize(c.AllowNonLoopback); err != nil {
+		return err
 	}
 	return checkListenAddr(c.Addr, c.AllowNonLoopback)
 }

@@ -60,6 +60,7 @@ type Server struct {
 	stopping bool
 	ln       net.Listener
 	addr     netip.AddrPort
+	ws       *wsListener // the WebSocket listener (ws.go), if any
 
 	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
 	acceptWG sync.WaitGroup
@@ -225,10 +226,16 @@ func (s *Server) Start() error {
 		ln.Close()
 		return &ConfigError{Field: "Addr", Msg: fmt.Sprintf("%q listens on %v, not a loopback address", s.cfg.Addr, ln.Addr()), Err: ErrNonLoopback}
 	}
+	wsln, err := s.listenWS()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.started || s.stopping {
 		s.mu.Unlock()
 		ln.Close()
+		closeListener(wsln)
 		if s.stopping {
 			return ErrClosed
 		}
@@ -241,6 +248,7 @@ func (s *Server) Start() error {
 	s.startCPU = processCPU()
 	s.wg.Add(2)
 	s.acceptWG.Add(1)
+	s.startWSLocked(wsln)
 	s.mu.Unlock()
 	go s.acceptLoop(ln)
 	go s.tickLoop()
@@ -277,6 +285,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		return nil
 	}
 	ln.Close()
+	s.closeWS()
 	close(s.acceptStop) // an accept loop backing off returns at once
 	s.acceptWG.Wait()   // no conn is added after this
 	// Nothing is queued after the last tick: a command accepted then
