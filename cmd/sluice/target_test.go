@@ -77,78 +77,59 @@ func TestShippedScenariosAgainstATarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every shipped scenario twice over loopback sockets")
 	}
-	files, err := filepath.Glob(scenarioDir + "*.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
-			s, err := scenarios.Load(file)
-			require.NoError(t, err)
-			if replaysATrace(s) {
-				t.Skip("replays a trace, which the sim driver alone does")
+	eachTargetScenario(t, func(t *testing.T, file string, s *scenarios.Scenario, variant scenarios.NamedPolicy) {
+		opt := scenarios.Options{Policy: variant.Name, Duration: targetDuration}
+		if _, err := s.Check(opt); err != nil {
+			opt.Duration = 0 // the file refuses that length: its own
+		}
+
+		srv, err := server.New(server.Config{Policy: variant.Policy, MaxConns: 20000})
+		require.NoError(t, err)
+		require.NoError(t, srv.Start())
+		defer srv.Close()
+		in := opt
+		in.Target = srv.Addr().String()
+		local, err := scenarios.Run(context.Background(), s, in)
+		require.NoError(t, err)
+
+		ext := opt
+		ext.Target = serveChild(t, "--scenario", file, "--variant", variant.Name, "--max-conns", "20000")
+		remote, err := scenarios.Run(context.Background(), s, ext)
+		require.NoError(t, err)
+
+		lv, rv := local.Results.Variants[0], remote.Results.Variants[0]
+		require.Equal(t, ext.Target, remote.Results.Run.Target)
+		require.Len(t, rv.Thresholds, len(lv.Thresholds))
+		require.Equal(t, len(s.Thresholds), len(rv.Thresholds)+len(rv.NotApplicable), "thresholds %v, not applicable %v", rv.Thresholds, rv.NotApplicable)
+		if len(lv.Invalid)+len(rv.Invalid) > 0 {
+			// A load generator behind its schedule sent at other times
+			// in each run: their counts do not compare.
+			t.Logf("counts not compared, measurements invalid: in-process %v; target %v", lv.Invalid, rv.Invalid)
+			return
+		}
+		for _, lp := range lv.Populations {
+			rp := rv.Population(lp.Name)
+			require.NotNil(t, rp, lp.Name)
+			if lp.Role == reports.Hostile {
+				// What a hostile client gets through hinges on the
+				// instant each refusal, lockout or table-full lands,
+				// which no two runs over sockets share (two in-process
+				// runs differ as much); the thresholds judge those.
+				continue
 			}
-			vs, err := s.Policies()
-			require.NoError(t, err)
-			variant := vs[0]
-			for _, v := range vs {
-				if !v.ExpectFail {
-					variant = v
-					break
+			agree(t, lp.Name+" false disconnects", lp.Summary.FalseDisconnects, rp.Summary.FalseDisconnects)
+			agree(t, lp.Name+" false lockouts", lp.Summary.FalseLockouts, rp.Summary.FalseLockouts)
+			for _, lk := range lp.Kinds {
+				rk := rp.Kind(lk.Kind)
+				agree(t, lp.Name+"/"+lk.Kind+" sent", lk.Sent, rk.Sent)
+				agree(t, lp.Name+"/"+lk.Kind+" accepted", lk.Accepted, rk.Accepted)
+				agree(t, lp.Name+"/"+lk.Kind+" unknown", lk.Unknown, rk.Unknown)
+				for reason, n := range lk.Drops {
+					agree(t, lp.Name+"/"+lk.Kind+" "+reason, n, rk.Drops[reason])
 				}
 			}
-			opt := scenarios.Options{Policy: variant.Name, Duration: targetDuration}
-			if _, err := s.Check(opt); err != nil {
-				opt.Duration = 0 // the file refuses that length: its own
-			}
-
-			srv, err := server.New(server.Config{Policy: variant.Policy, MaxConns: 20000})
-			require.NoError(t, err)
-			require.NoError(t, srv.Start())
-			defer srv.Close()
-			in := opt
-			in.Target = srv.Addr().String()
-			local, err := scenarios.Run(context.Background(), s, in)
-			require.NoError(t, err)
-
-			ext := opt
-			ext.Target = serveChild(t, "--scenario", file, "--variant", variant.Name, "--max-conns", "20000")
-			remote, err := scenarios.Run(context.Background(), s, ext)
-			require.NoError(t, err)
-
-			lv, rv := local.Results.Variants[0], remote.Results.Variants[0]
-			require.Equal(t, ext.Target, remote.Results.Run.Target)
-			require.Len(t, rv.Thresholds, len(lv.Thresholds))
-			require.Equal(t, len(s.Thresholds), len(rv.Thresholds)+len(rv.NotApplicable), "thresholds %v, not applicable %v", rv.Thresholds, rv.NotApplicable)
-			if len(lv.Invalid)+len(rv.Invalid) > 0 {
-				// A load generator behind its schedule sent at other times
-				// in each run: their counts do not compare.
-				t.Logf("counts not compared, measurements invalid: in-process %v; target %v", lv.Invalid, rv.Invalid)
-				return
-			}
-			for _, lp := range lv.Populations {
-				rp := rv.Population(lp.Name)
-				require.NotNil(t, rp, lp.Name)
-				if lp.Role == reports.Hostile {
-					// What a hostile client gets through hinges on the
-					// instant each refusal, lockout or table-full lands,
-					// which no two runs over sockets share (two in-process
-					// runs differ as much); the thresholds judge those.
-					continue
-				}
-				agree(t, lp.Name+" false disconnects", lp.Summary.FalseDisconnects, rp.Summary.FalseDisconnects)
-				agree(t, lp.Name+" false lockouts", lp.Summary.FalseLockouts, rp.Summary.FalseLockouts)
-				for _, lk := range lp.Kinds {
-					rk := rp.Kind(lk.Kind)
-					agree(t, lp.Name+"/"+lk.Kind+" sent", lk.Sent, rk.Sent)
-					agree(t, lp.Name+"/"+lk.Kind+" accepted", lk.Accepted, rk.Accepted)
-					agree(t, lp.Name+"/"+lk.Kind+" unknown", lk.Unknown, rk.Unknown)
-					for reason, n := range lk.Drops {
-						agree(t, lp.Name+"/"+lk.Kind+" "+reason, n, rk.Drops[reason])
-					}
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // agree fails unless the counts a (in-process) and b (target) differ by at
@@ -246,8 +227,31 @@ func TestShippedScenariosHoldTheirThresholdsAgainstATarget(t *testing.T) {
 	if os.Getenv(fullTargetEnv) != "1" {
 		t.Skipf("set %s=1 to run every shipped scenario at its own length against a target (.ci/run does)", fullTargetEnv)
 	}
+	eachTargetScenario(t, func(t *testing.T, file string, s *scenarios.Scenario, variant scenarios.NamedPolicy) {
+		addr := serveChild(t, "--scenario", file, "--variant", variant.Name, "--max-conns", "20000")
+		out, err := scenarios.Run(context.Background(), s, scenarios.Options{Target: addr, Policy: variant.Name})
+		require.NoError(t, err)
+		v := out.Results.Variants[0]
+		if len(v.Invalid) > 0 {
+			t.Logf("thresholds not checked, measurements invalid: %v", v.Invalid)
+			return
+		}
+		for _, th := range v.Thresholds {
+			assert.True(t, th.Pass || variant.ExpectFail, "%s fails on the target (measured %v)", th.Expr, th.Value)
+		}
+		for _, na := range v.NotApplicable {
+			t.Logf("not measured: %s", na)
+		}
+	})
+}
+
+// eachTargetScenario runs f, as a subtest, on every shipped scenario that
+// can run against a target (not one that replays a trace) and its first
+// variant expected to pass (else its first).
+func eachTargetScenario(t *testing.T, f func(t *testing.T, file string, s *scenarios.Scenario, variant scenarios.NamedPolicy)) {
 	files, err := filepath.Glob(scenarioDir + "*.yaml")
 	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
 			s, err := scenarios.Load(file)
@@ -264,20 +268,7 @@ func TestShippedScenariosHoldTheirThresholdsAgainstATarget(t *testing.T) {
 					break
 				}
 			}
-			addr := serveChild(t, "--scenario", file, "--variant", variant.Name, "--max-conns", "20000")
-			out, err := scenarios.Run(context.Background(), s, scenarios.Options{Target: addr, Policy: variant.Name})
-			require.NoError(t, err)
-			v := out.Results.Variants[0]
-			if len(v.Invalid) > 0 {
-				t.Logf("thresholds not checked, measurements invalid: %v", v.Invalid)
-				return
-			}
-			for _, th := range v.Thresholds {
-				assert.True(t, th.Pass || variant.ExpectFail, "%s fails on the target (measured %v)", th.Expr, th.Value)
-			}
-			for _, na := range v.NotApplicable {
-				t.Logf("not measured: %s", na)
-			}
+			f(t, file, s, variant)
 		})
 	}
 }
