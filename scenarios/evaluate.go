@@ -21,8 +21,9 @@ func (s *Scenario) Evaluate(r *reports.Results, v *reports.Variant) bool {
 	all := true
 	v.NotApplicable = v.NotApplicable[:0]
 	for _, th := range s.thresholds {
-		if _, kinds := selected(v, th.Population, th.Kind); unmeasuredOnTarget(r, th.Metric, unknown(kinds)) != "" {
-			v.NotApplicable = append(v.NotApplicable, th.Text+": "+unmeasuredOnTarget(r, th.Metric, unknown(kinds)))
+		_, kinds := selected(v, th.Population, th.Kind)
+		if why := unmeasuredOnTarget(r, th.Metric, unknown(kinds)); why != "" {
+			v.NotApplicable = append(v.NotApplicable, th.Text+": "+why)
 			continue
 		}
 		val := MetricValue(r, v, th.Population, th.Kind, th.Metric)

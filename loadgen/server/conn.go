@@ -68,20 +68,31 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// openSession opens the connection's gate session for its source address
+// (none when the server runs without limits) and reports whether it may
+// go on: a refusal has sent its Disconnect.
+func (c *conn) openSession(remote net.Addr, now int64) bool {
+	if c.s.noLimits {
+		return true
+	}
+	src, _ := addrPortOf(remote)
+	h, v := c.s.gate.Open(src, now)
+	if v.Action == core.Disconnect {
+		c.disconnect(cause(v.Reason), true)
+		return false
+	}
+	c.h = h
+	return true
+}
+
 func (c *conn) readLoop() {
 	s := c.s
 	defer s.wg.Done()
 	defer c.finish()
 
 	now := atomicbucket.Nanotime()
-	if !s.noLimits {
-		src, _ := addrPortOf(c.nc.RemoteAddr())
-		h, v := s.gate.Open(src, now)
-		if v.Action == core.Disconnect {
-			c.disconnect(cause(v.Reason), true)
-			return
-		}
-		c.h = h
+	if !c.openSession(c.nc.RemoteAddr(), now) {
+		return
 	}
 	fr, err := wire.NewFramer(c, s.maxFrame, s.readBuf)
 	if err != nil { // New checked the sizes

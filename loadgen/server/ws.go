@@ -443,14 +443,8 @@ func (w *wsConn) readLoop() {
 	defer c.finish()
 
 	now := atomicbucket.Nanotime()
-	if !s.noLimits {
-		src, _ := addrPortOf(w.raw.RemoteAddr())
-		h, v := s.gate.Open(src, now)
-		if v.Action == core.Disconnect {
-			c.disconnect(cause(v.Reason), true)
-			return
-		}
-		c.h = h
+	if !c.openSession(w.raw.RemoteAddr(), now) {
+		return
 	}
 	if s.pingLim != nil {
 		c.pingWord.Store(s.pingLim.FullWord(now))
