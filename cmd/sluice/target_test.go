@@ -112,9 +112,12 @@ func TestShippedScenariosAgainstATarget(t *testing.T) {
 			require.NotNil(t, rp, lp.Name)
 			if lp.Role == reports.Hostile {
 				// What a hostile client gets through hinges on the
-				// instant each refusal, lockout or table-full lands,
-				// which no two runs over sockets share (two in-process
-				// runs differ as much); the thresholds judge those.
+				// instant each refusal, lockout or table-full lands. On
+				// a quiet machine the target agreed within 2% with the
+				// in-process run for every hostile population but
+				// key-churn's churners (3.1%), but under the race
+				// detector policy-compare's flood sent 256 against 192;
+				// the thresholds judge hostile populations.
 				continue
 			}
 			agree(t, lp.Name+" false disconnects", lp.Summary.FalseDisconnects, rp.Summary.FalseDisconnects)
