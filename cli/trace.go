@@ -101,7 +101,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 				defer f.Close()
 				in = f
 			}
-			return convertTrace(c.OutOrStdout(), in, a[0], out, to, partial)
+			return convertTrace(c.OutOrStdout(), c.ErrOrStderr(), in, a[0], out, to, partial)
 		},
 	}
 	c.Flags().StringVar(&to, "to", "", "jsonl or trace (required)")
@@ -111,8 +111,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 }
 
 // convertTrace converts in (named name) and writes the result to the file
-// out, or stdout; a failed conversion leaves no output file.
-func convertTrace(stdout io.Writer, in io.Reader, name, out, to string, partial bool) (err error) {
+// out, or stdout, and a damaged trace's warning to stderr; a failed
+// conversion leaves no output file.
+func convertTrace(stdout, stderr io.Writer, in io.Reader, name, out, to string, partial bool) (err error) {
 	w := stdout
 	if out != "" {
 		f, ferr := os.CreateTemp(dirOf(out), ".trace-convert-*")
@@ -145,7 +146,7 @@ func convertTrace(stdout io.Writer, in io.Reader, name, out, to string, partial 
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if d := r.Damage(); d != nil {
-			fmt.Fprintf(os.Stderr, "sluice: %s: damaged: %s\n", name, d)
+			fmt.Fprintf(stderr, "sluice: %s: damaged: %s\n", name, d)
 		}
 		return nil
 	}
