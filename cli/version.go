@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// version is set at build time with
+// -ldflags "-X github.com/sluicedev/sluice/cli.version=v1.2.3";
 // otherwise it comes from the module's build information.
 var version = ""
 
@@ -16,10 +17,37 @@ func sluiceVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return moduleVersion(bi)
 	}
 	return "devel"
+}
+
+// sluiceModule is the module this package is part of.
+const sluiceModule = "github.com/sluicedev/sluice"
+
+// moduleVersion is sluice's version in a binary's build information: the
+// main module's when the binary is sluice's own command, the dependency's
+// when it is a program of a studio's that imports this package (its main
+// module is the studio's, whose version says nothing of sluice's).
+func moduleVersion(bi *debug.BuildInfo) string {
+	m := &bi.Main
+	if m.Path != sluiceModule {
+		m = nil
+		for _, d := range bi.Deps {
+			if d.Path == sluiceModule {
+				m = d
+				if d.Replace != nil {
+					m = d.Replace
+				}
+				break
+			}
+		}
+	}
+	if m == nil || m.Version == "" || m.Version == "(devel)" {
+		return "devel"
+	}
+	return m.Version
 }
 
 func newVersionCmd() *cobra.Command {
