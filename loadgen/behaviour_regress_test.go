@@ -19,7 +19,7 @@ func TestTinyRateMeansNoEvents(t *testing.T) {
 	require.NoError(t, h.Validate())
 	acts := actionsOf(t, planOf(1, time.Second, h, 1))[0]
 	moves := count(acts, sends(KindMove))
-	t.Logf("period(1e-11)=%d ns; moves in 1s: %d", period(1e-11), moves)
+	t.Logf("period(1e-11)=%d ns; moves in 1s: %d", Period(1e-11), moves)
 	assert.LessOrEqual(t, moves, 1, "1e-11 moves/s should give at most one move")
 
 	p := &Plan{Seed: 1, Duration: time.Minute, Populations: []Population{{Name: "p", Clients: 5,

@@ -66,7 +66,7 @@ func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
 				for _, a := range acts {
 					assert.GreaterOrEqual(t, a.At, prev, "time goes forward: %v", a)
 					assert.Less(t, a.At, 20*sec, "within the run: %v", a)
-					assert.True(t, a.Op > 0 && a.Op < numOps, "op: %v", a)
+					assert.True(t, a.Op > 0 && a.Op < NumOps, "op: %v", a)
 					if a.Op == OpSend {
 						assert.True(t, a.Kind.Sendable(), "kind: %v", a)
 						assert.GreaterOrEqual(t, a.Size, 0)
@@ -419,16 +419,16 @@ func TestSlowlorisDribblesAWholeFrame(t *testing.T) {
 // A dribble writes its frame n bytes at a time to its end, then starts the
 // frame it is offered next; a new connection starts it afresh.
 func TestDribblePiece(t *testing.T) {
-	var cs clientState
+	var cs ClientState
 	var got []string
 	for _, f := range []string{"abcde", "abcde", "abcde", "vwxyz", "vwxyz"} {
-		got = append(got, string(cs.dribblePiece([]byte(f), 2)))
+		got = append(got, string(cs.DribblePiece([]byte(f), 2)))
 	}
 	assert.Equal(t, []string{"ab", "cd", "e", "vw", "xy"}, got)
-	cs.dribbleOff = 0 // as connect does
-	assert.Equal(t, "12", string(cs.dribblePiece([]byte("123"), 2)))
-	assert.Equal(t, "3", string(cs.dribblePiece([]byte("zzz"), 5)), "the frame under way, not the one offered")
-	assert.Empty(t, cs.dribblePiece(nil, 2))
+	cs.DribbleOff = 0 // as connect does
+	assert.Equal(t, "12", string(cs.DribblePiece([]byte("123"), 2)))
+	assert.Equal(t, "3", string(cs.DribblePiece([]byte("zzz"), 5)), "the frame under way, not the one offered")
+	assert.Empty(t, cs.DribblePiece(nil, 2))
 }
 
 func TestReplaySendsDuplicatesAndReplays(t *testing.T) {
@@ -457,7 +457,7 @@ func TestChannelHopStaysUnderEveryRate(t *testing.T) {
 		require.NotEmpty(t, s)
 		// Never two sends closer than the rate allows.
 		for i := 1; i < len(s); i++ {
-			assert.GreaterOrEqual(t, s[i].At-s[i-1].At, period(tg.Rate), "%v", tg.Kind)
+			assert.GreaterOrEqual(t, s[i].At-s[i-1].At, Period(tg.Rate), "%v", tg.Kind)
 		}
 		assert.InDelta(t, tg.Rate*0.9*29.5, float64(len(s)), tg.Rate*0.9+1)
 	}
@@ -602,17 +602,17 @@ func TestRandIsSeededNeverFromTheClock(t *testing.T) {
 
 func TestMergeAndTickerKeepOrder(t *testing.T) {
 	r := NewRand(1)
-	tk := newTicker(r, Action{Op: OpSend, Kind: KindMove}, 0, 10, 100, 1000)
-	assert.Equal(t, int64(4), tk.jitter, "jitter is capped below half a period")
+	tk := NewTicker(r, Action{Op: OpSend, Kind: KindMove}, 0, 10, 100, 1000)
+	assert.Equal(t, int64(4), tk.Jitter, "jitter is capped below half a period")
 	acts := Collect(tk, 1000)
 	require.Len(t, acts, 100)
 	for i := 1; i < len(acts); i++ {
 		assert.GreaterOrEqual(t, acts[i].At, acts[i-1].At)
 	}
-	m := newMerge(
-		&list{acts: []Action{{At: 5, Op: OpFreeze}, {At: 9, Op: OpFlush}}, end: 100},
+	m := NewMerge(
+		&List{Acts: []Action{{At: 5, Op: OpFreeze}, {At: 9, Op: OpFlush}}, End: 100},
 		nil,
-		&list{acts: []Action{{At: 5, Op: OpConnect}, {At: 7, Op: OpDisconnect}, {At: 100, Op: OpRetry}}, end: 100},
+		&List{Acts: []Action{{At: 5, Op: OpConnect}, {At: 7, Op: OpDisconnect}, {At: 100, Op: OpRetry}}, End: 100},
 	)
 	got := Collect(m, 10)
 	ops := make([]Op, len(got))
@@ -637,7 +637,7 @@ func TestMergeManyStreams(t *testing.T) {
 				at += r.Between(0, 3) // ties within and across streams
 				acts = append(acts, Action{At: at, Op: OpSend, Size: s})
 			}
-			subs = append(subs, &list{acts: acts, end: 40})
+			subs = append(subs, &List{Acts: acts, End: 40})
 			for _, a := range acts {
 				if a.At < 40 {
 					all = append(all, a)
@@ -645,7 +645,7 @@ func TestMergeManyStreams(t *testing.T) {
 			}
 		}
 		slices.SortStableFunc(all, func(a, b Action) int { return cmp.Compare(a.At, b.At) })
-		got := Collect(newMerge(subs...), 10_000)
+		got := Collect(NewMerge(subs...), 10_000)
 		if len(all) == 0 {
 			assert.Empty(t, got)
 			continue

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,9 @@ type ConnID struct {
 }
 
 func (c ConnID) String() string { return fmt.Sprintf("c%d/%d", c.Client, c.Gen) }
+
+// ErrConnClosed is returned for a write on a connection the client closed.
+var ErrConnClosed = errors.New("loadgen: sim: connection closed")
 
 // EventKind is what an inbound event is.
 type EventKind uint8
@@ -69,9 +73,9 @@ func EventFromMsg(conn ConnID, at int64, m *wire.Msg, ev *Event) bool {
 	return true
 }
 
-// eventFromFrame fills ev from a frame a Protocol read, as EventFromMsg
+// EventFromFrame fills ev from a frame a Protocol read, as EventFromMsg
 // does from a reference frame.
-func eventFromFrame(conn ConnID, at int64, f *proto.Frame, ev *Event) bool {
+func EventFromFrame(conn ConnID, at int64, f *proto.Frame, ev *Event) bool {
 	*ev = Event{Conn: conn, At: at}
 	switch f.Kind {
 	case proto.Reply:
@@ -209,11 +213,11 @@ func (v *VirtualTime) Poll(ctx context.Context, until int64, ev *Event) (bool, e
 // with NewRealTime; it is not safe for concurrent use, except Now. Close
 // it once its Polls are done.
 type RealTime struct {
-	start  time.Time
+	Start  time.Time
 	timer  *time.Timer
-	wake   *wakeTimer // made by the first Poll that sleeps
+	Wake   *wakeTimer // made by the first Poll that sleeps
 	noWake bool       // no wakeTimer to be had: Go's timer alone
-	woken  int        // waits the wakeTimer ended: only TestLoopbackPollWakesOnTheWakeTimer reads it
+	Woken  int        // waits the wakeTimer ended: only TestLoopbackPollWakesOnTheWakeTimer reads it
 }
 
 // NewRealTime returns a clock whose time 0 is now.
@@ -222,16 +226,16 @@ func NewRealTime() *RealTime { return newRealTimeAt(time.Now()) }
 func newRealTimeAt(start time.Time) *RealTime {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &RealTime{start: start, timer: t}
+	return &RealTime{Start: start, timer: t}
 }
 
 // Clone returns a clock with the same time 0 and its own timer, for
 // another worker of the same run.
-func (r *RealTime) Clone() *RealTime { return newRealTimeAt(r.start) }
+func (r *RealTime) Clone() *RealTime { return newRealTimeAt(r.Start) }
 
 // Now returns ns since the start, on the monotonic clock. It is safe for
 // concurrent use.
-func (r *RealTime) Now() int64 { return int64(time.Since(r.start)) }
+func (r *RealTime) Now() int64 { return int64(time.Since(r.Start)) }
 
 // Poll waits for an event on events until Now() ≥ until, or ctx ends. An
 // ended ctx is noticed even while events keep coming, so that a stream of
@@ -282,7 +286,7 @@ func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, e
 			return false, nil
 		case <-woke:
 			if r.Now() >= until { // perhaps an expiry this Reset overtook
-				r.woken++
+				r.Woken++
 				return false, nil
 			}
 		case <-ctx.Done():
@@ -295,22 +299,22 @@ func (r *RealTime) Poll(ctx context.Context, events <-chan Event, until int64, e
 // has none. A precise wake-up is a refinement, so a failure falls back to
 // Go's timers rather than ending the run.
 func (r *RealTime) wakeTimer() *wakeTimer {
-	if r.wake == nil && !r.noWake {
+	if r.Wake == nil && !r.noWake {
 		if w, err := newWakeTimer(); err == nil {
-			r.wake = w
+			r.Wake = w
 		} else {
 			r.noWake = true
 		}
 	}
-	return r.wake
+	return r.Wake
 }
 
 // Close releases the clock's wakeTimer (its timerfd and goroutine); Poll
 // sleeps on Go's timers alone from then on.
 func (r *RealTime) Close() {
-	if r.wake != nil {
-		r.wake.Close()
-		r.wake = nil
+	if r.Wake != nil {
+		r.Wake.Close()
+		r.Wake = nil
 	}
 	r.noWake = true
 }

@@ -75,16 +75,16 @@ func goldenCases(t testing.TB) []struct {
 			labels := plan.Labels()
 			rec, err := NewRecorder(labels, HistConfig{})
 			require.NoError(t, err)
-			ser := newSeries(len(labels), int64(time.Second), int64(plan.Duration))
+			ser := NewSeries(len(labels), int64(time.Second), int64(plan.Duration))
 			var w *Worker
 			sim, err := NewSim(DefaultPolicy(), SimConfig{
 				Stalls:     []Stall{{At: 2 * time.Second, For: 700 * time.Millisecond}, {At: 2700 * time.Millisecond, For: 300 * time.Millisecond}, {At: 5 * time.Second, For: 40 * time.Second}},
-				OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+				OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
 			}, clients)
 			require.NoError(t, err)
 			w, err = NewWorker(sim, rec, clients, RunConfig{})
 			require.NoError(t, err)
-			w.setSeries(ser)
+			w.SetSeries(ser)
 			require.NoError(t, w.Run(context.Background()))
 			res := newResult(labels, rec, ser, []*Worker{w}, true, plan.Duration, plan.Duration)
 			res.Frames = sim.Frames()

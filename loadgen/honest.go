@@ -31,7 +31,7 @@ func subRand(c *Client, n int) *Rand { return NewRand(SubSeed(c.Seed, n)) }
 func firstConnect(c *Client, spread time.Duration, op Op) (Stream, int64) {
 	d := max(orDur(spread, time.Second), 0) // negative: none, clamped before d-1 can wrap
 	t0 := max(c.Arrive, c.Start) + subRand(c, subConnect).Between(0, d-1)
-	return &list{acts: []Action{{At: t0, Op: op}}, end: c.End}, t0
+	return &List{Acts: []Action{{At: t0, Op: op}}, End: c.End}, t0
 }
 
 // Honest is a real player: movement input at the tick rate with jitter,
@@ -106,7 +106,7 @@ func (h Honest) Validate() error {
 // Stream returns the client's play.
 func (h Honest) Stream(c *Client) Stream {
 	subs, _ := h.streams(c)
-	return newMerge(subs...)
+	return NewMerge(subs...)
 }
 
 // The rates of h's streams (ticks per second, else ns between sends),
@@ -126,7 +126,7 @@ func (h Honest) streams(c *Client) ([]Stream, int64) {
 	if tick := h.tickRate(); tick > 0 {
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
 		// A negative TickJitter is none: newTicker clamps it to 0.
-		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
+		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, Period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
 	if every := h.abilityEvery(); every > 0 {
 		dbl := orFloat(h.DoubleClick, 0.2) // negative: Chance is never true
@@ -271,7 +271,7 @@ func (l Laggy) Stream(c *Client) Stream {
 				return l.Ladder.appendLadder(r, at, append(q, Action{At: at, Op: OpDisconnect}))
 			}))
 	}
-	return newMerge(subs...)
+	return NewMerge(subs...)
 }
 
 // MassReconnect is an honest player whose server restarts: at RestartAt
@@ -312,7 +312,7 @@ func (m MassReconnect) Stream(c *Client) Stream {
 	if restart < t0 {
 		// The client arrives after the restart: it has nothing to lose
 		// or reconnect (its ladder would connect it before it arrived).
-		return newMerge(subs...)
+		return NewMerge(subs...)
 	}
 	r := subRand(c, subRestart)
 	detect := r.Between(0, max(orDur(m.Detect, time.Second)-1, 0))
@@ -320,5 +320,5 @@ func (m MassReconnect) Stream(c *Client) Stream {
 	q = append(q, Action{At: restart, Op: OpDisconnect})
 	// The ladder's first attempt comes Base after the client notices.
 	q = m.Ladder.appendLadder(r, restart+detect, q)
-	return newMerge(append(subs, &list{acts: q, end: c.End})...)
+	return NewMerge(append(subs, &List{Acts: q, End: c.End})...)
 }

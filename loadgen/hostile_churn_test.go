@@ -48,7 +48,7 @@ func TestMalformedChurnUsesFreshAccountsAndItsAddresses(t *testing.T) {
 			assert.False(t, seen[a.Account], "account %x reused", a.Account)
 			assert.NotZero(t, a.Account>>63)
 			seen[a.Account] = true
-			assert.GreaterOrEqual(t, a.Addr, uint32(churnAddrBase), "none of a plan's groups")
+			assert.GreaterOrEqual(t, a.Addr, uint32(ChurnAddrBase), "none of a plan's groups")
 			assert.Equal(t, ChurnAddr(ci, 7, uint64(len(addrsOf(c[:i+1])))), a.Addr)
 			addrs[a.Addr] = true
 			require.Less(t, i+1, len(c))

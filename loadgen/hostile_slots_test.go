@@ -12,7 +12,7 @@ func TestSparseIDsAreDistinctAndSpread(t *testing.T) {
 	seen := map[uint64]bool{}
 	lowBits := map[uint64]int{}
 	for n := uint64(1); n <= 100_000; n++ {
-		id := sparseID(n)
+		id := SparseID(n)
 		require.NotZero(t, id)
 		require.False(t, seen[id], "id %d repeats", id)
 		seen[id] = true

@@ -34,7 +34,7 @@ var ErrNotLoopback = errors.New("loadgen: the server address is not a loopback a
 // Make one with NewLoopback; its methods other than Stop are called from
 // the worker's goroutine only.
 type Loopback struct {
-	rt      *RealTime
+	Rt      *RealTime
 	ctx     context.Context
 	server  string
 	timeout time.Duration
@@ -43,10 +43,10 @@ type Loopback struct {
 	wg      sync.WaitGroup
 	conns   map[ConnID]*loopConn
 	stopped bool
-	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
+	Bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	ws      bool    // dial over WebSocket (transport.go)
-	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	WS      bool    // dial over WebSocket (transport.go)
+	WSRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
 }
 
 type loopConn struct {
@@ -65,15 +65,15 @@ const loopbackEvents = 4096
 // ctx (a cancelled run stops dialling) and, like writes, time out after
 // timeout.
 func NewLoopback(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration) (*Loopback, error) {
-	return newSocketDriver(ctx, addr, rt, timeout, false, proto.Reference{})
+	return NewSocketDriver(ctx, addr, rt, timeout, false, proto.Reference{})
 }
 
-// newSocketDriver is NewLoopback, and with anyAddr the same driver to a
+// NewSocketDriver is NewLoopback, and with anyAddr the same driver to a
 // server at any address the user named (Remote.AnyAddress), reading the
 // server's frames with p. Only to a loopback server does each address
 // group dial from its own 127.x.y.z: elsewhere, the host's own address is
 // the only one the server can see.
-func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration, anyAddr bool, p proto.Protocol) (*Loopback, error) {
+func NewSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, timeout time.Duration, anyAddr bool, p proto.Protocol) (*Loopback, error) {
 	loop := addr.Addr().Unmap().IsLoopback()
 	if !loop && !anyAddr {
 		return nil, fmt.Errorf("%w: %v", ErrNotLoopback, addr)
@@ -83,8 +83,8 @@ func newSocketDriver(ctx context.Context, addr netip.AddrPort, rt *RealTime, tim
 	}
 	return &Loopback{
 		proto:   p,
-		bind:    loop,
-		rt:      rt,
+		Bind:    loop,
+		Rt:      rt,
 		ctx:     ctx,
 		server:  addr.String(),
 		timeout: timeout,
@@ -101,7 +101,7 @@ func LoopbackAddr(g uint32) netip.Addr {
 }
 
 // Now returns the run's time.
-func (l *Loopback) Now() int64 { return l.rt.Now() }
+func (l *Loopback) Now() int64 { return l.Rt.Now() }
 
 // Dial connects conn from its group's source address and starts its
 // reading goroutine.
@@ -113,13 +113,13 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 		l.closeConn(id, old)
 	}
 	var src netip.Addr
-	if l.bind {
+	if l.Bind {
 		src = LoopbackAddr(addr)
 	}
 	var nc net.Conn
 	var err error
 	var r io.Reader
-	if l.ws {
+	if l.WS {
 		nc, r, err = l.dialWS(id.Client, src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
@@ -154,8 +154,8 @@ func (l *Loopback) read(id ConnID, c *loopConn) {
 	var ev Event
 	for {
 		err := fr.Next(&f)
-		at := l.rt.Now()
-		if err != nil || !eventFromFrame(id, at, &f, &ev) {
+		at := l.Rt.Now()
+		if err != nil || !EventFromFrame(id, at, &f, &ev) {
 			if !c.closed.Load() {
 				l.send(Event{Conn: id, Kind: EvClosed, At: at})
 			}
@@ -218,11 +218,11 @@ func (l *Loopback) Close(id ConnID) error {
 func (l *Loopback) CloseWrite(id ConnID) error {
 	c := l.conns[id]
 	if c == nil {
-		return errConnClosed
+		return ErrConnClosed
 	}
 	tc, ok := c.nc.(*net.TCPConn)
 	if !ok {
-		return errConnClosed
+		return ErrConnClosed
 	}
 	return tc.CloseWrite()
 }
@@ -236,7 +236,7 @@ func (l *Loopback) closeConn(id ConnID, c *loopConn) {
 // Poll waits for the next event until Now() ≥ until, or ctx ends (see
 // RealTime.Poll).
 func (l *Loopback) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
-	return l.rt.Poll(ctx, l.events, until, ev)
+	return l.Rt.Poll(ctx, l.events, until, ev)
 }
 
 // Stop closes every connection still open and waits for every reading
@@ -253,5 +253,5 @@ func (l *Loopback) Stop() {
 	}
 	close(l.stop)
 	l.wg.Wait()
-	l.rt.Close()
+	l.Rt.Close()
 }

@@ -113,8 +113,8 @@ type Population struct {
 	Hostile bool
 }
 
-// window returns the population's window in ns within a run of length d.
-func (pop *Population) window(d time.Duration) (start, end int64) {
+// Window returns the population's window in ns within a run of length d.
+func (pop *Population) Window(d time.Duration) (start, end int64) {
 	end = int64(d)
 	if pop.Stop > 0 {
 		end = int64(pop.Stop)
@@ -253,10 +253,10 @@ type arrivals struct {
 }
 
 func newArrivals(seed uint64, pi int, pop *Population, d time.Duration) *arrivals {
-	start, end := pop.window(d)
+	start, end := pop.Window(d)
 	a := &arrivals{a: pop.Arrival, start: start, end: end, n: pop.Clients, t: start}
 	if a.a.Kind == ArrivalPoisson {
-		a.rng = NewRand(mix64(seed ^ mix64(uint64(pi)^0xa441_7a1)))
+		a.rng = NewRand(Mix64(seed ^ Mix64(uint64(pi)^0xa441_7a1)))
 	}
 	return a
 }
@@ -273,7 +273,7 @@ func (a *arrivals) at(i int) int64 {
 		return a.start + int64(float64(i)*float64(over)/float64(a.n))
 	case ArrivalPoisson:
 		if a.t < a.end { // past the end nothing more arrives; stop drawing
-			a.t += a.rng.Exp(period(a.a.Rate))
+			a.t += a.rng.Exp(Period(a.a.Rate))
 		}
 		return a.t
 	}
@@ -300,7 +300,7 @@ func (p *Plan) Clients() []Client {
 		} else {
 			firstAddr[pop.Name] = addr + 1
 		}
-		start, end := pop.window(p.Duration)
+		start, end := pop.Window(p.Duration)
 		arr := newArrivals(p.Seed, pi, pop, p.Duration)
 		for i := 0; i < pop.Clients; i++ {
 			if i%perAcct == 0 {

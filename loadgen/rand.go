@@ -7,10 +7,10 @@ import (
 	"github.com/valyala/fastrand"
 )
 
-// mix64 is SplitMix64's finaliser: a bijection of uint64 that spreads every
+// Mix64 is SplitMix64's finaliser: a bijection of uint64 that spreads every
 // input bit over the whole output, so neighbouring indexes and seeds give
 // unrelated generator states.
-func mix64(x uint64) uint64 {
+func Mix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
@@ -19,14 +19,14 @@ func mix64(x uint64) uint64 {
 
 // ClientSeed derives the seed of the client at index from the run's seed.
 func ClientSeed(runSeed uint64, index int) uint64 {
-	return mix64(runSeed ^ mix64(uint64(index)))
+	return Mix64(runSeed ^ Mix64(uint64(index)))
 }
 
 // SubSeed derives the seed of one of a client's generators (stream n) from
 // the client's seed, so a behaviour's independent streams (movement,
 // abilities, chat...) do not share one sequence.
 func SubSeed(seed uint64, n int) uint64 {
-	return mix64(seed + mix64(uint64(n)+1))
+	return Mix64(seed + Mix64(uint64(n)+1))
 }
 
 // Rand is a client's deterministic random source: two of fastrand's

@@ -94,21 +94,21 @@ func (s *Stats) add(o Stats) {
 }
 
 type popRecord struct {
-	hist     [NumKinds][NumMetrics]*hdrhistogram.Histogram
+	Hist     [NumKinds][NumMetrics]*hdrhistogram.Histogram
 	run      [NumKinds][NumMetrics]valueRun
-	clamped  [NumKinds][NumMetrics]int64
-	dropped  [NumKinds][NumMetrics]int64
-	outcomes [NumKinds][NumOutcomes]int64
-	bytes    [NumKinds]int64 // bytes written
-	written  [NumKinds]int64 // frames written
+	Clamped  [NumKinds][NumMetrics]int64
+	Dropped  [NumKinds][NumMetrics]int64
+	Outcomes [NumKinds][NumOutcomes]int64
+	Bytes    [NumKinds]int64 // bytes written
+	Written  [NumKinds]int64 // frames written
 	// kdec are the server's decisions, by kind, on every frame the
 	// population sent (Accepted, or the reason it refused it): outcomes
 	// below ServerReasons only. Their sum over the kinds is Decisions.
 	kdec [NumKinds][NumOutcomes]int64
 }
 
-// decisions sums the population's decisions over every kind.
-func (p *popRecord) decisions() (out [NumOutcomes]int64) {
+// Decisions sums the population's decisions over every kind.
+func (p *popRecord) Decisions() (out [NumOutcomes]int64) {
 	for k := range p.kdec {
 		for o, n := range p.kdec[k] {
 			out[o] += n
@@ -134,8 +134,8 @@ type valueRun struct {
 // Make one with NewRecorder; it is not safe for concurrent use.
 type Recorder struct {
 	labels []string
-	cfg    HistConfig
-	pops   []popRecord
+	Cfg    HistConfig
+	Pops   []popRecord
 	// Stats are the workers' counters, summed by Merge.
 	Stats Stats
 }
@@ -147,17 +147,17 @@ func NewRecorder(labels []string, cfg HistConfig) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Recorder{labels: slices.Clone(labels), cfg: cfg, pops: make([]popRecord, len(labels))}, nil
+	return &Recorder{labels: slices.Clone(labels), Cfg: cfg, Pops: make([]popRecord, len(labels))}, nil
 }
 
 // Labels returns the population labels, indexed like Client.Population.
 func (r *Recorder) Labels() []string { return slices.Clone(r.labels) }
 
 // Config returns the histogram geometry.
-func (r *Recorder) Config() HistConfig { return r.cfg }
+func (r *Recorder) Config() HistConfig { return r.Cfg }
 
 func (r *Recorder) newHist() *hdrhistogram.Histogram {
-	return hdrhistogram.New(r.cfg.Lowest, r.cfg.Highest, r.cfg.Digits)
+	return hdrhistogram.New(r.Cfg.Lowest, r.Cfg.Highest, r.Cfg.Digits)
 }
 
 // Record records a value of metric m, in ns. Values below 0 are recorded
@@ -171,18 +171,18 @@ func (r *Recorder) newHist() *hdrhistogram.Histogram {
 // histogram itself is made at the first record, as it is what says that
 // something was recorded.
 func (r *Recorder) Record(pop int, k Kind, m Metric, ns int64) {
-	p := &r.pops[pop]
-	if ns < 0 || ns > r.cfg.Highest {
-		p.clamped[k][m]++
-		ns = min(max(ns, 0), r.cfg.Highest)
+	p := &r.Pops[pop]
+	if ns < 0 || ns > r.Cfg.Highest {
+		p.Clamped[k][m]++
+		ns = min(max(ns, 0), r.Cfg.Highest)
 	}
 	run := &p.run[k][m]
 	if run.n > 0 && run.v == ns {
 		run.n++
 		return
 	}
-	if p.hist[k][m] == nil {
-		p.hist[k][m] = r.newHist()
+	if p.Hist[k][m] == nil {
+		p.Hist[k][m] = r.newHist()
 	} else if run.n > 0 {
 		p.flushRun(k, m)
 	}
@@ -192,20 +192,20 @@ func (r *Recorder) Record(pop int, k Kind, m Metric, ns int64) {
 // flushRun adds the run of (k, m) to its histogram.
 func (p *popRecord) flushRun(k Kind, m Metric) {
 	run := &p.run[k][m]
-	if p.hist[k][m].RecordValues(run.v, run.n) != nil {
+	if p.Hist[k][m].RecordValues(run.v, run.n) != nil {
 		// Unreachable after the clamp (the total count cannot overflow in
 		// practice); counted rather than lost silently.
-		p.dropped[k][m] += run.n
+		p.Dropped[k][m] += run.n
 	}
 	run.n = 0
 }
 
-// flush adds every pending run to its histogram. Everything that reads
+// Flush adds every pending run to its histogram. Everything that reads
 // the histograms or the dropped counts calls it first; a Worker calls it
 // when its Run returns.
-func (r *Recorder) flush() {
-	for i := range r.pops {
-		p := &r.pops[i]
+func (r *Recorder) Flush() {
+	for i := range r.Pops {
+		p := &r.Pops[i]
 		for k := range NumKinds {
 			for m := range NumMetrics {
 				if p.run[k][m].n > 0 {
@@ -218,7 +218,7 @@ func (r *Recorder) flush() {
 
 // Add counts n messages of kind k with outcome o.
 func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
-	r.pops[pop].outcomes[k][o] += n
+	r.Pops[pop].Outcomes[k][o] += n
 }
 
 // AddDecision counts n frames of kind k of the population that the server
@@ -232,76 +232,76 @@ func (r *Recorder) Add(pop int, k Kind, o Outcome, n int64) {
 // RunLoopback for how it splits them by kind.
 func (r *Recorder) AddDecision(pop int, k Kind, o Outcome, n int64) {
 	if o < ServerReasons {
-		r.pops[pop].kdec[k][o] += n
+		r.Pops[pop].kdec[k][o] += n
 	}
 }
 
 // Decisions returns the server's decisions on the population's frames, by
 // outcome (Accepted and server reasons only), all kinds together.
-func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.pops[pop].decisions() }
+func (r *Recorder) Decisions(pop int) [NumOutcomes]int64 { return r.Pops[pop].Decisions() }
 
 // KindDecisions returns the server's decisions on the population's frames
 // of kind k.
-func (r *Recorder) KindDecisions(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].kdec[k] }
+func (r *Recorder) KindDecisions(pop int, k Kind) [NumOutcomes]int64 { return r.Pops[pop].kdec[k] }
 
 // AddWritten counts frames of kind k written together, bytes in all (for
 // KindRaw, one write: see OpRaw).
 func (r *Recorder) AddWritten(pop int, k Kind, frames, bytes int64) {
-	r.pops[pop].written[k] += frames
-	r.pops[pop].bytes[k] += bytes
+	r.Pops[pop].Written[k] += frames
+	r.Pops[pop].Bytes[k] += bytes
 }
 
 // Histogram returns the histogram of metric m, or nil when nothing was
 // recorded. It is the recorder's own: do not change it.
 func (r *Recorder) Histogram(pop int, k Kind, m Metric) *hdrhistogram.Histogram {
-	r.flush()
-	return r.pops[pop].hist[k][m]
+	r.Flush()
+	return r.Pops[pop].Hist[k][m]
 }
 
 // Count returns how many messages of kind k had outcome o.
-func (r *Recorder) Count(pop int, k Kind, o Outcome) int64 { return r.pops[pop].outcomes[k][o] }
+func (r *Recorder) Count(pop int, k Kind, o Outcome) int64 { return r.Pops[pop].Outcomes[k][o] }
 
 // Outcomes returns the counts of every outcome of kind k.
-func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.pops[pop].outcomes[k] }
+func (r *Recorder) Outcomes(pop int, k Kind) [NumOutcomes]int64 { return r.Pops[pop].Outcomes[k] }
 
 // Bytes returns the bytes written for kind k.
-func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.pops[pop].bytes[k] }
+func (r *Recorder) Bytes(pop int, k Kind) int64 { return r.Pops[pop].Bytes[k] }
 
 // Written returns the frames written for kind k (for KindRaw, the
 // writes): those Bytes counts. A frame the client never wrote (NotSent,
 // Refused, HeldAtEnd but for a request awaiting its reply when a run was
 // cancelled) is in neither.
-func (r *Recorder) Written(pop int, k Kind) int64 { return r.pops[pop].written[k] }
+func (r *Recorder) Written(pop int, k Kind) int64 { return r.Pops[pop].Written[k] }
 
 // Clamped returns how many values of metric m were out of the histogram's
 // range and clamped into it.
-func (r *Recorder) Clamped(pop int, k Kind, m Metric) int64 { return r.pops[pop].clamped[k][m] }
+func (r *Recorder) Clamped(pop int, k Kind, m Metric) int64 { return r.Pops[pop].Clamped[k][m] }
 
 // Dropped returns how many values of metric m were lost: refused by a
 // merge, or by a record.
 func (r *Recorder) Dropped(pop int, k Kind, m Metric) int64 {
-	r.flush()
-	return r.pops[pop].dropped[k][m]
+	r.Flush()
+	return r.Pops[pop].Dropped[k][m]
 }
 
 // TotalClamped returns the values recorded out of range, and clamped into
 // it, over every histogram.
 func (r *Recorder) TotalClamped() int64 {
-	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.clamped })
+	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.Clamped })
 }
 
 // TotalDropped returns the values lost over every histogram.
 func (r *Recorder) TotalDropped() int64 {
-	r.flush()
-	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.dropped })
+	r.Flush()
+	return r.total(func(p *popRecord) *[NumKinds][NumMetrics]int64 { return &p.Dropped })
 }
 
 // total sums one per-histogram count over every population, kind and
 // metric.
 func (r *Recorder) total(counts func(*popRecord) *[NumKinds][NumMetrics]int64) int64 {
 	var n int64
-	for i := range r.pops {
-		for _, row := range counts(&r.pops[i]) {
+	for i := range r.Pops {
+		for _, row := range counts(&r.Pops[i]) {
 			for _, c := range row {
 				n += c
 			}
@@ -318,30 +318,30 @@ var ErrMismatch = errors.New("loadgen: recorders do not match")
 // value; any value the merge drops is counted in r's Dropped (as are those
 // from had dropped), never lost silently.
 func (r *Recorder) Merge(from *Recorder) error {
-	if !slices.Equal(r.labels, from.labels) || r.cfg != from.cfg {
-		return fmt.Errorf("%w: labels %v / %v, geometry %+v / %+v", ErrMismatch, r.labels, from.labels, r.cfg, from.cfg)
+	if !slices.Equal(r.labels, from.labels) || r.Cfg != from.Cfg {
+		return fmt.Errorf("%w: labels %v / %v, geometry %+v / %+v", ErrMismatch, r.labels, from.labels, r.Cfg, from.Cfg)
 	}
-	r.flush()
-	from.flush()
-	for i := range r.pops {
-		p, q := &r.pops[i], &from.pops[i]
+	r.Flush()
+	from.Flush()
+	for i := range r.Pops {
+		p, q := &r.Pops[i], &from.Pops[i]
 		for k := range NumKinds {
 			for m := range NumMetrics {
-				if h := q.hist[k][m]; h != nil {
-					if p.hist[k][m] == nil {
-						p.hist[k][m] = r.newHist()
+				if h := q.Hist[k][m]; h != nil {
+					if p.Hist[k][m] == nil {
+						p.Hist[k][m] = r.newHist()
 					}
-					p.dropped[k][m] += p.hist[k][m].Merge(h)
+					p.Dropped[k][m] += p.Hist[k][m].Merge(h)
 				}
-				p.dropped[k][m] += q.dropped[k][m]
-				p.clamped[k][m] += q.clamped[k][m]
+				p.Dropped[k][m] += q.Dropped[k][m]
+				p.Clamped[k][m] += q.Clamped[k][m]
 			}
 			for o := range NumOutcomes {
-				p.outcomes[k][o] += q.outcomes[k][o]
+				p.Outcomes[k][o] += q.Outcomes[k][o]
 				p.kdec[k][o] += q.kdec[k][o]
 			}
-			p.bytes[k] += q.bytes[k]
-			p.written[k] += q.written[k]
+			p.Bytes[k] += q.Bytes[k]
+			p.Written[k] += q.Written[k]
 		}
 	}
 	r.Stats.add(from.Stats)
@@ -353,7 +353,7 @@ func MergeAll(recs ...*Recorder) (*Recorder, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: nothing to merge", ErrMismatch)
 	}
-	out, err := NewRecorder(recs[0].labels, recs[0].cfg)
+	out, err := NewRecorder(recs[0].labels, recs[0].Cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -372,10 +372,10 @@ var ErrSendLag = errors.New("loadgen: send lag too large: the harness fell behin
 // and kind, if the q-quantile (0 < q ≤ 1) of any send-lag histogram
 // exceeds limit.
 func (r *Recorder) CheckSendLag(q float64, limit time.Duration) error {
-	r.flush()
-	for i := range r.pops {
+	r.Flush()
+	for i := range r.Pops {
 		for k := range NumKinds {
-			h := r.pops[i].hist[k][SendLag]
+			h := r.Pops[i].Hist[k][SendLag]
 			if h == nil || h.TotalCount() == 0 {
 				continue
 			}

@@ -74,12 +74,12 @@ func TestRemoteAddressesAndSourceBinding(t *testing.T) {
 	assert.NoError(t, err)
 
 	rt := NewRealTime()
-	l, err := newSocketDriver(context.Background(), far, rt, time.Second, true, proto.Reference{})
+	l, err := NewSocketDriver(context.Background(), far, rt, time.Second, true, proto.Reference{})
 	require.NoError(t, err)
-	assert.False(t, l.bind, "clients of a server elsewhere dial from the host's address")
-	_, err = newSocketDriver(context.Background(), far, rt, time.Second, false, proto.Reference{})
+	assert.False(t, l.Bind, "clients of a server elsewhere dial from the host's address")
+	_, err = NewSocketDriver(context.Background(), far, rt, time.Second, false, proto.Reference{})
 	assert.ErrorIs(t, err, ErrNotLoopback)
-	l, err = newSocketDriver(context.Background(), mustAddrPort(t, "127.0.0.1:7777"), rt, time.Second, true, proto.Reference{})
+	l, err = NewSocketDriver(context.Background(), mustAddrPort(t, "127.0.0.1:7777"), rt, time.Second, true, proto.Reference{})
 	require.NoError(t, err)
-	assert.True(t, l.bind)
+	assert.True(t, l.Bind)
 }

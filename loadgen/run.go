@@ -180,8 +180,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 	if err := s.Plan.Validate(); err != nil {
 		return s, err
 	}
-	cfg := s.Config.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg := s.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return s, err
 	}
 	s.Config = cfg
@@ -274,18 +274,18 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
+	ser := NewSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
 	var w *Worker
 	cfg := SimConfig{
 		TickRate:        sp.TickRate,
 		MaxConns:        serverMaxConns(len(clients)),
 		Channels:        &chans,
-		TableSeed:       mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
-		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
-		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
+		TableSeed:       Mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
+		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
+		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.Add(at, pop, k, o, 1) },
 		Transport:       sp.Transport,
 	}
-	feeds, err := traceFeeds(&sp.Plan)
+	feeds, err := TraceFeeds(&sp.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -322,13 +322,13 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		return nil, err
 	}
 	w.SetChannels(chans)
-	w.warmup = int64(sp.Warmup)
-	w.setSeries(ser)
-	w.untilEnd = len(feeds) > 0
+	w.Warmup = int64(sp.Warmup)
+	w.SetSeries(ser)
+	w.UntilEnd = len(feeds) > 0
 	total := sp.Plan.Duration
 	if sp.Progress != nil {
 		last := time.Now()
-		w.onLoop = func(now int64) {
+		w.OnLoop = func(now int64) {
 			if time.Since(last) >= 100*time.Millisecond {
 				last = time.Now()
 				sp.Progress(min(time.Duration(now), total), total)
@@ -420,7 +420,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	var (
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
-		view  *viewReads // the in-process server's gate, read for Result.Server
+		view  *ViewReads // the in-process server's gate, read for Result.Server
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -438,7 +438,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if !sp.NoLimits {
 			var remove func()
-			view, remove = newViewReads(srv.Gate(), &p, labels)
+			view, remove = NewViewReads(srv.Gate(), &p, labels)
 			defer remove()
 		}
 		if err := srv.Start(); err != nil {
@@ -459,7 +459,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	total := sp.Plan.Duration
 	rctx, cancel := context.WithTimeout(ctx, total+sp.Config.Timeout+hardSlack)
 	defer cancel()
-	ser := newSeries(len(labels), int64(sp.Interval), int64(total))
+	ser := NewSeries(len(labels), int64(sp.Interval), int64(total))
 	rt := NewRealTime()
 	workers := make([]*Worker, len(parts))
 	drivers := make([]*Loopback, len(parts))
@@ -468,11 +468,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
 			return nil, err
 		}
-		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
+		if drivers[i], err = NewSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
-		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
-			drivers[i].wsRaw = wsDialModes(part)
+		if drivers[i].WS = sp.Transport == TransportWS; drivers[i].WS {
+			drivers[i].WSRaw = WSDialModes(part)
 		}
 		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
 			return nil, err
@@ -480,9 +480,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		w := workers[i]
 		w.SetChannels(chans)
 		w.SetProtocol(sp.protocol())
-		w.warmup = int64(sp.Warmup)
-		w.clientView = stats == nil
-		w.setSeries(ser)
+		w.Warmup = int64(sp.Warmup)
+		w.ClientView = stats == nil
+		w.SetSeries(ser)
 	}
 
 	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
@@ -491,9 +491,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
 	}
 	// Time 0 is now, once every worker is ready.
-	rt.start = time.Now()
+	rt.Start = time.Now()
 	for _, d := range drivers {
-		d.rt.start = rt.start
+		d.Rt.Start = rt.Start
 	}
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
@@ -546,7 +546,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	if view != nil {
-		res.Server = view.view(st, complete)
+		res.Server = view.View(st, complete)
 	}
 	return res, nil
 }
@@ -563,19 +563,19 @@ type monitor struct {
 	base        server.Stats  // the counters before the run
 	labels      []string
 	kinds       map[string]Kind // channel row name -> kind (absent: KindRaw)
-	ser         *series
+	ser         *Series
 	warmup      int64
 	prev        []kindCounts // per population, at the last read
 	warm        []kindCounts // at the end of the warm-up
 	next        int          // the interval whose end is the next read
 	warmed      bool
-	view        *viewReads // if set, given the reads that start the run and the window
+	view        *ViewReads // if set, given the reads that start the run and the window
 }
 
 // kindCounts are one population's server decisions by kind and outcome.
 type kindCounts [NumKinds][NumOutcomes]int64
 
-func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), statsTimeout time.Duration, labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), statsTimeout time.Duration, labels []string, kinds map[string]Kind, ser *Series, warmup int64) *monitor {
 	return &monitor{ctx: ctx, cancel: cancel, stats: stats, readTimeout: statsTimeout, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
 		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
@@ -629,7 +629,7 @@ func (m *monitor) read(k int) server.Stats {
 			}
 		}
 		d.Accepted = d.Outcomes[Accepted]
-		m.ser.add(pop, k, &d, nil)
+		m.ser.Add(pop, k, &d, nil)
 		m.prev[pop] = cur
 	}
 	return st
@@ -661,10 +661,10 @@ func (m *monitor) begin() {
 	for pop, label := range m.labels {
 		m.prev[pop] = kindDecisionsOf(m.base.Populations[label], m.kinds)
 	}
-	m.view.atBase(m.base)
+	m.view.AtBase(m.base)
 	if m.warmed { // no warm-up: the measured window starts now
 		copy(m.warm, m.prev)
-		m.view.atWarm(m.base)
+		m.view.AtWarm(m.base)
 	}
 }
 
@@ -672,14 +672,14 @@ func (m *monitor) begin() {
 // of the warm-up, and calls progress about every 100ms, until done.
 func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, progress func(done, total time.Duration)) {
 	const every = int64(100 * time.Millisecond)
-	n := len(m.ser.pts[0])
+	n := len(m.ser.Pts[0])
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	nextProgress := every
 	for {
 		next := nextProgress
 		if m.next < n-1 {
-			next = min(next, int64(m.next+1)*m.ser.width)
+			next = min(next, int64(m.next+1)*m.ser.Width)
 		}
 		if !m.warmed {
 			next = min(next, m.warmup)
@@ -691,13 +691,13 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 		case <-timer.C:
 		}
 		now := rt.Now()
-		for m.next < n-1 && now >= int64(m.next+1)*m.ser.width {
+		for m.next < n-1 && now >= int64(m.next+1)*m.ser.Width {
 			m.read(m.next)
 			m.next++
 		}
 		if !m.warmed && now >= m.warmup {
 			m.warmed = true
-			m.view.atWarm(m.read(m.ser.index(now)))
+			m.view.AtWarm(m.read(m.ser.Index(now)))
 			copy(m.warm, m.prev)
 		}
 		if now >= nextProgress {
@@ -712,10 +712,10 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 // finish takes the last snapshot, adds the measured window's decisions to
 // rec by kind, and returns the snapshot.
 func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
-	st := m.read(m.ser.index(now))
+	st := m.read(m.ser.Index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
-		m.view.atWarm(st)
+		m.view.AtWarm(st)
 	}
 	for pop := range m.labels {
 		for k := range NumKinds {
@@ -746,18 +746,18 @@ type cutOff struct {
 
 // newResult gathers the workers' results of a run of the plan Duration
 // total that stopped at ran on its clock (complete: at the end).
-func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, complete bool, ran, total time.Duration) *Result {
+func newResult(labels []string, rec *Recorder, ser *Series, workers []*Worker, complete bool, ran, total time.Duration) *Result {
 	n := len(labels)
 	if complete {
 		ran = total
 	} else {
-		ser.truncate(int64(min(ran, total)))
+		ser.Truncate(int64(min(ran, total)))
 	}
 	res := &Result{
 		Ran:          min(ran, total),
 		Labels:       slices.Clone(labels),
 		Recorder:     rec,
-		Series:       ser.pts,
+		Series:       ser.Pts,
 		CutOffs:      make([][]time.Duration, n),
 		Clients:      make([]int, n),
 		Active:       make([]int, n),
@@ -767,25 +767,25 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 	}
 	cuts := make([][]cutOff, n)
 	for _, w := range workers {
-		for i := range w.clients {
-			cs := &w.clients[i]
-			pop := cs.c.Population
+		for i := range w.Clients {
+			cs := &w.Clients[i]
+			pop := cs.C.Population
 			res.Clients[pop]++
-			if cs.firstDial >= 0 {
+			if cs.FirstDial >= 0 {
 				res.Active[pop]++
 			}
-			if cs.disconnected {
+			if cs.Disconnected {
 				res.Disconnected[pop]++
 			}
-			if cs.locked {
+			if cs.Locked {
 				res.LockedOut[pop]++
 			}
-			if cs.cut >= 0 {
-				from := cs.firstDial
-				if cs.firstSend >= 0 && cs.firstSend <= cs.cut {
-					from = cs.firstSend
+			if cs.Cut >= 0 {
+				from := cs.FirstDial
+				if cs.FirstSend >= 0 && cs.FirstSend <= cs.Cut {
+					from = cs.FirstSend
 				}
-				cuts[pop] = append(cuts[pop], cutOff{cs.c.Index, time.Duration(cs.cut - max(from, 0))})
+				cuts[pop] = append(cuts[pop], cutOff{cs.C.Index, time.Duration(cs.Cut - max(from, 0))})
 			}
 		}
 	}
@@ -854,34 +854,34 @@ func (r *Result) Canonical() ([]byte, error) {
 		str(l)
 	}
 	rec := r.Recorder
-	rec.flush() // runs of equal values the recorder still holds
-	for _, l := range rec.labels {
+	rec.Flush() // runs of equal values the recorder still holds
+	for _, l := range rec.Labels() {
 		str(l)
 	}
-	num(rec.cfg.Lowest)
-	num(rec.cfg.Highest)
-	num(int64(rec.cfg.Digits))
+	num(rec.Cfg.Lowest)
+	num(rec.Cfg.Highest)
+	num(int64(rec.Cfg.Digits))
 	st := rec.Stats
 	// Not Overdue: virtual time never falls behind its schedule, so in
 	// the sim it is always 0 (TestSimGolden holds it).
 	for _, v := range []int64{st.Actions, st.Skipped, st.Events, st.Unmatched, st.Stopped} {
 		num(v)
 	}
-	for i := range rec.pops {
-		p := &rec.pops[i]
-		for _, v := range p.decisions() {
+	for i := range rec.Pops {
+		p := &rec.Pops[i]
+		for _, v := range p.Decisions() {
 			num(v)
 		}
 		for k := range NumKinds {
-			num(p.bytes[k])
-			num(p.written[k])
-			for _, v := range p.outcomes[k] {
+			num(p.Bytes[k])
+			num(p.Written[k])
+			for _, v := range p.Outcomes[k] {
 				num(v)
 			}
 			for m := range NumMetrics {
-				num(p.clamped[k][m])
-				num(p.dropped[k][m])
-				hist(p.hist[k][m])
+				num(p.Clamped[k][m])
+				num(p.Dropped[k][m])
+				hist(p.Hist[k][m])
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"math"
 	"sync"
 	"time"
 
@@ -58,55 +57,55 @@ var SeriesHist = HistConfig{Lowest: 1, Highest: int64(time.Minute), Digits: 2}
 // RunSpec.Interval, rounded up).
 const MaxIntervals = 10_000
 
-// series is a run's time series, shared by its workers: each adds its
+// Series is a run's time series, shared by its workers: each adds its
 // accumulation of one interval at a time under the mutex. A point's
 // response histogram is packed from the first add (see Interval.Response);
 // the dense histograms are the workers' own, one per population each,
 // reused from one interval to the next.
-type series struct {
+type Series struct {
 	mu    sync.Mutex
-	width int64
-	pts   [][]Interval // [population][interval]
+	Width int64
+	Pts   [][]Interval // [population][interval]
 }
 
-func newSeries(pops int, width, duration int64) *series {
+func NewSeries(pops int, width, duration int64) *Series {
 	n := int((duration + width - 1) / width)
-	s := &series{width: width, pts: make([][]Interval, pops)}
-	for p := range s.pts {
-		s.pts[p] = make([]Interval, n)
-		for k := range s.pts[p] {
-			s.pts[p][k].Start = time.Duration(int64(k) * width)
+	s := &Series{Width: width, Pts: make([][]Interval, pops)}
+	for p := range s.Pts {
+		s.Pts[p] = make([]Interval, n)
+		for k := range s.Pts[p] {
+			s.Pts[p][k].Start = time.Duration(int64(k) * width)
 		}
 	}
 	return s
 }
 
-// index returns the interval of time t; times past the end of the run
+// Index returns the interval of time t; times past the end of the run
 // (replies awaited after it) go into the last one.
-func (s *series) index(t int64) int {
-	n := len(s.pts[0])
-	return min(max(int(t/s.width), 0), n-1)
+func (s *Series) Index(t int64) int {
+	n := len(s.Pts[0])
+	return min(max(int(t/s.Width), 0), n-1)
 }
 
-// truncate ends a stopped run's series at ran, how far it got: it keeps
+// Truncate ends a stopped run's series at ran, how far it got: it keeps
 // the points that start before ran (at least one) and adds what the
 // points after them hold (the last reads of a loopback run's counters,
 // taken just after it stopped) into the last point kept, so that no count
 // is lost and no point covers time the run never reached.
-func (s *series) truncate(ran int64) {
-	keep := int(max((ran+s.width-1)/s.width, 1))
+func (s *Series) Truncate(ran int64) {
+	keep := int(max((ran+s.Width-1)/s.Width, 1))
 	dense := NewSeriesHistogram()
-	for pop, pts := range s.pts {
+	for pop, pts := range s.Pts {
 		if keep >= len(pts) {
 			continue
 		}
 		for k := keep; k < len(pts); k++ {
 			tail := &pts[k]
 			lost := tail.ResponseInto(dense)
-			s.add(pop, keep-1, tail, dense)
-			s.pts[pop][keep-1].Dropped += lost
+			s.Add(pop, keep-1, tail, dense)
+			s.Pts[pop][keep-1].Dropped += lost
 		}
-		s.pts[pop] = pts[:keep:keep]
+		s.Pts[pop] = pts[:keep:keep]
 	}
 }
 
@@ -134,16 +133,16 @@ func newSeriesPacked() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(SeriesHist.Lowest, SeriesHist.Highest, SeriesHist.Digits)
 }
 
-// add adds from's counts and resp's response times (nil: none) to point k
+// Add adds from's counts and resp's response times (nil: none) to point k
 // of population pop; it keeps neither. resp has SeriesHist's geometry and
 // its values are clamped into it, so the merge into the point's packed
 // histogram drops nothing (what it would drop is counted in Dropped). The
 // merge scans resp's counts once (30 KiB) and allocates only as the point's
 // populated buckets grow.
-func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
+func (s *Series) Add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	to := &s.pts[pop][k]
+	to := &s.Pts[pop][k]
 	to.Sent += from.Sent
 	to.Accepted += from.Accepted
 	for o := range from.Outcomes {
@@ -154,125 +153,5 @@ func (s *series) add(pop, k int, from *Interval, resp *hdrhistogram.Histogram) {
 			to.Response = newSeriesPacked()
 		}
 		to.Dropped += to.Response.MergeFrom(resp)
-	}
-}
-
-// The worker's records. t is the driver's time of the record; the worker
-// places each at max(t, the latest so far), so that events stamped a
-// little out of order by reading goroutines never move its series back.
-
-func (w *Worker) at(t int64) int64 {
-	w.clock = max(w.clock, t)
-	return w.clock
-}
-
-// point returns the worker's accumulation for population pop at time t,
-// first handing the previous interval's to the series if t is past it.
-func (w *Worker) point(t int64, pop int) *Interval {
-	if t >= w.curEnd {
-		w.nextPoint(t)
-	}
-	return &w.acc[pop]
-}
-
-// nextPoint moves the worker's accumulation to the interval of t, which is
-// past w.cur's end (record times never decrease: see at).
-func (w *Worker) nextPoint(t int64) {
-	k := w.series.index(t)
-	if k != w.cur {
-		w.flushSeries()
-		w.cur = k
-	}
-	w.curEnd = math.MaxInt64 // the last interval takes every later time
-	if k < len(w.series.pts[0])-1 {
-		w.curEnd = int64(k+1) * w.series.width
-	}
-}
-
-// setSeries makes the worker feed s, one accumulation per population.
-func (w *Worker) setSeries(s *series) {
-	w.series = s
-	w.acc = make([]Interval, len(s.pts))
-	w.resp = make([]*hdrhistogram.Histogram, len(s.pts))
-}
-
-// flushSeries hands the worker's accumulation to the series.
-func (w *Worker) flushSeries() {
-	if w.series == nil || w.cur < 0 {
-		return
-	}
-	for pop := range w.acc {
-		h := w.resp[pop]
-		w.series.add(pop, w.cur, &w.acc[pop], h)
-		w.acc[pop] = Interval{}
-		if h != nil && h.TotalCount() > 0 {
-			h.Reset()
-		}
-	}
-}
-
-func (w *Worker) record(t int64, pop int, k Kind, m Metric, ns int64) {
-	t = w.at(t)
-	if t >= w.warmup {
-		w.rec.Record(pop, k, m, ns)
-	}
-	if m == Response && w.series != nil {
-		w.point(t, pop) // moves the accumulation to t's interval
-		h := w.resp[pop]
-		if h == nil {
-			h = NewSeriesHistogram()
-			w.resp[pop] = h
-		}
-		h.RecordValue(min(max(ns, 0), SeriesHist.Highest))
-	}
-}
-
-func (w *Worker) add(t int64, pop int, k Kind, o Outcome, n int64) {
-	t = w.at(t)
-	if t >= w.warmup {
-		w.rec.Add(pop, k, o, n)
-	}
-	// The series counts messages: a session the server ended is not one.
-	// The server's decisions come from its counters (the monitor), but in
-	// a run that cannot read them (clientView) from the replies alone.
-	if w.series != nil && (o >= ServerReasons || w.clientView) && k != KindSession {
-		pt := w.point(t, pop)
-		pt.Outcomes[o] += n
-		if o == Accepted {
-			pt.Accepted += n
-		}
-	}
-}
-
-// wrote counts n messages of kind k (bytes in all) written at t.
-func (w *Worker) wrote(t int64, cs *clientState, k Kind, n, bytes int64) {
-	t = w.at(t)
-	if cs.firstSend < 0 {
-		cs.firstSend = t
-	}
-	if t >= w.warmup {
-		w.rec.AddWritten(cs.pop, k, n, bytes)
-	}
-	if w.series != nil {
-		w.point(t, cs.pop).Sent += n
-	}
-}
-
-// decide counts n of the server's decisions on frames of kind k of
-// population pop.
-func (w *Worker) decide(t int64, pop int, k Kind, o Outcome, n int64) {
-	if o >= ServerReasons {
-		return
-	}
-	t = w.at(t)
-	if t >= w.warmup {
-		w.rec.AddDecision(pop, k, o, n)
-	}
-	if w.series != nil {
-		a := w.point(t, pop)
-		a.Outcomes[o] += n
-		if o == Accepted {
-			a.Accepted += n
-		}
 	}
 }

@@ -165,43 +165,43 @@ func (f *floodTally) load() (c floodCounts) {
 	return c
 }
 
-// viewReads keeps the server's counters at the reads that bound the run
+// ViewReads keeps the server's counters at the reads that bound the run
 // and its measured window, for the ServerView: the monitor calls atBase
 // and atWarm with the snapshots it takes.
-type viewReads struct {
-	policy     *core.Policy
-	labels     []string
+type ViewReads struct {
+	Policy     *core.Policy
+	Labels     []string
 	floods     floodTally
-	base, warm server.Stats
+	Base, warm server.Stats
 	warmFloods floodCounts
 }
 
-// newViewReads returns the reads of a run of the in-process server, whose
+// NewViewReads returns the reads of a run of the in-process server, whose
 // gate's flood reports it observes from now on (remove stops that).
-func newViewReads(g *core.Gate, p *core.Policy, labels []string) (v *viewReads, remove func()) {
-	v = &viewReads{policy: p, labels: labels}
+func NewViewReads(g *core.Gate, p *core.Policy, labels []string) (v *ViewReads, remove func()) {
+	v = &ViewReads{Policy: p, Labels: labels}
 	return v, g.Observe(core.GateObserver{Flood: v.floods.observe})
 }
 
-// atBase and atWarm keep the reads before the run and at the end of the
+// AtBase and atWarm keep the reads before the run and at the end of the
 // warm-up; on a nil viewReads they do nothing.
-func (v *viewReads) atBase(st server.Stats) {
+func (v *ViewReads) AtBase(st server.Stats) {
 	if v != nil {
-		v.base = st
+		v.Base = st
 	}
 }
 
-func (v *viewReads) atWarm(st server.Stats) {
+func (v *ViewReads) AtWarm(st server.Stats) {
 	if v != nil {
 		v.warm, v.warmFloods = st, v.floods.load()
 	}
 }
 
-// view returns the ServerView of a run whose last read is end; complete
+// View returns the ServerView of a run whose last read is end; complete
 // says the run reached its end.
-func (v *viewReads) view(end server.Stats, complete bool) *ServerView {
+func (v *ViewReads) View(end server.Stats, complete bool) *ServerView {
 	sv := &ServerView{Window: gateCounts(v.warm.Gate, end.Gate, v.warmFloods, v.floods.load())}
-	sv.Check = v.check(end, complete)
+	sv.Check = v.Check(end, complete)
 	return sv
 }
 
@@ -361,19 +361,19 @@ const (
 	notePingOwn   = "the server's own ping bucket: no gate call"
 )
 
-// check compares the gate with the server's populations over the run.
-func (v *viewReads) check(end server.Stats, complete bool) ViewCheck {
+// Check compares the gate with the server's populations over the run.
+func (v *ViewReads) Check(end server.Stats, complete bool) ViewCheck {
 	switch {
 	case !complete:
 		return ViewCheck{Why: "the run stopped before its end: the server was not quiescent at its last read"}
-	case end.Conns.Open > v.base.Conns.Open:
+	case end.Conns.Open > v.Base.Conns.Open:
 		return ViewCheck{Why: "the server still had connections open at its last read"}
-	case end.Gate.Shadow || v.policy.Shadow:
+	case end.Gate.Shadow || v.Policy.Shadow:
 		return ViewCheck{Why: "shadow mode: the gate counts what it would have refused, which the server accepted"}
 	}
-	g := rowsDelta(gateRows(v.base.Gate), gateRows(end.Gate))
-	bp, bb := serverRows(v.base, v.labels)
-	ep, eb := serverRows(end, v.labels)
+	g := rowsDelta(gateRows(v.Base.Gate), gateRows(end.Gate))
+	bp, bb := serverRows(v.Base, v.Labels)
+	ep, eb := serverRows(end, v.Labels)
 	pops, before := rowsDelta(bp, ep), rowsDelta(bb, eb)
 
 	ck := ViewCheck{Made: true, Agree: true}
@@ -392,8 +392,8 @@ func (v *viewReads) check(end server.Stats, complete bool) ViewCheck {
 		ck.Rows = append(ck.Rows, r)
 	}
 	passed := []core.Reason{core.None, core.QueueFull, core.Closed}
-	ping := v.policy.ChannelIndex(server.DefaultPingChannel)
-	for i, c := range v.policy.Channels {
+	ping := v.Policy.ChannelIndex(server.DefaultPingChannel)
+	for i, c := range v.Policy.Channels {
 		gate, srv := []string{c.Name}, []string{c.Name}
 		if i == ping {
 			srv = append(srv, server.ChannelPing)

@@ -98,8 +98,8 @@ func TestServerViewShowsADisagreement(t *testing.T) {
 	}
 	end.Gate.Kinds[0].Counts[core.None] = 10
 	end.Gate.Kinds[0].Counts[core.ChannelLimit] = 2
-	v := &viewReads{policy: &p, labels: []string{"honest"}, base: base}
-	ck := v.check(end, true)
+	v := &ViewReads{Policy: &p, Labels: []string{"honest"}, Base: base}
+	ck := v.Check(end, true)
 	require.True(t, ck.Made)
 	assert.True(t, ck.Agree, viewRows(ck))
 	for _, off := range []func(){
@@ -108,27 +108,27 @@ func TestServerViewShowsADisagreement(t *testing.T) {
 	} {
 		saved := end.Gate.Kinds[0].Counts
 		off()
-		ck := v.check(end, true)
+		ck := v.Check(end, true)
 		assert.False(t, ck.Agree, viewRows(ck))
 		end.Gate.Kinds[0].Counts = saved
 	}
 	// A ByteLimit the server counts per frame is shown, not compared.
 	end.Populations["honest"].Channels["move"].Dropped["ByteLimit"] = 5
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// QueueFull of the server's own is a message the gate accepted.
 	end.Populations["honest"].Channels["move"].Dropped["QueueFull"] = 1
 	end.Gate.Kinds[0].Counts[core.None]++
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// Frames before a Hello are the gate's too.
 	end.Populations[server.PopulationNone] = server.PopulationStats{Channels: map[string]server.ChannelStats{"(unknown)": {Dropped: map[string]uint64{"Malformed": 3}}}}
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.False(t, ck.Agree, viewRows(ck))
 	end.Gate.Kinds = append(end.Gate.Kinds, core.KindStats{Name: "(unknown)"})
 	end.Gate.Kinds[1].Counts[core.Malformed] = 3
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// Not made when the run did not end quiescent.
-	assert.False(t, v.check(end, false).Made)
+	assert.False(t, v.Check(end, false).Made)
 }

@@ -3,7 +3,6 @@ package loadgen
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -240,9 +239,6 @@ type completion struct {
 // unknownKind is the Message.Kind of a frame that names no channel, as
 // the server uses it.
 const unknownKind = 0xFFFF
-
-// errConnClosed is returned for a write on a connection the client closed.
-var errConnClosed = errors.New("loadgen: sim: connection closed")
 
 // NewSim returns a sim driver for a worker of the given clients (indexed
 // as the worker indexes them, by ConnID.Client), with a new gate of policy
@@ -509,7 +505,7 @@ func (s *Sim) hold(c *simConn, p []byte) {
 func (s *Sim) Write(id ConnID, p []byte) error {
 	c := s.conns.get(id)
 	if c == nil {
-		return errConnClosed
+		return ErrConnClosed
 	}
 	if !c.open {
 		return nil
@@ -533,7 +529,7 @@ func (s *Sim) Write(id ConnID, p []byte) error {
 func (s *Sim) CloseWrite(id ConnID) error {
 	c := s.conns.get(id)
 	if c == nil {
-		return errConnClosed
+		return ErrConnClosed
 	}
 	if !c.open {
 		return nil

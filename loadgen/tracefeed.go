@@ -224,7 +224,7 @@ func (f *TraceFeed) keep(id uint64) bool {
 	if f.sample == math.MaxUint64 {
 		return true
 	}
-	return mix64(id^mix64(f.t.Seed)) < f.sample
+	return Mix64(id^Mix64(f.t.Seed)) < f.sample
 }
 
 // replayUntil runs the records of every feed due at or before bound, in
@@ -540,10 +540,10 @@ type traceKey struct {
 	t Trace
 }
 
-// traceFeeds opens the feeds of the plan's trace populations: one for
+// TraceFeeds opens the feeds of the plan's trace populations: one for
 // every copy of every trace (populations that differ only in their Group
 // share one, each counting its group's sessions).
-func traceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
+func TraceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
 	type feedSpec struct {
 		t          *Trace
 		pops       map[string]int
@@ -564,7 +564,7 @@ func traceFeeds(p *Plan) (feeds []*TraceFeed, err error) {
 		k.Group = ""
 		fs := byKey[traceKey{k}]
 		if fs == nil {
-			start, end := pop.window(p.Duration)
+			start, end := pop.Window(p.Duration)
 			fs = &feedSpec{t: t, pops: map[string]int{}, dflt: -1, start: time.Duration(start), end: time.Duration(end)}
 			byKey[traceKey{k}] = fs
 			specs = append(specs, fs)

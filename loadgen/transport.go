@@ -1,35 +1,12 @@
 package loadgen
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
 
 	"github.com/sluicedev/sluice/loadgen/internal/wsraw"
-	"github.com/sluicedev/sluice/loadgen/server"
 )
-
-// The transports a loopback run's clients speak (RunSpec.Transport): the
-// reference protocol's frames over TCP, or over WebSocket, one binary
-// message per frame (see docs/transports.md).
-const (
-	TransportTCP = "tcp"
-	TransportWS  = "ws"
-)
-
-// Transports lists the transport names, for help text and errors.
-var Transports = []string{TransportTCP, TransportWS}
-
-// CheckTransport refuses a transport name that is not one of Transports
-// ("" is TCP).
-func CheckTransport(t string) error {
-	switch t {
-	case "", TransportTCP, TransportWS:
-		return nil
-	}
-	return fmt.Errorf("%q is not a transport (have %s, %s)", t, TransportTCP, TransportWS)
-}
 
 // How the loopback driver dials a client over WebSocket (Loopback.wsRaw).
 const (
@@ -38,11 +15,11 @@ const (
 	wsDialNoUpgrade              // a plain socket: the behaviour writes the upgrade itself
 )
 
-// wsDialModes returns, for each client of a worker, how it is dialled.
-func wsDialModes(clients []Client) []uint8 {
+// WSDialModes returns, for each client of a worker, how it is dialled.
+func WSDialModes(clients []Client) []uint8 {
 	out := make([]uint8, len(clients))
 	for i := range clients {
-		if raw, up := wsOnly(clients[i].Behaviour); raw {
+		if raw, up := WSOnly(clients[i].Behaviour); raw {
 			out[i] = wsDialNoUpgrade
 			if up {
 				out[i] = wsDialUpgraded
@@ -61,8 +38,8 @@ func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, er
 		return nil, nil, err
 	}
 	mode := wsDialHonest
-	if int(client) < len(l.wsRaw) {
-		mode = l.wsRaw[client]
+	if int(client) < len(l.WSRaw) {
+		mode = l.WSRaw[client]
 	}
 	if mode == wsDialHonest {
 		c, err := wsraw.Dial(l.ctx, ap, src, l.timeout)
@@ -84,39 +61,4 @@ func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, er
 		return nc, wsraw.ServerReader(nc), nil
 	}
 	return nc, nil, nil
-}
-
-// checkWSBehaviours refuses a population whose behaviour writes
-// WebSocket frames of its own in a run over another transport.
-func checkWSBehaviours(s RunSpec) error {
-	if s.Transport == TransportWS {
-		return nil
-	}
-	for _, p := range s.Plan.Populations {
-		if raw, _ := wsOnly(p.Behaviour); raw {
-			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames: it runs over transport ws only"}
-		}
-	}
-	return nil
-}
-
-// wsListen is the in-process server's WebSocket listener for transport t:
-// a free loopback port for TransportWS, none otherwise.
-func wsListen(t string) server.WSConfig {
-	if t != TransportWS {
-		return server.WSConfig{}
-	}
-	return server.WSConfig{Addr: "127.0.0.1:0"}
-}
-
-// checkSimBehaviours refuses, in a sim run, a population whose behaviour
-// writes WebSocket frames of its own: the sim models the messages of the
-// reference protocol over WebSocket, not hand-made frames.
-func checkSimBehaviours(s RunSpec) error {
-	for _, p := range s.Plan.Populations {
-		if raw, _ := wsOnly(p.Behaviour); raw {
-			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames of its own: it runs on the loopback driver only"}
-		}
-	}
-	return nil
 }

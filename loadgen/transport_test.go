@@ -60,7 +60,7 @@ func tcpBehaviourNames() []string {
 	var out []string
 	for _, n := range BehaviourNames() {
 		b, _ := NewBehaviour(n)
-		if raw, _ := wsOnly(b); !raw {
+		if raw, _ := WSOnly(b); !raw {
 			out = append(out, n)
 		}
 	}
@@ -78,7 +78,7 @@ func TestLoopbackEveryWSBehaviour(t *testing.T) {
 	var names []string
 	for _, n := range BehaviourNames() {
 		b, _ := NewBehaviour(n)
-		if raw, _ := wsOnly(b); raw {
+		if raw, _ := WSOnly(b); raw {
 			names = append(names, n)
 			pops = append(pops, Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
 		}

@@ -49,13 +49,13 @@ func TestLoopbackPollIgnoresAnOvertakenExpiry(t *testing.T) {
 	got, err := l.Poll(ctx, l.Now()+int64(time.Millisecond), &ev) // makes the wake timer
 	require.NoError(t, err)
 	require.False(t, got)
-	if l.rt.wake == nil {
+	if l.Rt.Wake == nil {
 		t.Skip("no wake timer on this system")
 	}
 	// A short sleep armed and then left by an event: its expiry signals
 	// (the signal waits in C), and the long wait below must not end on it.
-	require.NoError(t, l.rt.wake.Reset(time.Millisecond))
-	require.Eventually(t, func() bool { return len(l.rt.wake.C) == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, l.Rt.Wake.Reset(time.Millisecond))
+	require.Eventually(t, func() bool { return len(l.Rt.Wake.C) == 1 }, 5*time.Second, time.Millisecond)
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		l.send(Event{Conn: ConnID{2, 1}, Kind: EvReply})
@@ -97,7 +97,7 @@ func TestLoopbackPollAfterStopSleepsOnGoTimers(t *testing.T) {
 	_, err := l.Poll(ctx, l.Now()+int64(time.Millisecond), &ev) // makes the wake timer, where there is one
 	require.NoError(t, err)
 	l.Stop()
-	require.Nil(t, l.rt.wake, "Stop closes the wake timer")
+	require.Nil(t, l.Rt.Wake, "Stop closes the wake timer")
 	// Its descriptor is closed (and may be another file's by now): a Poll
 	// after Stop must not arm it, and still waits until until.
 	until := l.Now() + int64(2*time.Millisecond)
@@ -105,7 +105,7 @@ func TestLoopbackPollAfterStopSleepsOnGoTimers(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, got)
 	require.GreaterOrEqual(t, l.Now(), until)
-	require.Nil(t, l.rt.wake, "no wake timer is made after Stop")
+	require.Nil(t, l.Rt.Wake, "no wake timer is made after Stop")
 }
 
 // BenchmarkPollOvershoot sleeps for 200µs at a time, the gap between two
@@ -119,7 +119,7 @@ func BenchmarkPollOvershoot(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			l := newPollLoopback(b)
 			if name == "gotimer" {
-				l.rt.Close()
+				l.Rt.Close()
 			}
 			late := make([]int64, 0, b.N)
 			var ev Event
@@ -148,9 +148,9 @@ func TestLoopbackPollWakesOnTheWakeTimer(t *testing.T) {
 		_, err := l.Poll(ctx, l.Now()+int64(200*time.Microsecond), &ev)
 		require.NoError(t, err)
 	}
-	if l.rt.wake == nil {
+	if l.Rt.Wake == nil {
 		t.Skip("no wake timer on this system: Go's timers alone")
 	}
-	require.Positive(t, l.rt.woken, "no wait of 50 was ended by the wake timer")
-	t.Logf("%d of 50 waits ended by the wake timer", l.rt.woken)
+	require.Positive(t, l.Rt.Woken, "no wait of 50 was ended by the wake timer")
+	t.Logf("%d of 50 waits ended by the wake timer", l.Rt.Woken)
 }

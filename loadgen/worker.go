@@ -31,7 +31,7 @@ type RunConfig struct {
 	MaxHeld int
 }
 
-func (c RunConfig) withDefaults() RunConfig {
+func (c RunConfig) WithDefaults() RunConfig {
 	if c.Timeout == 0 {
 		c.Timeout = 2 * time.Second
 	}
@@ -47,7 +47,7 @@ func (c RunConfig) withDefaults() RunConfig {
 	return c
 }
 
-func (c RunConfig) validate() error {
+func (c RunConfig) Validate() error {
 	switch {
 	case c.Timeout < 0 || c.Timeout > time.Hour:
 		return &ParamError{"run", "Timeout", c.Timeout, "must be in [0, 1h]"}
@@ -90,12 +90,12 @@ type frameMeta struct {
 	tracked  bool // a reply is awaited
 }
 
-// clientState is a worker's client, padded to whole cache lines. What
+// ClientState is a worker's client, padded to whole cache lines. What
 // every action reads comes first (its next action, its stream, its
 // population, window end and connection state), so that it takes two of
 // them: a worker goes from client to client in time order, and each one's
 // state is likely cold.
-type clientState struct {
+type ClientState struct {
 	clientFields
 	_ [(64 - unsafe.Sizeof(clientFields{})%64) % 64]byte
 }
@@ -121,18 +121,18 @@ type clientFields struct {
 	// copy: the action's Data lasts until the stream's next action) and
 	// how much of it is written.
 	dribble    []byte
-	dribbleOff int
+	DribbleOff int
 
 	// halfCloseDue: an OpHalfClose came while the hello was awaited; it is
 	// carried out once the held frames are written.
 	halfCloseDue bool
 
 	// What the run reports per client (see Result).
-	firstDial, firstSend int64 // -1 until the first dial, the first write
-	cut                  int64 // when the server first disconnected or locked it out; -1 if never
-	disconnected, locked bool
+	FirstDial, FirstSend int64 // -1 until the first dial, the first write
+	Cut                  int64 // when the server first disconnected or locked it out; -1 if never
+	Disconnected, Locked bool
 
-	c Client
+	C Client
 }
 
 type timeout struct {
@@ -163,7 +163,7 @@ type Worker struct {
 	rec      *Recorder
 	cfg      RunConfig
 	channels Channels
-	clients  []clientState
+	Clients  []ClientState
 	sched    sched // clients with a next action, by (next.At, index)
 	timeouts []timeout
 	thead    int
@@ -178,23 +178,23 @@ type Worker struct {
 
 	// Windows and the series (set by run.go; zero: everything is measured
 	// and there is no series).
-	warmup int64
+	Warmup int64
 	// clientView: the run cannot read the server's counters (a Remote
 	// without Stats), so the series takes the replies' decisions too.
-	clientView bool
+	ClientView bool
 	proto      proto.Protocol // how clients frame what they send
 	clock      int64          // the latest record time: records are placed at max(t, clock)
-	series     *series
+	Series     *Series
 	cur        int                       // the series interval acc holds
 	curEnd     int64                     // the end of interval cur (0 before the first record)
 	acc        []Interval                // per population, not yet merged into series (Response unused)
-	resp       []*hdrhistogram.Histogram // per population: acc's response times, reused
+	Resp       []*hdrhistogram.Histogram // per population: acc's response times, reused
 	// onLoop, if set, is called with the driver's time every loopEvery
 	// iterations of Run's loop.
-	onLoop func(now int64)
+	OnLoop func(now int64)
 	// untilEnd keeps the run going to its end when no client has anything
 	// left to do: the driver has work of its own (a trace it replays).
-	untilEnd bool
+	UntilEnd bool
 }
 
 // loopEvery is how often (in loop iterations) Run calls onLoop.
@@ -203,30 +203,30 @@ const loopEvery = 1024
 // NewWorker prepares a worker for clients (whose Population indexes the
 // recorder's labels) on driver d. The run ends at the latest client End.
 func NewWorker(d Driver, rec *Recorder, clients []Client, cfg RunConfig) (*Worker, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(clients) > MaxClients {
 		return nil, &ParamError{"run", "clients", len(clients), "too many"}
 	}
-	w := &Worker{d: d, rec: rec, cfg: cfg, channels: DefaultChannels, proto: proto.Reference{}, clients: make([]clientState, len(clients)), cur: -1}
+	w := &Worker{d: d, rec: rec, cfg: cfg, channels: DefaultChannels, proto: proto.Reference{}, Clients: make([]ClientState, len(clients)), cur: -1}
 	for _, c := range clients {
 		w.end = max(w.end, c.End)
 	}
 	keys := make([]int64, len(clients))
 	for i, c := range clients {
-		if c.Population < 0 || c.Population >= len(rec.labels) {
+		if c.Population < 0 || c.Population >= len(rec.Labels()) {
 			return nil, fmt.Errorf("%w: client %d: population %d has no label", ErrParam, c.Index, c.Population)
 		}
 		if c.Behaviour == nil {
 			return nil, fmt.Errorf("%w: client %d has no behaviour", ErrParam, c.Index)
 		}
-		cs := &w.clients[i]
-		cs.c = c
+		cs := &w.Clients[i]
+		cs.C = c
 		cs.end, cs.pop = c.End, c.Population
 		cs.stream = c.Stream()
-		cs.firstDial, cs.firstSend, cs.cut = -1, -1, -1
+		cs.FirstDial, cs.FirstSend, cs.Cut = -1, -1, -1
 		keys[i] = gone
 		if w.advance(cs) {
 			keys[i] = cs.next.At
@@ -247,7 +247,7 @@ func (w *Worker) SetProtocol(p proto.Protocol) { w.proto = p }
 // advance moves cs.next to the client's next action, or to its leave (a
 // disconnect Timeout after its window, when that is before the end of the
 // run), and reports whether there is one.
-func (w *Worker) advance(cs *clientState) bool {
+func (w *Worker) advance(cs *ClientState) bool {
 	if cs.left {
 		return false
 	}
@@ -269,12 +269,12 @@ func (w *Worker) advance(cs *clientState) bool {
 // closes every connection. It returns ctx's error if ctx ends first, or
 // the driver's.
 func (w *Worker) Run(ctx context.Context) error {
-	defer w.rec.flush()
-	defer w.flushSeries()
+	defer w.rec.Flush()
+	defer w.FlushSeries()
 	var ev Event
 	for loops := 1; ; loops++ {
-		if w.onLoop != nil && loops%loopEvery == 0 {
-			w.onLoop(w.d.Now())
+		if w.OnLoop != nil && loops%loopEvery == 0 {
+			w.OnLoop(w.d.Now())
 		}
 		until := w.end
 		if w.sched.live > 0 {
@@ -303,7 +303,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.overdue(now)
 			break
 		}
-		if w.sched.live == 0 && w.inflight == 0 && !w.untilEnd {
+		if w.sched.live == 0 && w.inflight == 0 && !w.UntilEnd {
 			break
 		}
 		if !w.fireDue(now) {
@@ -341,7 +341,7 @@ func (w *Worker) overdue(now int64) {
 	would := map[int32]conn{}
 	for w.sched.live > 0 {
 		i := w.sched.tree[0].i
-		cs := &w.clients[i]
+		cs := &w.Clients[i]
 		a, pop := &cs.next, cs.pop
 		c, ok := would[i]
 		if !ok {
@@ -357,15 +357,15 @@ func (w *Worker) overdue(now int64) {
 			if !ok || !c.up {
 				o = NotSent
 			}
-			w.record(now, pop, kind, SendLag, now-a.At)
-			w.add(now, pop, kind, o, count)
+			w.Record(now, pop, kind, SendLag, now-a.At)
+			w.Add(now, pop, kind, o, count)
 		case OpRaw:
 			o := HeldAtEnd
 			if !c.up {
 				o = NotSent
 			}
-			w.record(now, pop, KindRaw, SendLag, now-a.At)
-			w.add(now, pop, KindRaw, o, 1)
+			w.Record(now, pop, KindRaw, SendLag, now-a.At)
+			w.Add(now, pop, KindRaw, o, 1)
 		case OpConnect, OpDial, OpRetry:
 			// As connect counts them: a retry of a client that would be up
 			// is skipped, and only a connect that logs in sends a hello.
@@ -377,9 +377,9 @@ func (w *Worker) overdue(now int64) {
 				c.dial = a.Op == OpDial
 			}
 			c.up = true
-			w.record(now, pop, KindHello, SendLag, now-a.At)
+			w.Record(now, pop, KindHello, SendLag, now-a.At)
 			if !c.dial {
-				w.add(now, pop, KindHello, HeldAtEnd, 1)
+				w.Add(now, pop, KindHello, HeldAtEnd, 1)
 			}
 		case OpDisconnect, OpHalfClose:
 			c.up = false
@@ -411,7 +411,7 @@ func (w *Worker) fireDue(now int64) bool {
 			return true
 		}
 		i := w.sched.tree[0].i
-		cs := &w.clients[i]
+		cs := &w.Clients[i]
 		if w.actions >= w.cfg.MaxActions {
 			return false
 		}
@@ -429,7 +429,7 @@ func (w *Worker) fireDue(now int64) bool {
 	return true
 }
 
-func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
+func (w *Worker) exec(i int32, cs *ClientState, a *Action, now int64) {
 	pop := cs.pop
 	switch a.Op {
 	case OpConnect, OpRetry, OpDial:
@@ -447,21 +447,21 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	case OpSend:
 		w.send(i, cs, a, now)
 	case OpRaw:
-		w.record(now, pop, KindRaw, SendLag, now-a.At)
+		w.Record(now, pop, KindRaw, SendLag, now-a.At)
 		if cs.state == down || cs.state == halfClosed {
-			w.add(now, pop, KindRaw, NotSent, 1)
+			w.Add(now, pop, KindRaw, NotSent, 1)
 			return
 		}
-		data, off := a.Data, cs.dribbleOff
+		data, off := a.Data, cs.DribbleOff
 		if a.Count > 0 {
-			data = cs.dribblePiece(a.Data, a.Count)
+			data = cs.DribblePiece(a.Data, a.Count)
 		}
 		w.wbuf = append(w.wbuf[:0], data...)
 		w.meta = append(w.meta[:0], frameMeta{kind: KindRaw, intended: a.At, n: 1, bytes: int64(len(data))})
 		if !w.transmit(i, cs, now) {
 			// A piece never sent is not part of the frame: the next one
 			// goes on from where this one started.
-			cs.dribbleOff = off
+			cs.DribbleOff = off
 		}
 	case OpFreeze:
 		cs.frozen = true
@@ -473,7 +473,7 @@ func (w *Worker) exec(i int32, cs *clientState, a *Action, now int64) {
 	}
 }
 
-func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
+func (w *Worker) connect(i int32, cs *ClientState, a *Action, now int64) {
 	pop := cs.pop
 	dial := a.Op == OpDial
 	if a.Op == OpRetry {
@@ -487,19 +487,19 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	if cs.state != down || len(cs.heldMeta) > 0 {
 		w.lost(i, cs, true, now)
 	}
-	w.record(now, pop, KindHello, SendLag, now-a.At)
+	w.Record(now, pop, KindHello, SendLag, now-a.At)
 	cs.gen++
-	cs.dribbleOff = 0 // a new connection starts a dribbled frame afresh
+	cs.DribbleOff = 0 // a new connection starts a dribbled frame afresh
 	conn := ConnID{i, cs.gen}
-	if cs.firstDial < 0 {
-		cs.firstDial = now
+	if cs.FirstDial < 0 {
+		cs.FirstDial = now
 	}
-	addr := cs.c.Addr
+	addr := cs.C.Addr
 	if a.Addr != 0 && a.Op != OpRetry {
 		addr = a.Addr
 	}
 	if err := w.d.Dial(conn, addr); err != nil {
-		w.add(now, pop, KindHello, Refused, 1)
+		w.Add(now, pop, KindHello, Refused, 1)
 		return
 	}
 	if dial {
@@ -508,18 +508,18 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	}
 	account := a.Account
 	if account == 0 {
-		account = cs.c.Account
+		account = cs.C.Account
 	}
 	// The token is the account in decimal, which the server reads back as
 	// the same number (server.AccountID).
 	w.token = strconv.AppendUint(w.token[:0], account, 10)
-	label := cs.c.Label
+	label := cs.C.Label
 	if len(label) > wire.MaxLabel {
 		label = label[:wire.MaxLabel]
 	}
 	w.wbuf = w.proto.AppendHello(w.wbuf[:0], w.token, []byte(label))
 	if err := w.d.Write(conn, w.wbuf); err != nil {
-		w.add(now, pop, KindHello, Disconnected, 1)
+		w.Add(now, pop, KindHello, Disconnected, 1)
 		cs.state = open // so that lost closes it
 		w.lost(i, cs, true, now)
 		return
@@ -529,11 +529,11 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	w.track(i, cs, KindHello, 0, a.At, now)
 }
 
-// sparseID is the n-th sparse request id (ReuseSparse): n scrambled by
+// SparseID is the n-th sparse request id (ReuseSparse): n scrambled by
 // splitmix64's finaliser, a bijection of the 64-bit integers, so distinct
 // n give distinct ids; 0 (which no request may carry) becomes 1, which
 // the n that scrambles to 1 would also give, once in 2^64.
-func sparseID(n uint64) uint64 {
+func SparseID(n uint64) uint64 {
 	z := n + 0x9e3779b97f4a7c15
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
@@ -544,7 +544,7 @@ func sparseID(n uint64) uint64 {
 // halfClose shuts down the sending side of an open connection. A client
 // still logging in does it once the hello is answered and what it held is
 // written; a frozen or down one just closes.
-func (w *Worker) halfClose(i int32, cs *clientState, now int64) {
+func (w *Worker) halfClose(i int32, cs *ClientState, now int64) {
 	if cs.state == handshake && !cs.frozen {
 		cs.halfCloseDue = true
 		return
@@ -574,7 +574,7 @@ type halfCloser interface {
 }
 
 // requestID picks the id of a request frame.
-func (cs *clientState) requestID(r Reuse) uint64 {
+func (cs *ClientState) requestID(r Reuse) uint64 {
 	switch {
 	case r == ReuseLast && cs.lastID != 0:
 		return cs.lastID
@@ -583,7 +583,7 @@ func (cs *clientState) requestID(r Reuse) uint64 {
 		return cs.doneID
 	case r == ReuseSparse:
 		cs.nextID++
-		cs.lastID = sparseID(cs.nextID)
+		cs.lastID = SparseID(cs.nextID)
 		return cs.lastID
 	}
 	cs.nextID++
@@ -610,12 +610,12 @@ func (w *Worker) sendable(a *Action) (kind Kind, t wire.Type, code uint8, count 
 	return kind, t, code, count, ok && a.Size >= 0 && a.Size <= wire.MaxFrameLimit
 }
 
-func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
+func (w *Worker) send(i int32, cs *ClientState, a *Action, now int64) {
 	pop := cs.pop
 	kind, t, code, count, ok := w.sendable(a)
-	w.record(now, pop, kind, SendLag, now-a.At)
+	w.Record(now, pop, kind, SendLag, now-a.At)
 	if !ok || cs.state == down || cs.state == halfClosed {
-		w.add(now, pop, kind, NotSent, count)
+		w.Add(now, pop, kind, NotSent, count)
 		return
 	}
 	if len(w.zeros) < a.Size {
@@ -650,7 +650,7 @@ func (w *Worker) send(i int32, cs *clientState, a *Action, now int64) {
 // transmit writes w.wbuf (described by w.meta) now, or holds it while the
 // client is frozen or logging in. It reports false when it refused to hold
 // it (MaxHeld), counting it NotSent.
-func (w *Worker) transmit(i int32, cs *clientState, now int64) bool {
+func (w *Worker) transmit(i int32, cs *ClientState, now int64) bool {
 	if cs.frozen || cs.state == handshake {
 		if len(cs.held)+len(w.wbuf) > w.cfg.MaxHeld {
 			w.countAll(now, cs, w.meta, NotSent)
@@ -664,13 +664,13 @@ func (w *Worker) transmit(i int32, cs *clientState, now int64) bool {
 	return true
 }
 
-func (w *Worker) countAll(t int64, cs *clientState, meta []frameMeta, o Outcome) {
+func (w *Worker) countAll(t int64, cs *ClientState, meta []frameMeta, o Outcome) {
 	for _, m := range meta {
-		w.add(t, cs.pop, m.kind, o, m.n)
+		w.Add(t, cs.pop, m.kind, o, m.n)
 	}
 }
 
-func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, now int64) {
+func (w *Worker) write(i int32, cs *ClientState, buf []byte, meta []frameMeta, now int64) {
 	if err := w.d.Write(ConnID{i, cs.gen}, buf); err != nil {
 		w.countAll(now, cs, meta, Disconnected)
 		w.lost(i, cs, true, now)
@@ -682,13 +682,13 @@ func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, n
 		if m.tracked {
 			w.track(i, cs, m.kind, m.id, m.intended, now)
 		} else {
-			w.add(now, pop, m.kind, Sent, m.n)
+			w.Add(now, pop, m.kind, Sent, m.n)
 		}
 	}
 }
 
 // flush writes what the client held, if it may send now.
-func (w *Worker) flush(i int32, cs *clientState, now int64) {
+func (w *Worker) flush(i int32, cs *ClientState, now int64) {
 	if cs.frozen || cs.state != open || len(cs.held) == 0 {
 		return
 	}
@@ -703,9 +703,9 @@ func (w *Worker) flush(i int32, cs *clientState, now int64) {
 	w.write(i, cs, buf, meta, now)
 }
 
-func (w *Worker) track(i int32, cs *clientState, kind Kind, id uint64, intended, sent int64) {
+func (w *Worker) track(i int32, cs *ClientState, kind Kind, id uint64, intended, sent int64) {
 	if len(cs.pending) >= w.cfg.MaxPending {
-		w.add(sent, cs.pop, kind, Overflow, 1)
+		w.Add(sent, cs.pop, kind, Overflow, 1)
 		return
 	}
 	cs.seq++
@@ -715,7 +715,7 @@ func (w *Worker) track(i int32, cs *clientState, kind Kind, id uint64, intended,
 }
 
 // take removes and returns the oldest pending entry matching f.
-func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
+func (w *Worker) take(cs *ClientState, f func(*pending) bool) (pending, bool) {
 	for j := range cs.pending {
 		if f(&cs.pending[j]) {
 			p := cs.pending[j]
@@ -727,24 +727,24 @@ func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
 	return pending{}, false
 }
 
-// dribblePiece returns the next n bytes of the frame the connection is
+// DribblePiece returns the next n bytes of the frame the connection is
 // dribbling, starting frame (a copy of it) when none is under way.
-func (cs *clientState) dribblePiece(frame []byte, n int) []byte {
-	if cs.dribbleOff == 0 {
+func (cs *ClientState) DribblePiece(frame []byte, n int) []byte {
+	if cs.DribbleOff == 0 {
 		cs.dribble = append(cs.dribble[:0], frame...)
 	}
 	if len(cs.dribble) == 0 {
 		return nil
 	}
-	end := min(cs.dribbleOff+n, len(cs.dribble))
-	piece := cs.dribble[cs.dribbleOff:end]
-	cs.dribbleOff = end % len(cs.dribble)
+	end := min(cs.DribbleOff+n, len(cs.dribble))
+	piece := cs.dribble[cs.DribbleOff:end]
+	cs.DribbleOff = end % len(cs.dribble)
 	return piece
 }
 
 // lost ends the client's connection: what was awaited is Disconnected,
 // what was held is NotSent. close also closes it through the driver.
-func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
+func (w *Worker) lost(i int32, cs *ClientState, close bool, now int64) {
 	w.forget(cs, now, Disconnected, NotSent)
 	if close && cs.state != down {
 		_ = w.d.Close(ConnID{i, cs.gen})
@@ -755,22 +755,22 @@ func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
 
 // cutOff notes that the server disconnected the client (or, with locked,
 // refused it with reason Lockout) at t.
-func (cs *clientState) cutOff(t int64, locked bool) {
-	cs.disconnected = cs.disconnected || !locked
-	cs.locked = cs.locked || locked
-	if cs.cut < 0 {
-		cs.cut = t
+func (cs *ClientState) cutOff(t int64, locked bool) {
+	cs.Disconnected = cs.Disconnected || !locked
+	cs.Locked = cs.Locked || locked
+	if cs.Cut < 0 {
+		cs.Cut = t
 	}
 }
 
 func (w *Worker) handle(ev *Event) {
 	w.rec.Stats.Events++
 	i := ev.Conn.Client
-	if i < 0 || int(i) >= len(w.clients) {
+	if i < 0 || int(i) >= len(w.Clients) {
 		w.rec.Stats.Unmatched++
 		return
 	}
-	cs := &w.clients[i]
+	cs := &w.Clients[i]
 	pop := cs.pop
 	if ev.Conn.Gen != cs.gen || cs.state == down {
 		// A stale connection's event: its awaited replies were settled
@@ -812,7 +812,7 @@ func (w *Worker) handle(ev *Event) {
 			// connection is closed now (a Lockout marked the client locked
 			// above; the Disconnect also marks it disconnected).
 			cs.cutOff(ev.At, false)
-			w.add(ev.At, pop, KindSession, o, 1)
+			w.Add(ev.At, pop, KindSession, o, 1)
 			w.lost(i, cs, true, ev.At)
 		}
 	case EvPong:
@@ -836,9 +836,9 @@ func (w *Worker) handle(ev *Event) {
 			// its reason the server's decision on the hello, which the
 			// server itself could not count under the client's population.
 			if _, ok := w.take(cs, func(p *pending) bool { return p.kind == KindHello }); ok {
-				w.add(ev.At, pop, KindHello, o, 1)
+				w.Add(ev.At, pop, KindHello, o, 1)
 				if ev.Reason != 0 {
-					w.decide(ev.At, pop, KindHello, o, 1)
+					w.Decide(ev.At, pop, KindHello, o, 1)
 				}
 			}
 		}
@@ -846,7 +846,7 @@ func (w *Worker) handle(ev *Event) {
 		if o == Outcome(core.Lockout) {
 			cs.cutOff(ev.At, true)
 		}
-		w.add(ev.At, pop, KindSession, o, 1)
+		w.Add(ev.At, pop, KindSession, o, 1)
 		w.lost(i, cs, true, ev.At)
 	case EvClosed:
 		if cs.state == halfClosed {
@@ -855,16 +855,16 @@ func (w *Worker) handle(ev *Event) {
 			return
 		}
 		cs.cutOff(ev.At, false)
-		w.add(ev.At, pop, KindSession, Disconnected, 1)
+		w.Add(ev.At, pop, KindSession, Disconnected, 1)
 		w.lost(i, cs, false, ev.At)
 	}
 }
 
 // settle records a reply to p that arrived at at.
 func (w *Worker) settle(pop int, p pending, at int64, o Outcome) {
-	w.record(at, pop, p.kind, Response, at-p.intended)
-	w.record(at, pop, p.kind, Service, at-p.sent)
-	w.add(at, pop, p.kind, o, 1)
+	w.Record(at, pop, p.kind, Response, at-p.intended)
+	w.Record(at, pop, p.kind, Service, at-p.sent)
+	w.Add(at, pop, p.kind, o, 1)
 }
 
 // expire counts replies awaited past their deadline as Timeout. A hello
@@ -873,12 +873,12 @@ func (w *Worker) expire(now int64) {
 	for w.thead < len(w.timeouts) && w.timeouts[w.thead].deadline <= now {
 		t := w.timeouts[w.thead]
 		w.thead++
-		cs := &w.clients[t.client]
+		cs := &w.Clients[t.client]
 		p, ok := w.take(cs, func(p *pending) bool { return p.seq == t.seq })
 		if !ok {
 			continue
 		}
-		w.add(now, cs.pop, p.kind, Timeout, 1)
+		w.Add(now, cs.pop, p.kind, Timeout, 1)
 		if p.kind == KindHello {
 			w.lost(t.client, cs, true, now)
 		}
@@ -895,8 +895,8 @@ func (w *Worker) expire(now int64) {
 // frames still held: in flight at the end, not the Disconnected or NotSent
 // drops that lost would count them as.
 func (w *Worker) closeAll(now int64) {
-	for i := range w.clients {
-		cs := &w.clients[i]
+	for i := range w.Clients {
+		cs := &w.Clients[i]
 		w.heldAtEnd(cs, now)
 		if cs.state != down {
 			w.lost(int32(i), cs, true, now)
@@ -907,16 +907,16 @@ func (w *Worker) closeAll(now int64) {
 // heldAtEnd counts what the client still holds or awaits a reply to as
 // HeldAtEnd, and forgets it; replies already past their deadline (of any
 // client) are Timeouts first.
-func (w *Worker) heldAtEnd(cs *clientState, now int64) {
+func (w *Worker) heldAtEnd(cs *ClientState, now int64) {
 	w.expire(now)
 	w.forget(cs, now, HeldAtEnd, HeldAtEnd)
 }
 
 // forget counts each reply cs awaits as awaited and each frame it holds
 // as held, and drops both.
-func (w *Worker) forget(cs *clientState, now int64, awaited, held Outcome) {
+func (w *Worker) forget(cs *ClientState, now int64, awaited, held Outcome) {
 	for _, p := range cs.pending {
-		w.add(now, cs.pop, p.kind, awaited, 1)
+		w.Add(now, cs.pop, p.kind, awaited, 1)
 	}
 	w.inflight -= len(cs.pending)
 	cs.pending = cs.pending[:0]

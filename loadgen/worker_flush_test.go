@@ -16,7 +16,7 @@ type scripted struct{ acts []Action }
 func (*scripted) Name() string    { return "scripted" }
 func (*scripted) Validate() error { return nil }
 func (s *scripted) Stream(c *Client) Stream {
-	return &list{acts: append([]Action(nil), s.acts...), end: c.End}
+	return &List{Acts: append([]Action(nil), s.acts...), End: c.End}
 }
 
 // lateDriver delivers each scripted event when its clock reaches deliver,

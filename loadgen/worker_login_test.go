@@ -30,9 +30,9 @@ func TestLoginLockoutMarksLockedAndDisconnected(t *testing.T) {
 		w, err := NewWorker(&lateDriver{script: script}, rec, clients, RunConfig{})
 		require.NoError(t, err)
 		require.NoError(t, w.Run(context.Background()))
-		cs := &w.clients[0]
-		require.True(t, cs.locked, "hello answered %v: locked", answered)
-		require.True(t, cs.disconnected, "hello answered %v: disconnected", answered)
+		cs := &w.Clients[0]
+		require.True(t, cs.Locked, "hello answered %v: locked", answered)
+		require.True(t, cs.Disconnected, "hello answered %v: disconnected", answered)
 		require.Equal(t, int64(1), rec.Count(0, KindSession, Outcome(core.Lockout)), "hello answered %v: one session outcome", answered)
 	}
 }
