@@ -9,21 +9,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
 // A tiny positive rate (which validates) means (almost) no events, not one
 // per nanosecond: period no longer overflows.
 func TestTinyRateMeansNoEvents(t *testing.T) {
-	h := &Honest{TickRate: 1e-11, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: -1}
+	h := &behave.Honest{TickRate: 1e-11, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: -1}
 	require.NoError(t, h.Validate())
 	acts := actionsOf(t, planOf(1, time.Second, h, 1))[0]
-	moves := count(acts, sends(KindMove))
-	t.Logf("period(1e-11)=%d ns; moves in 1s: %d", Period(1e-11), moves)
+	moves := count(acts, sends(behave.KindMove))
+	t.Logf("period(1e-11)=%d ns; moves in 1s: %d", behave.Period(1e-11), moves)
 	assert.LessOrEqual(t, moves, 1, "1e-11 moves/s should give at most one move")
 
-	p := &Plan{Seed: 1, Duration: time.Minute, Populations: []Population{{Name: "p", Clients: 5,
-		Behaviour: &Honest{}, Arrival: Arrival{Kind: ArrivalPoisson, Rate: 1e-11}}}}
+	p := &behave.Plan{Seed: 1, Duration: time.Minute, Populations: []behave.Population{{Name: "p", Clients: 5,
+		Behaviour: &behave.Honest{}, Arrival: behave.Arrival{Kind: behave.ArrivalPoisson, Rate: 1e-11}}}}
 	require.NoError(t, p.Validate())
 	for _, c := range p.Clients() {
 		t.Logf("client %d arrives at %d ns", c.Index, c.Arrive)
@@ -35,13 +39,13 @@ func TestTinyRateMeansNoEvents(t *testing.T) {
 // when it never acts) is not connected by the restart's ladder before it
 // arrives.
 func TestMassReconnectNeverConnectsBeforeArrival(t *testing.T) {
-	p := &Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{{Name: "m", Clients: 4,
-		Behaviour: &MassReconnect{}, Arrival: Arrival{Kind: ArrivalRamp, Over: 40 * time.Second}}}}
+	p := &behave.Plan{Seed: 1, Duration: 10 * time.Second, Populations: []behave.Population{{Name: "m", Clients: 4,
+		Behaviour: &behave.MassReconnect{}, Arrival: behave.Arrival{Kind: behave.ArrivalRamp, Over: 40 * time.Second}}}}
 	require.NoError(t, p.Validate())
 	for _, c := range p.Clients() {
-		acts := Collect(c.Stream(), 1000)
+		acts := behave.Collect(c.Stream(), 1000)
 		for _, a := range acts {
-			if a.Op == OpRetry || a.Op == OpConnect {
+			if a.Op == behave.OpRetry || a.Op == behave.OpConnect {
 				t.Logf("client %d arrive=%v: %v", c.Index, time.Duration(c.Arrive), a)
 				assert.GreaterOrEqual(t, a.At, c.Arrive, "client %d connects before it arrives", c.Index)
 			}
@@ -52,10 +56,10 @@ func TestMassReconnectNeverConnectsBeforeArrival(t *testing.T) {
 // bad-length "long" always promises more than it sends: never a whole,
 // honest frame.
 func TestBadLengthLongIsNeverAWholeFrame(t *testing.T) {
-	acts := actionsOf(t, planOf(2, 60*time.Second, &BadLength{Mode: "long", MaxFrame: 64, SameConn: true}, 4))
+	acts := actionsOf(t, planOf(2, 60*time.Second, &behave.BadLength{Mode: "long", MaxFrame: 64, SameConn: true}, 4))
 	honest, total := 0, 0
 	for _, c := range acts {
-		for _, a := range filter(c, func(a Action) bool { return a.Op == OpRaw }) {
+		for _, a := range filter(c, func(a behave.Action) bool { return a.Op == behave.OpRaw }) {
 			total++
 			var m wire.Msg
 			n, err := wire.Decode(a.Data, 64, &m)
@@ -74,28 +78,28 @@ func TestBadLengthLongIsNeverAWholeFrame(t *testing.T) {
 // Slowloris with Session dribbles a valid request (on the chat channel of
 // DefaultChannels): only its pace is hostile, so no decision is Malformed.
 func TestSlowlorisSessionDribblesAValidRequest(t *testing.T) {
-	s := &Slowloris{Session: true, BytesPerWrite: 64, Every: 100 * time.Millisecond}
+	s := &behave.Slowloris{Session: true, BytesPerWrite: 64, Every: 100 * time.Millisecond}
 	plan := planOf(1, 3*time.Second, s, 1)
 	require.NoError(t, plan.Validate())
 	clients := plan.Clients()
 	type dec struct {
-		k Kind
-		o Outcome
+		k behave.Kind
+		o record.Outcome
 	}
 	var decs []dec
-	sim, err := NewSim(DefaultPolicy(), SimConfig{OnDecision: func(pop int, k Kind, o Outcome, at int64) {
+	sim, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{OnDecision: func(pop int, k behave.Kind, o record.Outcome, at int64) {
 		decs = append(decs, dec{k, o})
 	}}, clients)
 	require.NoError(t, err)
-	rec, err := NewRecorder(plan.Labels(), HistConfig{})
+	rec, err := record.NewRecorder(plan.Labels(), record.HistConfig{})
 	require.NoError(t, err)
-	w, err := NewWorker(sim, rec, clients, RunConfig{})
+	w, err := drive.NewWorker(sim, rec, clients, drive.RunConfig{})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(context.Background()))
 	accepted := 0
 	for _, d := range decs {
-		assert.NotEqual(t, Outcome(core.Malformed), d.o, "the dribbled frame should be a valid request")
-		if d.k == KindChat && d.o == Accepted {
+		assert.NotEqual(t, record.Outcome(core.Malformed), d.o, "the dribbled frame should be a valid request")
+		if d.k == behave.KindChat && d.o == record.Accepted {
 			accepted++
 		}
 	}
@@ -105,7 +109,7 @@ func TestSlowlorisSessionDribblesAValidRequest(t *testing.T) {
 // A byte flood's MaxFrame below the wire's least frame limit is refused,
 // naming MaxFrame, not Under.
 func TestByteFloodMaxFrameIsChecked(t *testing.T) {
-	err := ByteFlood{MaxFrame: 5}.Validate()
+	err := behave.ByteFlood{MaxFrame: 5}.Validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MaxFrame")
 }
@@ -115,10 +119,10 @@ func TestByteFloodMaxFrameIsChecked(t *testing.T) {
 // than its pace was hostile. Each tick offers a whole request, of which the
 // worker dribbles BytesPerWrite bytes.
 func TestSlowlorisSessionRequestsHaveTheirOwnIDs(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 2*time.Minute, &Slowloris{Session: true, BytesPerWrite: 8, Every: 100 * time.Millisecond}, 1))[0]
+	acts := actionsOf(t, planOf(1, 2*time.Minute, &behave.Slowloris{Session: true, BytesPerWrite: 8, Every: 100 * time.Millisecond}, 1))[0]
 	ids := map[uint64]bool{}
 	for _, a := range acts {
-		if a.Op != OpRaw {
+		if a.Op != behave.OpRaw {
 			continue
 		}
 		require.Equal(t, 8, a.Count, "bytes per write")
@@ -144,15 +148,15 @@ func TestSlowlorisSessionRequestsHaveTheirOwnIDs(t *testing.T) {
 func TestSlowlorisRestartsItsFrameOnANewConnection(t *testing.T) {
 	for _, session := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hello", true: "session"}[session], func(t *testing.T) {
-			plan := planOf(3, 40*time.Second, &Slowloris{Session: session}, 2)
+			plan := planOf(3, 40*time.Second, &behave.Slowloris{Session: session}, 2)
 			require.NoError(t, plan.Validate())
 			clients := plan.Clients()
-			sim, err := NewSim(DefaultPolicy(), SimConfig{}, clients)
+			sim, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{}, clients)
 			require.NoError(t, err)
-			d := &connBytes{Sim: sim, got: map[ConnID][]byte{}}
-			rec, err := NewRecorder(plan.Labels(), HistConfig{})
+			d := &connBytes{Sim: sim, got: map[drive.ConnID][]byte{}}
+			rec, err := record.NewRecorder(plan.Labels(), record.HistConfig{})
 			require.NoError(t, err)
-			w, err := NewWorker(d, rec, clients, RunConfig{})
+			w, err := drive.NewWorker(d, rec, clients, drive.RunConfig{})
 			require.NoError(t, err)
 			require.NoError(t, w.Run(context.Background()))
 
@@ -187,11 +191,11 @@ func TestSlowlorisRestartsItsFrameOnANewConnection(t *testing.T) {
 
 // connBytes is the sim, recording the bytes each connection wrote.
 type connBytes struct {
-	*Sim
-	got map[ConnID][]byte
+	*sim.Sim
+	got map[drive.ConnID][]byte
 }
 
-func (d *connBytes) Write(id ConnID, p []byte) error {
+func (d *connBytes) Write(id drive.ConnID, p []byte) error {
 	d.got[id] = append(d.got[id], p...)
 	return d.Sim.Write(id, p)
 }
