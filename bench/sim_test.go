@@ -22,7 +22,7 @@ func simPlan() behave.Plan {
 }
 
 // BenchmarkSim measures the sim driver's throughput: one op is a whole
-// loadgen.RunSim of simPlan against loadgen.DefaultPolicy (behaviours,
+// loadgen.RunSim of simPlan against behave.DefaultPolicy (behaviours,
 // worker, the simulated server's decoding and every gate call, recording),
 // deterministic for its seed. It reports frames/op, the frames the server
 // decoded per run, and ns/frame.

@@ -18,7 +18,7 @@ import (
 )
 
 // traceBehaviour is the behaviour of a population replayed from a trace
-// (loadgen.Trace), which the sim driver alone replays.
+// (sim.Trace), which the sim driver alone replays.
 const traceBehaviour = "trace"
 
 // honestBehaviours are the behaviours whose drops are false positives; every
@@ -136,7 +136,7 @@ func (s *Scenario) checkChannels(v NamedPolicy) error {
 }
 
 // yamlPathOf translates the Go field path of a behaviour's parameter, as
-// loadgen.ParamError names it ("Jitter", "Ladder.Factor", "Targets[1].Rate"),
+// behave.ParamError names it ("Jitter", "Ladder.Factor", "Targets[1].Rate"),
 // into the keys a scenario writes ("jitter", "ladder.factor",
 // "targets[1].rate") and the node path that finds it in the YAML. t is the
 // behaviour's type; a name it does not have is kept as it is.

@@ -54,7 +54,7 @@ type Options struct {
 	// or ws (WebSocket).
 	Transport string
 	// Segment, when its Of is more than 1, runs only that share of every
-	// population (see loadgen.Segment): one of several load generators
+	// population (see behave.Segment): one of several load generators
 	// that together run the whole scenario. Its results are merged with
 	// MergeSegments; its own thresholds are over its share only.
 	Segment behave.Segment

@@ -419,7 +419,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 
 // rawRate says why threshold th, a share (drop_rate, limited_rate) over
 // every kind of message, has no value: a population it covers writes raw
-// bytes (loadgen.WritesRaw), and a results file gives such a population
+// bytes (behave.WritesRaw), and a results file gives such a population
 // no drop rate (see reports.RawKind). It returns "" when th has a value.
 func (s *Scenario) rawRate(th Threshold) string {
 	if !fractionMetrics[th.Metric] || th.Kind != "" {

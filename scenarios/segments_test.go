@@ -20,7 +20,7 @@ const segmentDuration = 6 * time.Second
 
 // sharesKeys reports whether a scenario's clients share server state
 // that a sim segment does not: an address or account group, which then
-// connects from several generators at once (see loadgen.Segment), or the
+// connects from several generators at once (see behave.Segment), or the
 // server's bounded tables, which key churn fills and each segment's
 // simulated server has its own of.
 func sharesKeys(s *Scenario) bool {

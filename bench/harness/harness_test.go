@@ -114,7 +114,7 @@ func popIndex(b *testing.B, res *loadgen.Result, label string) int {
 	return i
 }
 
-// policy is loadgen.DefaultPolicy with session slots for the largest
+// policy is behave.DefaultPolicy with session slots for the largest
 // plan here (the default is 4,096).
 func policy() core.Policy {
 	p := behave.DefaultPolicy()
@@ -280,7 +280,7 @@ func floodPlan(flood bool) behave.Plan {
 // BenchmarkFloodImpact measures honest request latency (Response, from the
 // intended send time to the reply, of chat and purchase requests) with
 // and without the hostile flood mix, same seed, same honest clients, over
-// loopback with loadgen.DefaultPolicy: 3s runs, the first 500ms warm-up. One
+// loopback with behave.DefaultPolicy: 3s runs, the first 500ms warm-up. One
 // op is both runs (the order alternates). Metrics: quiet-p99-ns and
 // flood-p99-ns, and p99-ratio = flood ÷ quiet (target ≤ 2), each a mean
 // over the ops; the same for p50.
