@@ -81,17 +81,17 @@ func goldenCases(t testing.TB) []struct {
 			require.NoError(t, err)
 			ser := record.NewSeries(len(labels), int64(time.Second), int64(plan.Duration))
 			var w *drive.Worker
-			sim, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{
+			simDriver, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{
 				Stalls:     []sim.Stall{{At: 2 * time.Second, For: 700 * time.Millisecond}, {At: 2700 * time.Millisecond, For: 300 * time.Millisecond}, {At: 5 * time.Second, For: 40 * time.Second}},
 				OnDecision: func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
 			}, clients)
 			require.NoError(t, err)
-			w, err = drive.NewWorker(sim, rec, clients, drive.RunConfig{})
+			w, err = drive.NewWorker(simDriver, rec, clients, drive.RunConfig{})
 			require.NoError(t, err)
 			w.SetSeries(ser)
 			require.NoError(t, w.Run(context.Background()))
 			res := newResult(labels, rec, ser, []*drive.Worker{w}, true, plan.Duration, plan.Duration)
-			res.Frames = sim.Frames()
+			res.Frames = simDriver.Frames()
 			return res
 		}},
 	}

@@ -221,9 +221,9 @@ func TestSimStallShowsInResponseTime(t *testing.T) {
 		clients := plan.Clients()
 		rec, err := record.NewRecorder(plan.Labels(), record.HistConfig{})
 		require.NoError(t, err)
-		sim, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{Stalls: stalls}, clients)
+		simDriver, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{Stalls: stalls}, clients)
 		require.NoError(t, err)
-		w, err := drive.NewWorker(sim, rec, clients, drive.RunConfig{})
+		w, err := drive.NewWorker(simDriver, rec, clients, drive.RunConfig{})
 		require.NoError(t, err)
 		require.NoError(t, w.Run(context.Background()))
 		return rec

@@ -195,14 +195,14 @@ const (
 	// still count, and the server's close that follows ends the connection
 	// without counting as a disconnect. Nothing can be sent on it after.
 	OpHalfClose
-	NumOps
+	numOps
 )
 
-var opNames = [NumOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush", "half-close"}
+var opNames = [numOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush", "half-close"}
 
 // String returns the operation's name.
 func (o Op) String() string {
-	if o > 0 && o < NumOps {
+	if o > 0 && o < numOps {
 		return opNames[o]
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))

@@ -159,11 +159,11 @@ func (c *checker) oneOf(field, v string, allowed ...string) {
 	c.fail(field, v, fmt.Sprintf("must be one of %v", allowed))
 }
 
-// Period converts a per-second rate to ns between events. A rate so small
+// period converts a per-second rate to ns between events. A rate so small
 // that the period would not fit an int64 (below about 1e-10/s) gives 2^62
 // ns, after any run: converting the float directly would wrap to a
 // negative, and so to one event per ns.
-func Period(rate float64) int64 {
+func period(rate float64) int64 {
 	p := 1e9 / rate
 	if !(p < 1<<62) { // also NaN
 		return 1 << 62

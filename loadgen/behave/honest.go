@@ -106,7 +106,7 @@ func (h Honest) Validate() error {
 // Stream returns the client's play.
 func (h Honest) Stream(c *Client) Stream {
 	subs, _ := h.streams(c)
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // The rates of h's streams (ticks per second, else ns between sends),
@@ -126,7 +126,7 @@ func (h Honest) streams(c *Client) ([]Stream, int64) {
 	if tick := h.tickRate(); tick > 0 {
 		tmpl := Action{Op: OpSend, Kind: KindMove, Size: orInt(h.MoveSize, 12)}
 		// A negative TickJitter is none: newTicker clamps it to 0.
-		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, Period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
+		out = append(out, newPhasedTicker(subRand(c, subMove), tmpl, t0, period(tick), orDur(h.TickJitter, 5*time.Millisecond), c.End))
 	}
 	if every := h.abilityEvery(); every > 0 {
 		dbl := orFloat(h.DoubleClick, 0.2) // negative: Chance is never true
@@ -271,7 +271,7 @@ func (l Laggy) Stream(c *Client) Stream {
 				return l.Ladder.appendLadder(r, at, append(q, Action{At: at, Op: OpDisconnect}))
 			}))
 	}
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // MassReconnect is an honest player whose server restarts: at RestartAt
@@ -312,7 +312,7 @@ func (m MassReconnect) Stream(c *Client) Stream {
 	if restart < t0 {
 		// The client arrives after the restart: it has nothing to lose
 		// or reconnect (its ladder would connect it before it arrived).
-		return NewMerge(subs...)
+		return newMerge(subs...)
 	}
 	r := subRand(c, subRestart)
 	detect := r.Between(0, max(orDur(m.Detect, time.Second)-1, 0))
@@ -320,5 +320,5 @@ func (m MassReconnect) Stream(c *Client) Stream {
 	q = append(q, Action{At: restart, Op: OpDisconnect})
 	// The ladder's first attempt comes Base after the client notices.
 	q = m.Ladder.appendLadder(r, restart+detect, q)
-	return NewMerge(append(subs, &List{Acts: q, End: c.End})...)
+	return newMerge(append(subs, &List{Acts: q, End: c.End})...)
 }

@@ -51,7 +51,7 @@ func (p Persist) streams(c *Client, dial bool) ([]Stream, int64) {
 	first, t0 := firstConnect(c, p.ConnectSpread, op)
 	out := []Stream{first}
 	if every := orDur(p.RetryEvery, time.Second); every > 0 {
-		out = append(out, NewTicker(subRand(c, subRetry), Action{Op: OpRetry}, t0+every, every, every/10, c.End))
+		out = append(out, newTicker(subRand(c, subRetry), Action{Op: OpRetry}, t0+every, every, every/10, c.End))
 	}
 	return out, t0
 }
@@ -86,9 +86,9 @@ func (f TinyFlood) Validate() error {
 // Stream returns the flood.
 func (f TinyFlood) Stream(c *Client) Stream {
 	subs, t0 := f.Persist.streams(c, false)
-	p := Period(orFloat(f.WritesPerSecond, 100))
+	p := period(orFloat(f.WritesPerSecond, 100))
 	tmpl := Action{Op: OpSend, Kind: f.kind(), Count: orInt(f.FramesPerWrite, 64)}
-	return NewMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // kind is the kind the flood sends, its default filled in.
@@ -149,9 +149,9 @@ func (f ByteFlood) Validate() error {
 // Stream returns the flood.
 func (f ByteFlood) Stream(c *Client) Stream {
 	subs, t0 := f.Persist.streams(c, false)
-	p := Period(orFloat(f.WritesPerSecond, 50))
+	p := period(orFloat(f.WritesPerSecond, 50))
 	tmpl := Action{Op: OpSend, Kind: f.kind(), Size: f.payload(), Count: orInt(f.FramesPerWrite, 4)}
-	return NewMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // BadLength sends frames whose length prefix lies. Modes:
@@ -245,7 +245,7 @@ func (b BadLength) Stream(c *Client) Stream {
 			}
 			return append(q, Action{At: at, Op: OpRaw, Data: buf})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // Malformed sends well-delimited frames that do not decode (unknown types,
@@ -331,7 +331,7 @@ func (m Malformed) Stream(c *Client) Stream {
 			}
 			return append(q, Action{At: at, Op: OpRaw, Data: buf})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // Slowloris dribbles valid frames a few bytes at a time, holding a
@@ -374,8 +374,8 @@ func (s Slowloris) Stream(c *Client) Stream {
 	}
 	every := orDur(s.Every, 500*time.Millisecond)
 	r := subRand(c, subAttack)
-	d.ticker = NewTicker(r, Action{Op: OpRaw, Count: orInt(s.BytesPerWrite, 1)}, t0+every, every, every/10, c.End)
-	return NewMerge(append(subs, d)...)
+	d.ticker = newTicker(r, Action{Op: OpRaw, Count: orInt(s.BytesPerWrite, 1)}, t0+every, every, every/10, c.End)
+	return newMerge(append(subs, d)...)
 }
 
 // dribble yields, each tick, a frame to dribble (OpRaw with Count, the
@@ -465,7 +465,7 @@ func (p Replay) Stream(c *Client) Stream {
 			}
 			return append(q, Action{At: at + delay, Op: OpSend, Kind: kind, Size: 16, Count: copies, Reuse: ReuseDone})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // HopTarget is one channel of a ChannelHop and the rate its limit allows.
@@ -520,9 +520,9 @@ func (h ChannelHop) Stream(c *Client) Stream {
 	for i, t := range targets {
 		// No jitter: jitter would let two sends come closer than the rate.
 		tmpl := Action{Op: OpSend, Kind: t.Kind, Size: orInt(h.Size, 8)}
-		subs = append(subs, newPhasedTicker(subRand(c, subExtra+i), tmpl, t0, Period(t.Rate*margin), 0, c.End))
+		subs = append(subs, newPhasedTicker(subRand(c, subExtra+i), tmpl, t0, period(t.Rate*margin), 0, c.End))
 	}
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // targets are the channels hopped over, DefaultHopTargets if none given.
@@ -576,7 +576,7 @@ func (p ResetReconnect) Stream(c *Client) Stream {
 			}
 			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: 4, Count: burst})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // kind is the kind of the bursts, its default filled in.
@@ -630,7 +630,7 @@ func (k KeyChurn) Stream(c *Client) Stream {
 			return append(q, Action{At: at, Op: OpConnect, Account: ChurnAccount(c.Index, n)},
 				Action{At: at, Op: OpSend, Kind: kind, Size: 16, Count: msgs})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // kind is the kind each identity sends, its default filled in.
@@ -667,9 +667,9 @@ func (h HotKey) Validate() error {
 // Stream returns the requests.
 func (h HotKey) Stream(c *Client) Stream {
 	subs, t0 := h.Persist.streams(c, false)
-	p := Period(orFloat(h.Rate, 50))
+	p := period(orFloat(h.Rate, 50))
 	tmpl := Action{Op: OpSend, Kind: h.kind(), Size: orInt(h.Size, 16)}
-	return NewMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
+	return newMerge(append(subs, newPhasedTicker(subRand(c, subAttack), tmpl, t0, p, p/10, c.End))...)
 }
 
 // kind is the kind the hot key is hit with, its default filled in.

@@ -53,7 +53,7 @@ func (p PacedReset) Stream(c *Client) Stream {
 			}
 			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: 16, Count: burst})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // kind is the kind of the bursts, its default filled in.
@@ -90,9 +90,9 @@ func (MalformedChurn) Name() string { return "malformed-churn" }
 // stay inside the 24 bits a group has.
 const maxChurnAddresses = 1 << 16
 
-// ChurnAddrBase is the first address group MalformedChurn dials from when
+// churnAddrBase is the first address group MalformedChurn dials from when
 // Addresses > 1: far above any plan's groups (one per client).
-const ChurnAddrBase = 1 << 23
+const churnAddrBase = 1 << 23
 
 // Validate checks the parameters.
 func (m MalformedChurn) Validate() error {
@@ -107,7 +107,7 @@ func (m MalformedChurn) Validate() error {
 // ChurnAddr is the address group of the n-th identity of the client at
 // index cycling over addresses groups (addresses > 1).
 func ChurnAddr(index, addresses int, n uint64) uint32 {
-	return uint32(ChurnAddrBase + (index*addresses+int(n%uint64(addresses)))%(1<<23))
+	return uint32(churnAddrBase + (index*addresses+int(n%uint64(addresses)))%(1<<23))
 }
 
 // Stream returns the identities and their frames.
@@ -137,5 +137,5 @@ func (m MalformedChurn) Stream(c *Client) Stream {
 			}
 			return append(q, conn, Action{At: at, Op: OpRaw, Data: buf})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }

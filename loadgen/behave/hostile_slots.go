@@ -51,13 +51,13 @@ func (h SlotHold) Stream(c *Client) Stream {
 	if every := orDur(h.RetryEvery, 10*time.Second); every > 0 {
 		// A retry reconnects only while down, the way the first connect
 		// was made (with or without a Hello).
-		subs = append(subs, NewTicker(subRand(c, subRetry), Action{Op: OpRetry}, t0+every, every, every/10, c.End))
+		subs = append(subs, newTicker(subRand(c, subRetry), Action{Op: OpRetry}, t0+every, every, every/10, c.End))
 	}
 	if !h.NoHello {
 		p := orDur(h.PingEvery, 20*time.Second)
 		subs = append(subs, newPhasedTicker(subRand(c, subAttack), Action{Op: OpSend, Kind: KindPing}, t0, p, p/10, c.End))
 	}
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }
 
 // NATChurn is a hostile host behind a NAT: it opens a connection, logs

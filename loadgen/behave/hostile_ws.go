@@ -66,8 +66,8 @@ func (s WSSlowUpgrade) Stream(c *Client) Stream {
 	subs, t0 := s.Persist.streams(c, true)
 	d := &dribble{frame: wsraw.Request("sluice")}
 	every := orDur(s.Every, 500*time.Millisecond)
-	d.ticker = NewTicker(subRand(c, subAttack), Action{Op: OpRaw, Count: orInt(s.BytesPerWrite, 1)}, t0+every, every, every/10, c.End)
-	return NewMerge(append(subs, d)...)
+	d.ticker = newTicker(subRand(c, subAttack), Action{Op: OpRaw, Count: orInt(s.BytesPerWrite, 1)}, t0+every, every, every/10, c.End)
+	return newMerge(append(subs, d)...)
 }
 
 // WSFragmentFlood sends whole messages, each a well-formed input frame
@@ -118,9 +118,9 @@ func (f WSFragmentFlood) Stream(c *Client) Stream {
 			data = wsraw.AppendFrame(data, off+size >= len(msg), op, msg[off:min(off+size, len(msg))])
 		}
 	}
-	every := Period(orFloat(f.WritesPerSecond, 50))
-	subs = append(subs, NewTicker(subRand(c, subAttack), Action{Op: OpRaw, Data: data}, t0+every, every, every/10, c.End))
-	return NewMerge(subs...)
+	every := period(orFloat(f.WritesPerSecond, 50))
+	subs = append(subs, newTicker(subRand(c, subAttack), Action{Op: OpRaw, Data: data}, t0+every, every, every/10, c.End))
+	return newMerge(subs...)
 }
 
 // WSPingFlood sends WebSocket pings, many per write. Each is charged as
@@ -164,9 +164,9 @@ func (p WSPingFlood) Stream(c *Client) Stream {
 	for range orInt(p.PingsPerWrite, 16) {
 		data = wsraw.AppendFrame(data, true, wsraw.OpPing, payload)
 	}
-	every := Period(orFloat(p.WritesPerSecond, 100))
-	subs = append(subs, NewTicker(subRand(c, subAttack), Action{Op: OpRaw, Data: data}, t0+every, every, every/10, c.End))
-	return NewMerge(subs...)
+	every := period(orFloat(p.WritesPerSecond, 100))
+	subs = append(subs, newTicker(subRand(c, subAttack), Action{Op: OpRaw, Data: data}, t0+every, every, every/10, c.End))
+	return newMerge(subs...)
 }
 
 // WSOversizeHeader opens a connection, upgrades it and sends a frame
@@ -215,5 +215,5 @@ func (o WSOversizeHeader) Stream(c *Client) Stream {
 		func(r *Rand, at int64, q []Action) []Action {
 			return append(q, Action{At: at, Op: OpDial}, Action{At: at, Op: OpRaw, Data: data})
 		}))
-	return NewMerge(subs...)
+	return newMerge(subs...)
 }

@@ -273,7 +273,7 @@ func (a *arrivals) at(i int) int64 {
 		return a.start + int64(float64(i)*float64(over)/float64(a.n))
 	case ArrivalPoisson:
 		if a.t < a.end { // past the end nothing more arrives; stop drawing
-			a.t += a.rng.Exp(Period(a.a.Rate))
+			a.t += a.rng.Exp(period(a.a.Rate))
 		}
 		return a.t
 	}

@@ -44,32 +44,32 @@ func (l *List) Next(a *Action) bool {
 // never before the previous tick.
 type ticker struct {
 	k, prev                    int64
-	start, period, Jitter, end int64
+	start, period, jitter, end int64
 	rng                        Rand
 	tmpl                       Action
 }
 
-// NewTicker returns a ticker drawing its jitter from rng, which it takes
+// newTicker returns a ticker drawing its jitter from rng, which it takes
 // over: it keeps its own copy of rng's state (next to its other fields, as
 // it is drawn from at every tick), so the caller must not draw from rng
 // again.
-func NewTicker(rng *Rand, tmpl Action, start, period, jitter, end int64) *ticker {
+func newTicker(rng *Rand, tmpl Action, start, period, jitter, end int64) *ticker {
 	period = max(period, 1)
 	jitter = min(max(jitter, 0), (period-1)/2)
-	return &ticker{rng: *rng, tmpl: tmpl, start: start, period: period, Jitter: jitter, end: end, prev: start}
+	return &ticker{rng: *rng, tmpl: tmpl, start: start, period: period, jitter: jitter, end: end, prev: start}
 }
 
 // newPhasedTicker returns a ticker whose first tick is at a uniform time
 // in [t0, t0+period), drawn from rng before the ticker takes it over, so
 // that clients that connect together do not tick together.
 func newPhasedTicker(rng *Rand, tmpl Action, t0, period, jitter, end int64) *ticker {
-	return NewTicker(rng, tmpl, t0+rng.Between(0, period-1), period, jitter, end)
+	return newTicker(rng, tmpl, t0+rng.Between(0, period-1), period, jitter, end)
 }
 
 func (t *ticker) Next(a *Action) bool {
 	at := t.start + t.k*t.period
-	if t.Jitter > 0 {
-		at += t.rng.Between(-t.Jitter, t.Jitter)
+	if t.jitter > 0 {
+		at += t.rng.Between(-t.jitter, t.jitter)
 	}
 	at = max(at, t.prev)
 	if at >= t.end || t.start+t.k*t.period >= t.end {
@@ -168,7 +168,7 @@ type merge struct {
 // mergeInline is how many streams a merge holds without allocating more.
 const mergeInline = 8
 
-func NewMerge(subs ...Stream) *merge {
+func newMerge(subs ...Stream) *merge {
 	n := 0
 	for _, s := range subs {
 		if s != nil {

@@ -92,12 +92,12 @@ type frameMeta struct {
 	tracked  bool // a reply is awaited
 }
 
-// ClientState is a worker's client, padded to whole cache lines. What
+// clientState is a worker's client, padded to whole cache lines. What
 // every action reads comes first (its next action, its stream, its
 // population, window end and connection state), so that it takes two of
 // them: a worker goes from client to client in time order, and each one's
 // state is likely cold.
-type ClientState struct {
+type clientState struct {
 	clientFields
 	_ [(64 - unsafe.Sizeof(clientFields{})%64) % 64]byte
 }
@@ -123,7 +123,7 @@ type clientFields struct {
 	// copy: the action's Data lasts until the stream's next action) and
 	// how much of it is written.
 	dribble    []byte
-	DribbleOff int
+	dribbleOff int
 
 	// halfCloseDue: an OpHalfClose came while the hello was awaited; it is
 	// carried out once the held frames are written.
@@ -165,7 +165,7 @@ type Worker struct {
 	rec      *record.Recorder
 	cfg      RunConfig
 	channels behave.Channels
-	Clients  []ClientState
+	Clients  []clientState
 	sched    sched // clients with a next action, by (next.At, index)
 	timeouts []timeout
 	thead    int
@@ -212,7 +212,7 @@ func NewWorker(d Driver, rec *record.Recorder, clients []behave.Client, cfg RunC
 	if len(clients) > behave.MaxClients {
 		return nil, &behave.ParamError{Owner: "run", Field: "clients", Value: len(clients), Reason: "too many"}
 	}
-	w := &Worker{d: d, rec: rec, cfg: cfg, channels: behave.DefaultChannels, proto: proto.Reference{}, Clients: make([]ClientState, len(clients)), cur: -1}
+	w := &Worker{d: d, rec: rec, cfg: cfg, channels: behave.DefaultChannels, proto: proto.Reference{}, Clients: make([]clientState, len(clients)), cur: -1}
 	for _, c := range clients {
 		w.end = max(w.end, c.End)
 	}
@@ -249,7 +249,7 @@ func (w *Worker) SetProtocol(p proto.Protocol) { w.proto = p }
 // advance moves cs.next to the client's next action, or to its leave (a
 // disconnect Timeout after its window, when that is before the end of the
 // run), and reports whether there is one.
-func (w *Worker) advance(cs *ClientState) bool {
+func (w *Worker) advance(cs *clientState) bool {
 	if cs.left {
 		return false
 	}
@@ -431,7 +431,7 @@ func (w *Worker) fireDue(now int64) bool {
 	return true
 }
 
-func (w *Worker) exec(i int32, cs *ClientState, a *behave.Action, now int64) {
+func (w *Worker) exec(i int32, cs *clientState, a *behave.Action, now int64) {
 	pop := cs.pop
 	switch a.Op {
 	case behave.OpConnect, behave.OpRetry, behave.OpDial:
@@ -454,16 +454,16 @@ func (w *Worker) exec(i int32, cs *ClientState, a *behave.Action, now int64) {
 			w.Add(now, pop, behave.KindRaw, record.NotSent, 1)
 			return
 		}
-		data, off := a.Data, cs.DribbleOff
+		data, off := a.Data, cs.dribbleOff
 		if a.Count > 0 {
-			data = cs.DribblePiece(a.Data, a.Count)
+			data = cs.dribblePiece(a.Data, a.Count)
 		}
 		w.wbuf = append(w.wbuf[:0], data...)
 		w.meta = append(w.meta[:0], frameMeta{kind: behave.KindRaw, intended: a.At, n: 1, bytes: int64(len(data))})
 		if !w.transmit(i, cs, now) {
 			// A piece never sent is not part of the frame: the next one
 			// goes on from where this one started.
-			cs.DribbleOff = off
+			cs.dribbleOff = off
 		}
 	case behave.OpFreeze:
 		cs.frozen = true
@@ -475,7 +475,7 @@ func (w *Worker) exec(i int32, cs *ClientState, a *behave.Action, now int64) {
 	}
 }
 
-func (w *Worker) connect(i int32, cs *ClientState, a *behave.Action, now int64) {
+func (w *Worker) connect(i int32, cs *clientState, a *behave.Action, now int64) {
 	pop := cs.pop
 	dial := a.Op == behave.OpDial
 	if a.Op == behave.OpRetry {
@@ -491,7 +491,7 @@ func (w *Worker) connect(i int32, cs *ClientState, a *behave.Action, now int64) 
 	}
 	w.Record(now, pop, behave.KindHello, record.SendLag, now-a.At)
 	cs.gen++
-	cs.DribbleOff = 0 // a new connection starts a dribbled frame afresh
+	cs.dribbleOff = 0 // a new connection starts a dribbled frame afresh
 	conn := ConnID{i, cs.gen}
 	if cs.FirstDial < 0 {
 		cs.FirstDial = now
@@ -546,7 +546,7 @@ func SparseID(n uint64) uint64 {
 // halfClose shuts down the sending side of an open connection. A client
 // still logging in does it once the hello is answered and what it held is
 // written; a frozen or down one just closes.
-func (w *Worker) halfClose(i int32, cs *ClientState, now int64) {
+func (w *Worker) halfClose(i int32, cs *clientState, now int64) {
 	if cs.state == handshake && !cs.frozen {
 		cs.halfCloseDue = true
 		return
@@ -576,7 +576,7 @@ type halfCloser interface {
 }
 
 // requestID picks the id of a request frame.
-func (cs *ClientState) requestID(r behave.Reuse) uint64 {
+func (cs *clientState) requestID(r behave.Reuse) uint64 {
 	switch {
 	case r == behave.ReuseLast && cs.lastID != 0:
 		return cs.lastID
@@ -612,7 +612,7 @@ func (w *Worker) sendable(a *behave.Action) (kind behave.Kind, t wire.Type, code
 	return kind, t, code, count, ok && a.Size >= 0 && a.Size <= wire.MaxFrameLimit
 }
 
-func (w *Worker) send(i int32, cs *ClientState, a *behave.Action, now int64) {
+func (w *Worker) send(i int32, cs *clientState, a *behave.Action, now int64) {
 	pop := cs.pop
 	kind, t, code, count, ok := w.sendable(a)
 	w.Record(now, pop, kind, record.SendLag, now-a.At)
@@ -652,7 +652,7 @@ func (w *Worker) send(i int32, cs *ClientState, a *behave.Action, now int64) {
 // transmit writes w.wbuf (described by w.meta) now, or holds it while the
 // client is frozen or logging in. It reports false when it refused to hold
 // it (MaxHeld), counting it NotSent.
-func (w *Worker) transmit(i int32, cs *ClientState, now int64) bool {
+func (w *Worker) transmit(i int32, cs *clientState, now int64) bool {
 	if cs.frozen || cs.state == handshake {
 		if len(cs.held)+len(w.wbuf) > w.cfg.MaxHeld {
 			w.countAll(now, cs, w.meta, record.NotSent)
@@ -666,13 +666,13 @@ func (w *Worker) transmit(i int32, cs *ClientState, now int64) bool {
 	return true
 }
 
-func (w *Worker) countAll(t int64, cs *ClientState, meta []frameMeta, o record.Outcome) {
+func (w *Worker) countAll(t int64, cs *clientState, meta []frameMeta, o record.Outcome) {
 	for _, m := range meta {
 		w.Add(t, cs.pop, m.kind, o, m.n)
 	}
 }
 
-func (w *Worker) write(i int32, cs *ClientState, buf []byte, meta []frameMeta, now int64) {
+func (w *Worker) write(i int32, cs *clientState, buf []byte, meta []frameMeta, now int64) {
 	if err := w.d.Write(ConnID{i, cs.gen}, buf); err != nil {
 		w.countAll(now, cs, meta, record.Disconnected)
 		w.lost(i, cs, true, now)
@@ -690,7 +690,7 @@ func (w *Worker) write(i int32, cs *ClientState, buf []byte, meta []frameMeta, n
 }
 
 // flush writes what the client held, if it may send now.
-func (w *Worker) flush(i int32, cs *ClientState, now int64) {
+func (w *Worker) flush(i int32, cs *clientState, now int64) {
 	if cs.frozen || cs.state != open || len(cs.held) == 0 {
 		return
 	}
@@ -705,7 +705,7 @@ func (w *Worker) flush(i int32, cs *ClientState, now int64) {
 	w.write(i, cs, buf, meta, now)
 }
 
-func (w *Worker) track(i int32, cs *ClientState, kind behave.Kind, id uint64, intended, sent int64) {
+func (w *Worker) track(i int32, cs *clientState, kind behave.Kind, id uint64, intended, sent int64) {
 	if len(cs.pending) >= w.cfg.MaxPending {
 		w.Add(sent, cs.pop, kind, record.Overflow, 1)
 		return
@@ -717,7 +717,7 @@ func (w *Worker) track(i int32, cs *ClientState, kind behave.Kind, id uint64, in
 }
 
 // take removes and returns the oldest pending entry matching f.
-func (w *Worker) take(cs *ClientState, f func(*pending) bool) (pending, bool) {
+func (w *Worker) take(cs *clientState, f func(*pending) bool) (pending, bool) {
 	for j := range cs.pending {
 		if f(&cs.pending[j]) {
 			p := cs.pending[j]
@@ -729,24 +729,24 @@ func (w *Worker) take(cs *ClientState, f func(*pending) bool) (pending, bool) {
 	return pending{}, false
 }
 
-// DribblePiece returns the next n bytes of the frame the connection is
+// dribblePiece returns the next n bytes of the frame the connection is
 // dribbling, starting frame (a copy of it) when none is under way.
-func (cs *ClientState) DribblePiece(frame []byte, n int) []byte {
-	if cs.DribbleOff == 0 {
+func (cs *clientState) dribblePiece(frame []byte, n int) []byte {
+	if cs.dribbleOff == 0 {
 		cs.dribble = append(cs.dribble[:0], frame...)
 	}
 	if len(cs.dribble) == 0 {
 		return nil
 	}
-	end := min(cs.DribbleOff+n, len(cs.dribble))
-	piece := cs.dribble[cs.DribbleOff:end]
-	cs.DribbleOff = end % len(cs.dribble)
+	end := min(cs.dribbleOff+n, len(cs.dribble))
+	piece := cs.dribble[cs.dribbleOff:end]
+	cs.dribbleOff = end % len(cs.dribble)
 	return piece
 }
 
 // lost ends the client's connection: what was awaited is Disconnected,
 // what was held is NotSent. close also closes it through the driver.
-func (w *Worker) lost(i int32, cs *ClientState, close bool, now int64) {
+func (w *Worker) lost(i int32, cs *clientState, close bool, now int64) {
 	w.forget(cs, now, record.Disconnected, record.NotSent)
 	if close && cs.state != down {
 		_ = w.d.Close(ConnID{i, cs.gen})
@@ -757,7 +757,7 @@ func (w *Worker) lost(i int32, cs *ClientState, close bool, now int64) {
 
 // cutOff notes that the server disconnected the client (or, with locked,
 // refused it with reason Lockout) at t.
-func (cs *ClientState) cutOff(t int64, locked bool) {
+func (cs *clientState) cutOff(t int64, locked bool) {
 	cs.Disconnected = cs.Disconnected || !locked
 	cs.Locked = cs.Locked || locked
 	if cs.Cut < 0 {
@@ -909,14 +909,14 @@ func (w *Worker) closeAll(now int64) {
 // heldAtEnd counts what the client still holds or awaits a reply to as
 // HeldAtEnd, and forgets it; replies already past their deadline (of any
 // client) are Timeouts first.
-func (w *Worker) heldAtEnd(cs *ClientState, now int64) {
+func (w *Worker) heldAtEnd(cs *clientState, now int64) {
 	w.expire(now)
 	w.forget(cs, now, record.HeldAtEnd, record.HeldAtEnd)
 }
 
 // forget counts each reply cs awaits as awaited and each frame it holds
 // as held, and drops both.
-func (w *Worker) forget(cs *ClientState, now int64, awaited, held record.Outcome) {
+func (w *Worker) forget(cs *clientState, now int64, awaited, held record.Outcome) {
 	for _, p := range cs.pending {
 		w.Add(now, cs.pop, p.kind, awaited, 1)
 	}

@@ -96,7 +96,7 @@ func (w *Worker) Add(t int64, pop int, k behave.Kind, o record.Outcome, n int64)
 }
 
 // wrote counts n messages of kind k (bytes in all) written at t.
-func (w *Worker) wrote(t int64, cs *ClientState, k behave.Kind, n, bytes int64) {
+func (w *Worker) wrote(t int64, cs *clientState, k behave.Kind, n, bytes int64) {
 	t = w.at(t)
 	if cs.FirstSend < 0 {
 		cs.FirstSend = t

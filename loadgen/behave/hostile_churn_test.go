@@ -1,11 +1,10 @@
-package loadgen
+package behave
 
 import (
 	"testing"
 	"time"
 	"unsafe"
 
-	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/loadgen/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,15 +13,15 @@ import (
 // PacedReset sends exactly its burst after every connect, one connect
 // every Every (±10%), on the same account.
 func TestPacedResetSendsTheBurstThenReconnects(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 5*time.Second, &behave.PacedReset{}, 1))[0]
-	var connects []behave.Action
+	acts := actionsOf(t, planOf(1, 5*time.Second, &PacedReset{}, 1))[0]
+	var connects []Action
 	for _, a := range acts {
-		if a.Op == behave.OpConnect {
+		if a.Op == OpConnect {
 			assert.Zero(t, a.Account, "the client's own account")
 			connects = append(connects, a)
 		}
 	}
-	bursts := filter(acts, sends(behave.KindChat))
+	bursts := filter(acts, sends(KindChat))
 	require.Greater(t, len(connects), 30)
 	assert.Equal(t, len(connects), len(bursts), "one burst per connect, the first with the first connect")
 	for _, b := range bursts {
@@ -38,23 +37,23 @@ func TestPacedResetSendsTheBurstThenReconnects(t *testing.T) {
 // its malformed frames in one write, and with Addresses cycles over that
 // many address groups of its own.
 func TestMalformedChurnUsesFreshAccountsAndItsAddresses(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 2*time.Second, &behave.MalformedChurn{Addresses: 7}, 2))
+	acts := actionsOf(t, planOf(1, 2*time.Second, &MalformedChurn{Addresses: 7}, 2))
 	seen := map[uint64]bool{}
 	addrs := map[uint32]bool{}
 	for ci, c := range acts {
 		for i, a := range c {
-			if a.Op != behave.OpConnect || a.Account == 0 {
+			if a.Op != OpConnect || a.Account == 0 {
 				continue
 			}
 			assert.False(t, seen[a.Account], "account %x reused", a.Account)
 			assert.NotZero(t, a.Account>>63)
 			seen[a.Account] = true
-			assert.GreaterOrEqual(t, a.Addr, uint32(behave.ChurnAddrBase), "none of a plan's groups")
-			assert.Equal(t, behave.ChurnAddr(ci, 7, uint64(len(addrsOf(c[:i+1])))), a.Addr)
+			assert.GreaterOrEqual(t, a.Addr, uint32(churnAddrBase), "none of a plan's groups")
+			assert.Equal(t, ChurnAddr(ci, 7, uint64(len(addrsOf(c[:i+1])))), a.Addr)
 			addrs[a.Addr] = true
 			require.Less(t, i+1, len(c))
 			raw := c[i+1]
-			require.Equal(t, behave.OpRaw, raw.Op)
+			require.Equal(t, OpRaw, raw.Op)
 			frames := 0
 			for b := raw.Data; len(b) > 0; frames++ {
 				require.GreaterOrEqual(t, len(b), wire.HeaderSize)
@@ -68,11 +67,11 @@ func TestMalformedChurnUsesFreshAccountsAndItsAddresses(t *testing.T) {
 	assert.Len(t, addrs, 14, "7 addresses for each of 2 clients")
 }
 
-func addrsOf(acts []behave.Action) []behave.Action {
-	return filter(acts, func(a behave.Action) bool { return a.Op == behave.OpConnect && a.Account != 0 })
+func addrsOf(acts []Action) []Action {
+	return filter(acts, func(a Action) bool { return a.Op == OpConnect && a.Account != 0 })
 }
 
 // An Action still fills one cache line with its Addr.
 func TestActionFitsACacheLine(t *testing.T) {
-	assert.Equal(t, uintptr(64), unsafe.Sizeof(behave.Action{}))
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(Action{}))
 }

@@ -1,4 +1,4 @@
-package loadgen
+package behave
 
 import (
 	"cmp"
@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/loadgen/behave"
-	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -23,25 +21,25 @@ const (
 )
 
 // planOf returns a plan with one population of n clients of b.
-func planOf(seed uint64, d time.Duration, b behave.Behaviour, n int) *behave.Plan {
-	return &behave.Plan{Seed: seed, Duration: d, Populations: []behave.Population{{Name: b.Name(), Clients: n, Behaviour: b}}}
+func planOf(seed uint64, d time.Duration, b Behaviour, n int) *Plan {
+	return &Plan{Seed: seed, Duration: d, Populations: []Population{{Name: b.Name(), Clients: n, Behaviour: b}}}
 }
 
 // actionsOf collects every client's actions.
-func actionsOf(t *testing.T, p *behave.Plan) [][]behave.Action {
+func actionsOf(t *testing.T, p *Plan) [][]Action {
 	t.Helper()
 	require.NoError(t, p.Validate())
-	var out [][]behave.Action
+	var out [][]Action
 	for _, c := range p.Clients() {
-		out = append(out, behave.Collect(c.Stream(), 200_000))
+		out = append(out, Collect(c.Stream(), 200_000))
 	}
 	return out
 }
 
-func allBehaviours(t *testing.T) []behave.Behaviour {
-	var out []behave.Behaviour
-	for _, n := range behave.BehaviourNames() {
-		b, err := behave.NewBehaviour(n)
+func allBehaviours(t *testing.T) []Behaviour {
+	var out []Behaviour
+	for _, n := range BehaviourNames() {
+		b, err := NewBehaviour(n)
 		require.NoError(t, err)
 		require.Equal(t, n, b.Name())
 		out = append(out, b)
@@ -50,7 +48,7 @@ func allBehaviours(t *testing.T) []behave.Behaviour {
 }
 
 func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
-	require.Len(t, behave.BehaviourNames(), 23)
+	require.Len(t, BehaviourNames(), 23)
 	for _, b := range allBehaviours(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			require.NoError(t, b.Validate())
@@ -63,17 +61,17 @@ func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
 			assert.NotEqual(t, a1[0], a1[1])
 			for ci, acts := range a1 {
 				require.NotEmpty(t, acts, "client %d", ci)
-				assert.Contains(t, []behave.Op{behave.OpConnect, behave.OpDial}, acts[0].Op, "client %d starts by connecting", ci)
+				assert.Contains(t, []Op{OpConnect, OpDial}, acts[0].Op, "client %d starts by connecting", ci)
 				prev := int64(0)
 				for _, a := range acts {
 					assert.GreaterOrEqual(t, a.At, prev, "time goes forward: %v", a)
 					assert.Less(t, a.At, 20*sec, "within the run: %v", a)
-					assert.True(t, a.Op > 0 && a.Op < behave.NumOps, "op: %v", a)
-					if a.Op == behave.OpSend {
+					assert.True(t, a.Op > 0 && a.Op < numOps, "op: %v", a)
+					if a.Op == OpSend {
 						assert.True(t, a.Kind.Sendable(), "kind: %v", a)
 						assert.GreaterOrEqual(t, a.Size, 0)
 					}
-					if a.Op == behave.OpRaw {
+					if a.Op == OpRaw {
 						assert.NotEmpty(t, a.Data)
 					}
 					prev = a.At
@@ -85,55 +83,55 @@ func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
 
 func TestValidateNamesTheField(t *testing.T) {
 	cases := []struct {
-		b     behave.Behaviour
+		b     Behaviour
 		field string
 	}{
-		{&behave.Honest{TickRate: 2e6}, "TickRate"},
-		{&behave.Honest{TickJitter: 25 * time.Hour}, "TickJitter"},
-		{&behave.Honest{DoubleClick: 1.5}, "DoubleClick"},
-		{&behave.Honest{DoubleClick: math.NaN()}, "DoubleClick"},
-		{&behave.Honest{DoubleClickGap: -1}, "DoubleClickGap"},
-		{&behave.Honest{MoveSize: -1}, "MoveSize"},
-		{&behave.Laggy{FreezeFor: -1}, "FreezeFor"},
-		{&behave.Laggy{Ladder: behave.Ladder{Factor: 0.5}}, "Ladder.Factor"},
-		{&behave.Laggy{Ladder: behave.Ladder{Jitter: 2}}, "Ladder.Jitter"},
-		{&behave.MassReconnect{Detect: -time.Second}, "Detect"},
-		{&behave.TinyFlood{FramesPerWrite: -1}, "FramesPerWrite"},
-		{&behave.TinyFlood{Kind: behave.KindRaw}, "Kind"},
-		{&behave.ByteFlood{Kind: behave.KindPing}, "Kind"},
-		{&behave.ByteFlood{MaxFrame: 64, Under: 60}, "Under"},
-		{&behave.BadLength{Mode: "sideways"}, "Mode"},
-		{&behave.BadLength{MaxFrame: 10}, "MaxFrame"},
-		{&behave.Malformed{Mode: "x"}, "Mode"},
-		{&behave.Slowloris{BytesPerWrite: -2}, "BytesPerWrite"},
-		{&behave.Replay{Kind: behave.KindMove}, "Kind"},
-		{&behave.Replay{Mode: "twice"}, "Mode"},
-		{&behave.ChannelHop{Margin: 1.5}, "Margin"},
-		{&behave.ChannelHop{Targets: []behave.HopTarget{{Kind: behave.KindMove, Rate: 0}}}, "Targets[0].Rate"},
-		{&behave.ChannelHop{Targets: []behave.HopTarget{{Kind: behave.KindMove, Rate: 5}, {Kind: behave.KindHello, Rate: 5}}}, "Targets[1].Kind"},
-		{&behave.ResetReconnect{Every: -1}, "Every"},
-		{&behave.KeyChurn{Messages: -1}, "Messages"},
-		{&behave.HotKey{Rate: -1}, "Rate"},
-		{&behave.HotKey{Persist: behave.Persist{ConnectSpread: 25 * time.Hour}}, "ConnectSpread"},
-		{&behave.Replay{Every: -1}, "Every"},
+		{&Honest{TickRate: 2e6}, "TickRate"},
+		{&Honest{TickJitter: 25 * time.Hour}, "TickJitter"},
+		{&Honest{DoubleClick: 1.5}, "DoubleClick"},
+		{&Honest{DoubleClick: math.NaN()}, "DoubleClick"},
+		{&Honest{DoubleClickGap: -1}, "DoubleClickGap"},
+		{&Honest{MoveSize: -1}, "MoveSize"},
+		{&Laggy{FreezeFor: -1}, "FreezeFor"},
+		{&Laggy{Ladder: Ladder{Factor: 0.5}}, "Ladder.Factor"},
+		{&Laggy{Ladder: Ladder{Jitter: 2}}, "Ladder.Jitter"},
+		{&MassReconnect{Detect: -time.Second}, "Detect"},
+		{&TinyFlood{FramesPerWrite: -1}, "FramesPerWrite"},
+		{&TinyFlood{Kind: KindRaw}, "Kind"},
+		{&ByteFlood{Kind: KindPing}, "Kind"},
+		{&ByteFlood{MaxFrame: 64, Under: 60}, "Under"},
+		{&BadLength{Mode: "sideways"}, "Mode"},
+		{&BadLength{MaxFrame: 10}, "MaxFrame"},
+		{&Malformed{Mode: "x"}, "Mode"},
+		{&Slowloris{BytesPerWrite: -2}, "BytesPerWrite"},
+		{&Replay{Kind: KindMove}, "Kind"},
+		{&Replay{Mode: "twice"}, "Mode"},
+		{&ChannelHop{Margin: 1.5}, "Margin"},
+		{&ChannelHop{Targets: []HopTarget{{Kind: KindMove, Rate: 0}}}, "Targets[0].Rate"},
+		{&ChannelHop{Targets: []HopTarget{{Kind: KindMove, Rate: 5}, {Kind: KindHello, Rate: 5}}}, "Targets[1].Kind"},
+		{&ResetReconnect{Every: -1}, "Every"},
+		{&KeyChurn{Messages: -1}, "Messages"},
+		{&HotKey{Rate: -1}, "Rate"},
+		{&HotKey{Persist: Persist{ConnectSpread: 25 * time.Hour}}, "ConnectSpread"},
+		{&Replay{Every: -1}, "Every"},
 		// A replay reuses an id already answered, which the original sent
 		// at the same instant cannot be: no negative (none) here.
-		{&behave.Replay{ReplayDelay: -1}, "ReplayDelay"},
+		{&Replay{ReplayDelay: -1}, "ReplayDelay"},
 	}
 	for _, c := range cases {
 		err := c.b.Validate()
 		require.Error(t, err, "%s %s", c.b.Name(), c.field)
-		assert.ErrorIs(t, err, behave.ErrParam)
-		var pe *behave.ParamError
+		assert.ErrorIs(t, err, ErrParam)
+		var pe *ParamError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, c.field, pe.Field, "%s", c.b.Name())
 		assert.Equal(t, c.b.Name(), pe.Owner)
 	}
-	_, err := behave.NewBehaviour("nope")
-	assert.ErrorIs(t, err, behave.ErrParam)
+	_, err := NewBehaviour("nope")
+	assert.ErrorIs(t, err, ErrParam)
 }
 
-func count(acts []behave.Action, f func(behave.Action) bool) int {
+func count(acts []Action, f func(Action) bool) int {
 	n := 0
 	for _, a := range acts {
 		if f(a) {
@@ -143,21 +141,21 @@ func count(acts []behave.Action, f func(behave.Action) bool) int {
 	return n
 }
 
-func sends(k behave.Kind) func(behave.Action) bool {
-	return func(a behave.Action) bool { return a.Op == behave.OpSend && a.Kind == k }
+func sends(k Kind) func(Action) bool {
+	return func(a Action) bool { return a.Op == OpSend && a.Kind == k }
 }
 
 func TestHonestPlaysAtItsRates(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 100*time.Second, &behave.Honest{}, 1))[0]
-	require.Equal(t, behave.OpConnect, acts[0].Op)
+	acts := actionsOf(t, planOf(1, 100*time.Second, &Honest{}, 1))[0]
+	require.Equal(t, OpConnect, acts[0].Op)
 	assert.Less(t, acts[0].At, sec)
-	assert.Equal(t, 1, count(acts, func(a behave.Action) bool { return a.Op == behave.OpConnect }))
+	assert.Equal(t, 1, count(acts, func(a Action) bool { return a.Op == OpConnect }))
 	// 20 Hz movement for ~99-100 s, one ping a second.
-	assert.InDelta(t, 1990, count(acts, sends(behave.KindMove)), 20)
-	assert.InDelta(t, 99.5, float64(count(acts, sends(behave.KindPing))), 1.5)
+	assert.InDelta(t, 1990, count(acts, sends(KindMove)), 20)
+	assert.InDelta(t, 99.5, float64(count(acts, sends(KindPing))), 1.5)
 	// Abilities every 2 s on average, some as double clicks: two uses at
 	// most 180ms apart.
-	abil := filter(acts, sends(behave.KindAbility))
+	abil := filter(acts, sends(KindAbility))
 	assert.InDelta(t, 60, len(abil), 25)
 	doubles := 0
 	for i := 1; i < len(abil); i++ {
@@ -167,16 +165,16 @@ func TestHonestPlaysAtItsRates(t *testing.T) {
 	}
 	assert.Positive(t, doubles)
 	assert.Less(t, doubles, len(abil)/2)
-	assert.InDelta(t, 7, count(acts, sends(behave.KindChat)), 6)
-	assert.LessOrEqual(t, count(acts, sends(behave.KindPurchase)), 5)
+	assert.InDelta(t, 7, count(acts, sends(KindChat)), 6)
+	assert.LessOrEqual(t, count(acts, sends(KindPurchase)), 5)
 	// Movement ticks keep the tick period with bounded jitter.
-	move := filter(acts, sends(behave.KindMove))
+	move := filter(acts, sends(KindMove))
 	for i := 1; i < len(move); i++ {
 		gap := move[i].At - move[i-1].At
 		assert.True(t, gap >= 40*ms && gap <= 60*ms, "tick gap %v", time.Duration(gap))
 	}
 	// Turning streams off.
-	quiet := actionsOf(t, planOf(1, 10*time.Second, &behave.Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: -1}, 1))[0]
+	quiet := actionsOf(t, planOf(1, 10*time.Second, &Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: -1}, 1))[0]
 	assert.Len(t, quiet, 1)
 }
 
@@ -185,12 +183,12 @@ func TestHonestPlaysAtItsRates(t *testing.T) {
 func TestNegativeMeansNone(t *testing.T) {
 	// ConnectSpread, TickJitter: connect at the arrival, tick exactly on
 	// the period.
-	p := planOf(1, 10*time.Second, &behave.Honest{ConnectSpread: -1, TickJitter: -1}, 3)
+	p := planOf(1, 10*time.Second, &Honest{ConnectSpread: -1, TickJitter: -1}, 3)
 	for i, acts := range actionsOf(t, p) {
 		c := p.Clients()[i]
-		require.Equal(t, behave.OpConnect, acts[0].Op)
+		require.Equal(t, OpConnect, acts[0].Op)
 		assert.Equal(t, max(c.Arrive, c.Start), acts[0].At, "client %d connects at its arrival", i)
-		move := filter(acts, sends(behave.KindMove))
+		move := filter(acts, sends(KindMove))
 		require.Greater(t, len(move), 150)
 		for j := 1; j < len(move); j++ {
 			require.Equal(t, 50*ms, move[j].At-move[j-1].At, "client %d tick %d", i, j)
@@ -199,7 +197,7 @@ func TestNegativeMeansNone(t *testing.T) {
 	// Every negative spread is none, the most negative too (whose minus
 	// one wraps round).
 	for _, spread := range []time.Duration{-1, math.MinInt64} {
-		hot := planOf(1, 5*time.Second, &behave.HotKey{Persist: behave.Persist{ConnectSpread: spread}}, 2)
+		hot := planOf(1, 5*time.Second, &HotKey{Persist: Persist{ConnectSpread: spread}}, 2)
 		for i, acts := range actionsOf(t, hot) {
 			c := hot.Clients()[i]
 			require.NotEmpty(t, acts, "spread %v, hostile client %d", spread, i)
@@ -210,16 +208,16 @@ func TestNegativeMeansNone(t *testing.T) {
 	// DoubleClick: never. The probability is drawn per use whatever it
 	// is, so a negative value gives exactly the actions of the least
 	// positive one, and not those of the default.
-	never := actionsOf(t, planOf(2, 60*time.Second, &behave.Honest{DoubleClick: -1}, 2))
-	least := actionsOf(t, planOf(2, 60*time.Second, &behave.Honest{DoubleClick: math.SmallestNonzeroFloat64}, 2))
-	dflt := actionsOf(t, planOf(2, 60*time.Second, &behave.Honest{}, 2))
+	never := actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: -1}, 2))
+	least := actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: math.SmallestNonzeroFloat64}, 2))
+	dflt := actionsOf(t, planOf(2, 60*time.Second, &Honest{}, 2))
 	assert.Equal(t, least, never)
 	assert.NotEqual(t, dflt, never)
-	assert.Equal(t, never, actionsOf(t, planOf(2, 60*time.Second, &behave.Honest{DoubleClick: math.Inf(-1)}, 2)), "-Inf is none too")
+	assert.Equal(t, never, actionsOf(t, planOf(2, 60*time.Second, &Honest{DoubleClick: math.Inf(-1)}, 2)), "-Inf is none too")
 
 	// Ladder.Jitter: the delays are exactly Base × Factor^i, capped.
-	l := &behave.Laggy{FreezeEvery: -1, DropEvery: 5 * time.Second,
-		Ladder: behave.Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: -1, Attempts: 5}}
+	l := &Laggy{FreezeEvery: -1, DropEvery: 5 * time.Second,
+		Ladder: Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: -1, Attempts: 5}}
 	acts := actionsOf(t, planOf(3, 60*time.Second, l, 1))[0]
 	ladders := ladderDelays(acts, 5)
 	assert.Greater(t, len(ladders), 3)
@@ -234,19 +232,19 @@ func TestNegativeMeansNone(t *testing.T) {
 // ladder of n retries, the delays from the drop to the first retry and
 // from each retry to the next. Ladders cut by the end of the run or by the
 // next drop are left out.
-func ladderDelays(acts []behave.Action, n int) [][]int64 {
+func ladderDelays(acts []Action, n int) [][]int64 {
 	var out [][]int64
 	for i, a := range acts {
-		if a.Op != behave.OpDisconnect {
+		if a.Op != OpDisconnect {
 			continue
 		}
 		var delays []int64
 		prev := a.At
 		for _, b := range acts[i+1:] {
-			if b.Op == behave.OpDisconnect || len(delays) == n {
+			if b.Op == OpDisconnect || len(delays) == n {
 				break
 			}
-			if b.Op == behave.OpRetry {
+			if b.Op == OpRetry {
 				delays = append(delays, b.At-prev)
 				prev = b.At
 			}
@@ -258,8 +256,8 @@ func ladderDelays(acts []behave.Action, n int) [][]int64 {
 	return out
 }
 
-func filter(acts []behave.Action, f func(behave.Action) bool) []behave.Action {
-	var out []behave.Action
+func filter(acts []Action, f func(Action) bool) []Action {
+	var out []Action
 	for _, a := range acts {
 		if f(a) {
 			out = append(out, a)
@@ -269,19 +267,19 @@ func filter(acts []behave.Action, f func(behave.Action) bool) []behave.Action {
 }
 
 func TestLaggyFreezesFlushesAndClimbsLadders(t *testing.T) {
-	l := &behave.Laggy{FreezeEvery: 3 * time.Second, DropEvery: 10 * time.Second,
-		Ladder: behave.Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: 0.2, Attempts: 5}}
+	l := &Laggy{FreezeEvery: 3 * time.Second, DropEvery: 10 * time.Second,
+		Ladder: Ladder{Base: 100 * time.Millisecond, Factor: 2, Max: time.Second, Jitter: 0.2, Attempts: 5}}
 	acts := actionsOf(t, planOf(3, 120*time.Second, l, 1))[0]
 	// Freezes and flushes alternate, each freeze 0.4-1.2s long.
 	var frozeAt int64 = -1
 	freezes := 0
 	for _, a := range acts {
 		switch a.Op {
-		case behave.OpFreeze:
+		case OpFreeze:
 			require.Equal(t, int64(-1), frozeAt, "freeze inside a freeze")
 			frozeAt = a.At
 			freezes++
-		case behave.OpFlush:
+		case OpFlush:
 			require.NotEqual(t, int64(-1), frozeAt, "flush without a freeze")
 			d := a.At - frozeAt
 			assert.True(t, d >= 400*ms && d <= 1200*ms, "freeze length %v", time.Duration(d))
@@ -298,18 +296,18 @@ func TestLaggyFreezesFlushesAndClimbsLadders(t *testing.T) {
 			assert.InEpsilon(t, want, float64(d), 0.21, "attempt %d", j)
 		}
 	}
-	assert.Greater(t, count(acts, func(a behave.Action) bool { return a.Op == behave.OpDisconnect }), 5)
+	assert.Greater(t, count(acts, func(a Action) bool { return a.Op == OpDisconnect }), 5)
 }
 
 func TestMassReconnectDropsEveryClientAtTheRestart(t *testing.T) {
-	m := &behave.MassReconnect{RestartAt: 5 * time.Second, Detect: 2 * time.Second}
+	m := &MassReconnect{RestartAt: 5 * time.Second, Detect: 2 * time.Second}
 	all := actionsOf(t, planOf(4, 60*time.Second, m, 50))
 	var firstRetry []int64
 	for _, acts := range all {
-		d := filter(acts, func(a behave.Action) bool { return a.Op == behave.OpDisconnect })
+		d := filter(acts, func(a Action) bool { return a.Op == OpDisconnect })
 		require.Len(t, d, 1)
 		assert.Equal(t, 5*sec, d[0].At)
-		r := filter(acts, func(a behave.Action) bool { return a.Op == behave.OpRetry })
+		r := filter(acts, func(a Action) bool { return a.Op == OpRetry })
 		require.Len(t, r, 8)
 		firstRetry = append(firstRetry, r[0].At)
 		assert.GreaterOrEqual(t, r[0].At, 5*sec+125*ms)
@@ -328,15 +326,15 @@ func uniq(xs []int64) map[int64]bool {
 }
 
 func TestFloodsPackFramesAndFillTheCap(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 2*time.Second, &behave.TinyFlood{}, 1))[0]
-	f := filter(acts, sends(behave.KindMove))
+	acts := actionsOf(t, planOf(1, 2*time.Second, &TinyFlood{}, 1))[0]
+	f := filter(acts, sends(KindMove))
 	assert.InDelta(t, 100*1.5, len(f), 60) // 100 writes/s after a connect in the first second
 	for _, a := range f {
 		assert.Equal(t, 64, a.Count)
 		assert.Zero(t, a.Size)
 	}
-	for _, k := range []behave.Kind{behave.KindMove, behave.KindPurchase} {
-		bf := &behave.ByteFlood{MaxFrame: 1000, Under: 3, Kind: k}
+	for _, k := range []Kind{KindMove, KindPurchase} {
+		bf := &ByteFlood{MaxFrame: 1000, Under: 3, Kind: k}
 		acts = actionsOf(t, planOf(1, 2*time.Second, bf, 1))[0]
 		f = filter(acts, sends(k))
 		require.NotEmpty(t, f)
@@ -350,11 +348,11 @@ func TestFloodsPackFramesAndFillTheCap(t *testing.T) {
 
 func TestBadLengthLies(t *testing.T) {
 	for _, mode := range []string{"oversize", "short", "long"} {
-		acts := actionsOf(t, planOf(2, 3*time.Second, &behave.BadLength{Mode: mode, MaxFrame: 512}, 1))[0]
-		raws := filter(acts, func(a behave.Action) bool { return a.Op == behave.OpRaw })
+		acts := actionsOf(t, planOf(2, 3*time.Second, &BadLength{Mode: mode, MaxFrame: 512}, 1))[0]
+		raws := filter(acts, func(a Action) bool { return a.Op == OpRaw })
 		require.NotEmpty(t, raws, mode)
 		// Each attack comes on a fresh connection.
-		assert.GreaterOrEqual(t, count(acts, func(a behave.Action) bool { return a.Op == behave.OpConnect }), len(raws))
+		assert.GreaterOrEqual(t, count(acts, func(a Action) bool { return a.Op == OpConnect }), len(raws))
 		for _, a := range raws {
 			var m wire.Msg
 			n, err := wire.Decode(a.Data, 512, &m)
@@ -378,10 +376,10 @@ func TestBadLengthLies(t *testing.T) {
 }
 
 func TestMalformedFramesNeverDecode(t *testing.T) {
-	acts := actionsOf(t, planOf(5, 5*time.Second, &behave.Malformed{FramesPerWrite: 3}, 2))
+	acts := actionsOf(t, planOf(5, 5*time.Second, &Malformed{FramesPerWrite: 3}, 2))
 	frames := 0
 	for _, c := range acts {
-		for _, a := range filter(c, func(a behave.Action) bool { return a.Op == behave.OpRaw }) {
+		for _, a := range filter(c, func(a Action) bool { return a.Op == OpRaw }) {
 			var d wire.Decoder
 			d.Reset(a.Data)
 			var m wire.Msg
@@ -393,8 +391,8 @@ func TestMalformedFramesNeverDecode(t *testing.T) {
 		}
 	}
 	assert.Greater(t, frames, 300)
-	g := actionsOf(t, planOf(5, 2*time.Second, &behave.Malformed{Mode: "garbage", MaxGarbage: 10}, 1))[0]
-	for _, a := range filter(g, func(a behave.Action) bool { return a.Op == behave.OpRaw }) {
+	g := actionsOf(t, planOf(5, 2*time.Second, &Malformed{Mode: "garbage", MaxGarbage: 10}, 1))[0]
+	for _, a := range filter(g, func(a Action) bool { return a.Op == OpRaw }) {
 		assert.True(t, len(a.Data) >= 1 && len(a.Data) <= 10)
 	}
 }
@@ -403,9 +401,9 @@ func TestMalformedFramesNeverDecode(t *testing.T) {
 // BytesPerWrite bytes a write (see TestDribblePiece and
 // TestSlowlorisRestartsItsFrameOnANewConnection for the writes).
 func TestSlowlorisDribblesAWholeFrame(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 60*time.Second, &behave.Slowloris{BytesPerWrite: 2, Every: 100 * time.Millisecond}, 1))[0]
-	assert.Equal(t, behave.OpDial, acts[0].Op)
-	raw := filter(acts, func(a behave.Action) bool { return a.Op == behave.OpRaw })
+	acts := actionsOf(t, planOf(1, 60*time.Second, &Slowloris{BytesPerWrite: 2, Every: 100 * time.Millisecond}, 1))[0]
+	assert.Equal(t, OpDial, acts[0].Op)
+	raw := filter(acts, func(a Action) bool { return a.Op == OpRaw })
 	assert.Greater(t, len(raw), 500)
 	for _, a := range raw {
 		assert.Equal(t, 2, a.Count)
@@ -418,31 +416,16 @@ func TestSlowlorisDribblesAWholeFrame(t *testing.T) {
 	}
 }
 
-// A dribble writes its frame n bytes at a time to its end, then starts the
-// frame it is offered next; a new connection starts it afresh.
-func TestDribblePiece(t *testing.T) {
-	var cs drive.ClientState
-	var got []string
-	for _, f := range []string{"abcde", "abcde", "abcde", "vwxyz", "vwxyz"} {
-		got = append(got, string(cs.DribblePiece([]byte(f), 2)))
-	}
-	assert.Equal(t, []string{"ab", "cd", "e", "vw", "xy"}, got)
-	cs.DribbleOff = 0 // as connect does
-	assert.Equal(t, "12", string(cs.DribblePiece([]byte("123"), 2)))
-	assert.Equal(t, "3", string(cs.DribblePiece([]byte("zzz"), 5)), "the frame under way, not the one offered")
-	assert.Empty(t, cs.DribblePiece(nil, 2))
-}
-
 func TestReplaySendsDuplicatesAndReplays(t *testing.T) {
-	for mode, reuse := range map[string]behave.Reuse{"duplicate": behave.ReuseLast, "replay": behave.ReuseDone} {
-		acts := actionsOf(t, planOf(1, 3*time.Second, &behave.Replay{Mode: mode, Copies: 2}, 1))[0]
-		s := filter(acts, sends(behave.KindPurchase))
+	for mode, reuse := range map[string]Reuse{"duplicate": ReuseLast, "replay": ReuseDone} {
+		acts := actionsOf(t, planOf(1, 3*time.Second, &Replay{Mode: mode, Copies: 2}, 1))[0]
+		s := filter(acts, sends(KindPurchase))
 		require.NotEmpty(t, s)
 		for i := 0; i+1 < len(s); i += 2 {
-			assert.Equal(t, behave.ReuseNone, s[i].Reuse)
+			assert.Equal(t, ReuseNone, s[i].Reuse)
 			assert.Equal(t, reuse, s[i+1].Reuse)
 			assert.Equal(t, 2, s[i+1].Count)
-			if reuse == behave.ReuseLast {
+			if reuse == ReuseLast {
 				assert.Equal(t, s[i].At, s[i+1].At)
 			} else {
 				assert.Equal(t, s[i].At+100*ms, s[i+1].At)
@@ -452,24 +435,24 @@ func TestReplaySendsDuplicatesAndReplays(t *testing.T) {
 }
 
 func TestChannelHopStaysUnderEveryRate(t *testing.T) {
-	h := &behave.ChannelHop{Margin: 0.9}
+	h := &ChannelHop{Margin: 0.9}
 	acts := actionsOf(t, planOf(1, 30*time.Second, h, 1))[0]
-	for _, tg := range behave.DefaultHopTargets {
+	for _, tg := range DefaultHopTargets {
 		s := filter(acts, sends(tg.Kind))
 		require.NotEmpty(t, s)
 		// Never two sends closer than the rate allows.
 		for i := 1; i < len(s); i++ {
-			assert.GreaterOrEqual(t, s[i].At-s[i-1].At, behave.Period(tg.Rate), "%v", tg.Kind)
+			assert.GreaterOrEqual(t, s[i].At-s[i-1].At, period(tg.Rate), "%v", tg.Kind)
 		}
 		assert.InDelta(t, tg.Rate*0.9*29.5, float64(len(s)), tg.Rate*0.9+1)
 	}
 }
 
 func TestKeyChurnUsesFreshAccounts(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 2*time.Second, &behave.KeyChurn{}, 2))
+	acts := actionsOf(t, planOf(1, 2*time.Second, &KeyChurn{}, 2))
 	seen := map[uint64]bool{}
 	for _, c := range acts {
-		for _, a := range filter(c, func(a behave.Action) bool { return a.Op == behave.OpConnect && a.Account != 0 }) {
+		for _, a := range filter(c, func(a Action) bool { return a.Op == OpConnect && a.Account != 0 }) {
 			assert.False(t, seen[a.Account], "account %x reused", a.Account)
 			assert.NotZero(t, a.Account>>63)
 			seen[a.Account] = true
@@ -479,9 +462,9 @@ func TestKeyChurnUsesFreshAccounts(t *testing.T) {
 }
 
 func TestResetReconnectBurstsAfterEveryConnect(t *testing.T) {
-	acts := actionsOf(t, planOf(1, 5*time.Second, &behave.ResetReconnect{}, 1))[0]
-	connects := count(acts, func(a behave.Action) bool { return a.Op == behave.OpConnect })
-	bursts := filter(acts, sends(behave.KindAbility))
+	acts := actionsOf(t, planOf(1, 5*time.Second, &ResetReconnect{}, 1))[0]
+	connects := count(acts, func(a Action) bool { return a.Op == OpConnect })
+	bursts := filter(acts, sends(KindAbility))
 	assert.Greater(t, connects, 5)
 	assert.Equal(t, connects, len(bursts))
 	for _, b := range bursts {
@@ -490,10 +473,10 @@ func TestResetReconnectBurstsAfterEveryConnect(t *testing.T) {
 }
 
 func TestPlanLayouts(t *testing.T) {
-	p := &behave.Plan{Seed: 9, Duration: time.Minute, Populations: []behave.Population{
-		behave.NATCrowd("nat", 10, 4, behave.Honest{}),
-		behave.HotKeyCrowd("hot", 6, behave.HotKey{}),
-		{Name: "solo", Clients: 3, Behaviour: &behave.Honest{}},
+	p := &Plan{Seed: 9, Duration: time.Minute, Populations: []Population{
+		NATCrowd("nat", 10, 4, Honest{}),
+		HotKeyCrowd("hot", 6, HotKey{}),
+		{Name: "solo", Clients: 3, Behaviour: &Honest{}},
 	}}
 	require.NoError(t, p.Validate())
 	cs := p.Clients()
@@ -502,7 +485,7 @@ func TestPlanLayouts(t *testing.T) {
 	addrs, accts, seeds := map[uint32]int{}, map[uint64]int{}, map[uint64]bool{}
 	for i, c := range cs {
 		assert.Equal(t, i, c.Index)
-		assert.Equal(t, behave.ClientSeed(9, i), c.Seed)
+		assert.Equal(t, ClientSeed(9, i), c.Seed)
 		assert.Equal(t, int64(time.Minute), c.End)
 		addrs[c.Addr]++
 		accts[c.Account]++
@@ -518,26 +501,26 @@ func TestPlanLayouts(t *testing.T) {
 	assert.Equal(t, 6, accts[cs[10].Account])
 	assert.Len(t, accts, 10+1+3)
 
-	w := behave.Split(cs, 4)
+	w := Split(cs, 4)
 	require.Len(t, w, 4)
 	assert.Len(t, w[0], 5)
 	assert.Len(t, w[3], 4)
 	assert.Equal(t, 5, w[1][1].Index)
 
-	bad := []*behave.Plan{
+	bad := []*Plan{
 		{Duration: 0, Populations: p.Populations},
 		{Duration: time.Second},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "", Clients: 1, Behaviour: &behave.Honest{}}}},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "a", Clients: 0, Behaviour: &behave.Honest{}}}},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "a", Clients: 1}}},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "a", Clients: 1, Behaviour: &behave.Honest{}}, {Name: "a", Clients: 1, Behaviour: &behave.Honest{}}}},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "a", Clients: behave.MaxClients + 1, Behaviour: &behave.Honest{}}}},
-		{Duration: time.Second, Populations: []behave.Population{{Name: "a", Clients: 1, Behaviour: &behave.Honest{TickRate: math.NaN()}}}},
+		{Duration: time.Second, Populations: []Population{{Name: "", Clients: 1, Behaviour: &Honest{}}}},
+		{Duration: time.Second, Populations: []Population{{Name: "a", Clients: 0, Behaviour: &Honest{}}}},
+		{Duration: time.Second, Populations: []Population{{Name: "a", Clients: 1}}},
+		{Duration: time.Second, Populations: []Population{{Name: "a", Clients: 1, Behaviour: &Honest{}}, {Name: "a", Clients: 1, Behaviour: &Honest{}}}},
+		{Duration: time.Second, Populations: []Population{{Name: "a", Clients: MaxClients + 1, Behaviour: &Honest{}}}},
+		{Duration: time.Second, Populations: []Population{{Name: "a", Clients: 1, Behaviour: &Honest{TickRate: math.NaN()}}}},
 	}
 	for i, b := range bad {
 		err := b.Validate()
-		assert.ErrorIs(t, err, behave.ErrParam, "plan %d", i)
-		var pe *behave.ParamError
+		assert.ErrorIs(t, err, ErrParam, "plan %d", i)
+		var pe *ParamError
 		assert.True(t, errors.As(err, &pe), "plan %d", i)
 	}
 }
@@ -550,7 +533,7 @@ func TestRandKeepsTheWholeSeed(t *testing.T) {
 	const x, d uint64 = 0x0123_4567_89ab_cdef, 0x5555_aaaa
 	swapped := bits.RotateLeft64(x, 32)
 	for _, pair := range [][2]uint64{{x, x ^ (d | d<<32)}, {x, swapped}} {
-		a, b := behave.NewRand(pair[0]), behave.NewRand(pair[1])
+		a, b := NewRand(pair[0]), NewRand(pair[1])
 		same, sameLow := 0, 0
 		for range 1000 {
 			u, v := a.Uint32(), b.Uint32()
@@ -564,7 +547,7 @@ func TestRandKeepsTheWholeSeed(t *testing.T) {
 		assert.Less(t, same, 2, "seeds %#x and %#x share a sequence", pair[0], pair[1])
 		assert.InDelta(t, 500, sameLow, 100, "seeds %#x and %#x share their lowest bits", pair[0], pair[1])
 	}
-	e := behave.NewRand(0xdead_beef_dead_beef)
+	e := NewRand(0xdead_beef_dead_beef)
 	seen, odd := map[uint32]bool{}, 0
 	for range 1000 {
 		v := e.Uint32()
@@ -577,15 +560,15 @@ func TestRandKeepsTheWholeSeed(t *testing.T) {
 
 func TestRandIsSeededNeverFromTheClock(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 1 << 32, 1<<32 | 1} {
-		a, b := behave.NewRand(seed), behave.NewRand(seed)
+		a, b := NewRand(seed), NewRand(seed)
 		for i := 0; i < 100; i++ {
 			require.Equal(t, a.Uint32(), b.Uint32())
 		}
 	}
-	assert.NotEqual(t, behave.NewRand(behave.ClientSeed(1, 0)).Uint32(), behave.NewRand(behave.ClientSeed(1, 1)).Uint32())
-	assert.NotEqual(t, behave.ClientSeed(1, 0), behave.ClientSeed(2, 0))
-	assert.NotEqual(t, behave.SubSeed(5, 0), behave.SubSeed(5, 1))
-	r := behave.NewRand(42)
+	assert.NotEqual(t, NewRand(ClientSeed(1, 0)).Uint32(), NewRand(ClientSeed(1, 1)).Uint32())
+	assert.NotEqual(t, ClientSeed(1, 0), ClientSeed(2, 0))
+	assert.NotEqual(t, SubSeed(5, 0), SubSeed(5, 1))
+	r := NewRand(42)
 	var sum int64
 	for i := 0; i < 20000; i++ {
 		v := r.Between(-3, 3)
@@ -603,51 +586,51 @@ func TestRandIsSeededNeverFromTheClock(t *testing.T) {
 }
 
 func TestMergeAndTickerKeepOrder(t *testing.T) {
-	r := behave.NewRand(1)
-	tk := behave.NewTicker(r, behave.Action{Op: behave.OpSend, Kind: behave.KindMove}, 0, 10, 100, 1000)
-	assert.Equal(t, int64(4), tk.Jitter, "jitter is capped below half a period")
-	acts := behave.Collect(tk, 1000)
+	r := NewRand(1)
+	tk := newTicker(r, Action{Op: OpSend, Kind: KindMove}, 0, 10, 100, 1000)
+	assert.Equal(t, int64(4), tk.jitter, "jitter is capped below half a period")
+	acts := Collect(tk, 1000)
 	require.Len(t, acts, 100)
 	for i := 1; i < len(acts); i++ {
 		assert.GreaterOrEqual(t, acts[i].At, acts[i-1].At)
 	}
-	m := behave.NewMerge(
-		&behave.List{Acts: []behave.Action{{At: 5, Op: behave.OpFreeze}, {At: 9, Op: behave.OpFlush}}, End: 100},
+	m := newMerge(
+		&List{Acts: []Action{{At: 5, Op: OpFreeze}, {At: 9, Op: OpFlush}}, End: 100},
 		nil,
-		&behave.List{Acts: []behave.Action{{At: 5, Op: behave.OpConnect}, {At: 7, Op: behave.OpDisconnect}, {At: 100, Op: behave.OpRetry}}, End: 100},
+		&List{Acts: []Action{{At: 5, Op: OpConnect}, {At: 7, Op: OpDisconnect}, {At: 100, Op: OpRetry}}, End: 100},
 	)
-	got := behave.Collect(m, 10)
-	ops := make([]behave.Op, len(got))
+	got := Collect(m, 10)
+	ops := make([]Op, len(got))
 	for i, a := range got {
 		ops[i] = a.Op
 	}
-	assert.Equal(t, []behave.Op{behave.OpFreeze, behave.OpConnect, behave.OpDisconnect, behave.OpFlush}, ops, "ties go to the first stream; the end cuts")
+	assert.Equal(t, []Op{OpFreeze, OpConnect, OpDisconnect, OpFlush}, ops, "ties go to the first stream; the end cuts")
 }
 
 // TestMergeManyStreams merges more streams than a merge holds inline, some
 // empty and some ending early, and checks the result against a stable sort
 // of all their actions (ties in the order the streams are listed).
 func TestMergeManyStreams(t *testing.T) {
-	r := behave.NewRand(9)
+	r := NewRand(9)
 	for _, n := range []int{1, 7, 8, 9, 20} {
-		var subs []behave.Stream
-		var all []behave.Action
+		var subs []Stream
+		var all []Action
 		for s := range n {
-			var acts []behave.Action
+			var acts []Action
 			at := int64(0)
 			for range r.Intn(30) {
 				at += r.Between(0, 3) // ties within and across streams
-				acts = append(acts, behave.Action{At: at, Op: behave.OpSend, Size: s})
+				acts = append(acts, Action{At: at, Op: OpSend, Size: s})
 			}
-			subs = append(subs, &behave.List{Acts: acts, End: 40})
+			subs = append(subs, &List{Acts: acts, End: 40})
 			for _, a := range acts {
 				if a.At < 40 {
 					all = append(all, a)
 				}
 			}
 		}
-		slices.SortStableFunc(all, func(a, b behave.Action) int { return cmp.Compare(a.At, b.At) })
-		got := behave.Collect(behave.NewMerge(subs...), 10_000)
+		slices.SortStableFunc(all, func(a, b Action) int { return cmp.Compare(a.At, b.At) })
+		got := Collect(newMerge(subs...), 10_000)
 		if len(all) == 0 {
 			assert.Empty(t, got)
 			continue
@@ -666,11 +649,11 @@ func TestWritesRawMatchesTheActions(t *testing.T) {
 		made := false
 		for _, acts := range actionsOf(t, planOf(3, 20*time.Second, b, 2)) {
 			for _, a := range acts {
-				made = made || a.Op == behave.OpRaw
+				made = made || a.Op == OpRaw
 			}
 		}
-		assert.Equal(t, made, behave.WritesRaw(b), "%s: WritesRaw against its actions", b.Name())
-		if behave.WritesRaw(b) {
+		assert.Equal(t, made, WritesRaw(b), "%s: WritesRaw against its actions", b.Name())
+		if WritesRaw(b) {
 			raw[b.Name()] = true
 		}
 	}
