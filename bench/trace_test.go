@@ -11,6 +11,8 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/sluicedev/sluice/trace"
 )
 
@@ -94,16 +96,16 @@ func BenchmarkTrace(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := loadgen.WriteMatchTrace(w, 200, msgs)
+		d, err := sim.WriteMatchTrace(w, 200, msgs)
 		f.Close()
 		if err != nil {
 			b.Fatal(err)
 		}
-		plan := loadgen.Plan{Seed: 1, Duration: d + time.Second, Populations: []loadgen.Population{
-			{Name: "players", Clients: 1, Behaviour: &loadgen.Trace{File: path}},
+		plan := behave.Plan{Seed: 1, Duration: d + time.Second, Populations: []behave.Population{
+			{Name: "players", Clients: 1, Behaviour: &sim.Trace{File: path}},
 		}}
 		spec := loadgen.RunSpec{Plan: plan, Interval: 5 * time.Second}
-		pol := loadgen.DefaultPolicy()
+		pol := behave.DefaultPolicy()
 		b.ReportAllocs()
 		b.ResetTimer()
 		cpu := serialCPU()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/spf13/cobra"
 )
 
@@ -25,7 +25,7 @@ Exit codes: 0 ok, 2 usage (a NAME that is no behaviour).`,
 		Example: `  sluice behaviours
   sluice behaviours honest laggy`,
 		RunE: func(c *cobra.Command, a []string) error {
-			names := loadgen.BehaviourNames()
+			names := behave.BehaviourNames()
 			for _, n := range a {
 				if !slices.Contains(names, n) {
 					return usageError{fmt.Errorf("no behaviour named %q (have %s)", n, strings.Join(names, ", "))}
@@ -49,7 +49,7 @@ func writeBehaviours(w io.Writer, names []string) error {
 		fmt.Fprintf(w, "%s\n", name)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  param\ttype\tdefault\tmeaning")
-		for _, p := range loadgen.BehaviourParams(name) {
+		for _, p := range behave.BehaviourParams(name) {
 			def := p.Default
 			if def == "" {
 				def = "-"

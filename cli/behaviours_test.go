@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,14 +20,14 @@ func TestBehavioursListsEveryRegisteredBehaviour(t *testing.T) {
 		name, rest, _ := strings.Cut(block, "\n")
 		sections[name] = rest
 	}
-	names := loadgen.BehaviourNames()
+	names := behave.BehaviourNames()
 	require.Len(t, sections, len(names))
 	for _, name := range names {
 		sec, ok := sections[name]
 		if !assert.True(t, ok, "%s is listed", name) {
 			continue
 		}
-		for _, p := range loadgen.BehaviourParams(name) {
+		for _, p := range behave.BehaviourParams(name) {
 			def := p.Default
 			if def == "" {
 				def = "-"

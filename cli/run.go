@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/reports"
 	"github.com/sluicedev/sluice/scenarios"
 	"github.com/spf13/cobra"
@@ -114,14 +114,14 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 }
 
 // parseSegment reads --segment I/N.
-func parseSegment(s string) (loadgen.Segment, error) {
+func parseSegment(s string) (behave.Segment, error) {
 	i, n, ok := strings.Cut(s, "/")
 	a, err1 := strconv.Atoi(i)
 	b, err2 := strconv.Atoi(n)
 	if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
-		return loadgen.Segment{}, usageError{fmt.Errorf("--segment %s: not I/N with 0 ≤ I < N, such as 0/3", s)}
+		return behave.Segment{}, usageError{fmt.Errorf("--segment %s: not I/N with 0 ≤ I < N, such as 0/3", s)}
 	}
-	return loadgen.Segment{Index: a, Of: b}, nil
+	return behave.Segment{Index: a, Of: b}, nil
 }
 
 func runScenario(c *cobra.Command, file string, f runFlags) error {

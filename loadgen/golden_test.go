@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,7 +36,7 @@ func goldenDigest(t testing.TB, r *Result) string {
 	require.Zero(t, r.Recorder.Stats.Overdue, "a sim run fell behind its schedule")
 	b := canonical(t, r)
 	for p := range r.Labels {
-		for k := range NumKinds {
+		for k := range behave.NumKinds {
 			for _, v := range r.Recorder.KindDecisions(p, k) {
 				b = binary.AppendVarint(b, v)
 			}
@@ -53,69 +57,69 @@ func goldenCases(t testing.TB) []struct {
 		run  func(t testing.TB) *Result
 	}
 	spec := func(s RunSpec) func(t testing.TB) *Result {
-		return func(t testing.TB) *Result { return runSim(t, s, DefaultPolicy()) }
+		return func(t testing.TB) *Result { return runSim(t, s, behave.DefaultPolicy()) }
 	}
 	cases := []gc{
 		{"mixed-7-warmup", spec(RunSpec{Plan: mixedPlan(7, 8*time.Second), Warmup: time.Second})},
 		{"mixed-3", spec(RunSpec{Plan: mixedPlan(3, 10*time.Second)})},
 		{"mixed-5-interval", spec(RunSpec{Plan: mixedPlan(5, 6*time.Second), Interval: 250 * time.Millisecond, TickRate: 60})},
-		{"mixed-9-caps", spec(RunSpec{Plan: mixedPlan(9, 6*time.Second), Config: RunConfig{MaxPending: 2, MaxHeld: 200, Timeout: 300 * time.Millisecond}})},
-		{"mixed-4-maxactions", spec(RunSpec{Plan: mixedPlan(4, 6*time.Second), Config: RunConfig{MaxActions: 5000}})},
+		{"mixed-9-caps", spec(RunSpec{Plan: mixedPlan(9, 6*time.Second), Config: drive.RunConfig{MaxPending: 2, MaxHeld: 200, Timeout: 300 * time.Millisecond}})},
+		{"mixed-4-maxactions", spec(RunSpec{Plan: mixedPlan(4, 6*time.Second), Config: drive.RunConfig{MaxActions: 5000}})},
 		{"throughput", spec(RunSpec{Plan: throughputPlan()})},
 		// bench/sim_test.go's simPlan.
-		{"bench-sim", spec(RunSpec{Plan: Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
-			{Name: "honest", Clients: 50, Behaviour: &Honest{}},
-			{Name: "laggy", Clients: 5, Behaviour: &Laggy{}},
-			{Name: "tiny", Clients: 2, Behaviour: &TinyFlood{}, Hostile: true},
-			{Name: "bad", Clients: 2, Behaviour: &BadLength{}, Hostile: true},
+		{"bench-sim", spec(RunSpec{Plan: behave.Plan{Seed: 1, Duration: 10 * time.Second, Populations: []behave.Population{
+			{Name: "honest", Clients: 50, Behaviour: &behave.Honest{}},
+			{Name: "laggy", Clients: 5, Behaviour: &behave.Laggy{}},
+			{Name: "tiny", Clients: 2, Behaviour: &behave.TinyFlood{}, Hostile: true},
+			{Name: "bad", Clients: 2, Behaviour: &behave.BadLength{}, Hostile: true},
 		}}})},
 		{"stalls", func(t testing.TB) *Result {
 			plan := mixedPlan(13, 8*time.Second)
 			clients := plan.Clients()
 			labels := plan.Labels()
-			rec, err := NewRecorder(labels, HistConfig{})
+			rec, err := record.NewRecorder(labels, record.HistConfig{})
 			require.NoError(t, err)
-			ser := newSeries(len(labels), int64(time.Second), int64(plan.Duration))
-			var w *Worker
-			sim, err := NewSim(DefaultPolicy(), SimConfig{
-				Stalls:     []Stall{{At: 2 * time.Second, For: 700 * time.Millisecond}, {At: 2700 * time.Millisecond, For: 300 * time.Millisecond}, {At: 5 * time.Second, For: 40 * time.Second}},
-				OnDecision: func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
+			ser := record.NewSeries(len(labels), int64(time.Second), int64(plan.Duration))
+			var w *drive.Worker
+			simDriver, err := sim.NewSim(behave.DefaultPolicy(), sim.SimConfig{
+				Stalls:     []sim.Stall{{At: 2 * time.Second, For: 700 * time.Millisecond}, {At: 2700 * time.Millisecond, For: 300 * time.Millisecond}, {At: 5 * time.Second, For: 40 * time.Second}},
+				OnDecision: func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
 			}, clients)
 			require.NoError(t, err)
-			w, err = NewWorker(sim, rec, clients, RunConfig{})
+			w, err = drive.NewWorker(simDriver, rec, clients, drive.RunConfig{})
 			require.NoError(t, err)
-			w.setSeries(ser)
+			w.SetSeries(ser)
 			require.NoError(t, w.Run(context.Background()))
-			res := newResult(labels, rec, ser, []*Worker{w}, true, plan.Duration, plan.Duration)
-			res.Frames = sim.Frames()
+			res := newResult(labels, rec, ser, []*drive.Worker{w}, true, plan.Duration, plan.Duration)
+			res.Frames = simDriver.Frames()
 			return res
 		}},
 	}
 	for _, name := range tcpBehaviourNames() {
-		b, err := NewBehaviour(name)
+		b, err := behave.NewBehaviour(name)
 		require.NoError(t, err)
-		plan := Plan{Seed: 11, Duration: 4 * time.Second, Populations: []Population{
-			{Name: "bystander", Clients: 2, Behaviour: &Honest{}},
+		plan := behave.Plan{Seed: 11, Duration: 4 * time.Second, Populations: []behave.Population{
+			{Name: "bystander", Clients: 2, Behaviour: &behave.Honest{}},
 			{Name: name, Clients: 3, Behaviour: b, PerAccount: 3},
 		}}
-		cases = append(cases, gc{"behaviour-" + name, spec(RunSpec{Plan: plan, Config: RunConfig{Timeout: 500 * time.Millisecond}})})
+		cases = append(cases, gc{"behaviour-" + name, spec(RunSpec{Plan: plan, Config: drive.RunConfig{Timeout: 500 * time.Millisecond}})})
 	}
 	// A slowloris long enough for the server's partial-frame timeout (5 s)
 	// to cut its frames, and for it to reconnect and start them afresh.
-	cases = append(cases, gc{"slowloris-reconnects", spec(RunSpec{Plan: Plan{Seed: 17, Duration: 16 * time.Second, Populations: []Population{
-		{Name: "slow", Clients: 3, Behaviour: &Slowloris{}},
-		{Name: "slow-session", Clients: 2, Behaviour: &Slowloris{Session: true}},
+	cases = append(cases, gc{"slowloris-reconnects", spec(RunSpec{Plan: behave.Plan{Seed: 17, Duration: 16 * time.Second, Populations: []behave.Population{
+		{Name: "slow", Clients: 3, Behaviour: &behave.Slowloris{}},
+		{Name: "slow-session", Clients: 2, Behaviour: &behave.Slowloris{Session: true}},
 	}}})})
 	return cases
 }
 
 // throughputPlan is BenchmarkSimThroughput's plan.
-func throughputPlan() Plan {
-	return Plan{Seed: 1, Duration: 10 * time.Second, Populations: []Population{
-		{Name: "honest", Clients: 200, Behaviour: &Honest{}},
-		{Name: "laggy", Clients: 20, Behaviour: &Laggy{}},
-		{Name: "tiny-flood", Clients: 4, Behaviour: &TinyFlood{}},
-		{Name: "byte-flood", Clients: 4, Behaviour: &ByteFlood{}},
+func throughputPlan() behave.Plan {
+	return behave.Plan{Seed: 1, Duration: 10 * time.Second, Populations: []behave.Population{
+		{Name: "honest", Clients: 200, Behaviour: &behave.Honest{}},
+		{Name: "laggy", Clients: 20, Behaviour: &behave.Laggy{}},
+		{Name: "tiny-flood", Clients: 4, Behaviour: &behave.TinyFlood{}},
+		{Name: "byte-flood", Clients: 4, Behaviour: &behave.ByteFlood{}},
 	}}
 }
 

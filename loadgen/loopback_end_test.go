@@ -12,6 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/loopback"
+	"github.com/sluicedev/sluice/loadgen/record"
 )
 
 // A client that keeps writing after the server ended its connection (an
@@ -21,22 +25,22 @@ import (
 // loses them, instead of failing and making the worker drop the connection
 // itself before it read the server's Disconnect.
 func TestLoopbackRecordsTheServersEndDespiteLaterWrites(t *testing.T) {
-	acts := []Action{{At: int64(10 * time.Millisecond), Op: OpConnect}}
+	acts := []behave.Action{{At: int64(10 * time.Millisecond), Op: behave.OpConnect}}
 	at := int64(200 * time.Millisecond)
-	acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF, 2}})
+	acts = append(acts, behave.Action{At: at, Op: behave.OpRaw, Data: []byte{0xFF, 0xFF, 0xFF, 0xFF, 2}})
 	for range 3000 {
-		acts = append(acts, Action{At: at, Op: OpRaw, Data: []byte{0, 0, 0, 6, 2, 0}})
+		acts = append(acts, behave.Action{At: at, Op: behave.OpRaw, Data: []byte{0, 0, 0, 6, 2, 0}})
 	}
-	plan := Plan{Seed: 1, Duration: time.Second, Populations: []Population{{Name: "x", Clients: 1, Behaviour: &scripted{acts: acts}, Hostile: true}}}
-	spec := RunSpec{Plan: plan, Workers: 1, Config: RunConfig{Timeout: 300 * time.Millisecond}}
-	sim, err := RunSim(context.Background(), spec, DefaultPolicy())
+	plan := behave.Plan{Seed: 1, Duration: time.Second, Populations: []behave.Population{{Name: "x", Clients: 1, Behaviour: &scripted{acts: acts}, Hostile: true}}}
+	spec := RunSpec{Plan: plan, Workers: 1, Config: drive.RunConfig{Timeout: 300 * time.Millisecond}}
+	sim, err := RunSim(context.Background(), spec, behave.DefaultPolicy())
 	require.NoError(t, err)
-	loop, err := RunLoopback(context.Background(), spec, DefaultPolicy())
+	loop, err := RunLoopback(context.Background(), spec, behave.DefaultPolicy())
 	require.NoError(t, err)
 	for _, res := range []*Result{sim, loop} {
 		assert.Equal(t, int64(1), res.Disconnected[0])
-		assert.Equal(t, int64(1), res.Recorder.Count(0, KindSession, Outcome(core.Oversize)), "the session ended Oversize")
-		assert.Zero(t, res.Recorder.Count(0, KindRaw, Disconnected), "no write failed")
+		assert.Equal(t, int64(1), res.Recorder.Count(0, behave.KindSession, record.Outcome(core.Oversize)), "the session ended Oversize")
+		assert.Zero(t, res.Recorder.Count(0, behave.KindRaw, record.Disconnected), "no write failed")
 	}
 }
 
@@ -46,18 +50,18 @@ func TestLoopbackRecordsTheServersEndDespiteLaterWrites(t *testing.T) {
 // hash secrets and GOMAXPROCS, which decided which keys a full table
 // refused.
 func TestSimIsDeterministicWhenATableFills(t *testing.T) {
-	p := DefaultPolicy()
+	p := behave.DefaultPolicy()
 	p.Tables.Accounts = new(uint32(300))
 	p.Account = core.Budget{Rate: new(0.5), Burst: new(10.0)}
-	plan := Plan{Seed: 9, Duration: 10 * time.Second, Populations: []Population{
-		{Name: "honest", Clients: 4, Behaviour: &Honest{}},
-		{Name: "churn", Clients: 2, Behaviour: &KeyChurn{Every: 5 * time.Millisecond}, Hostile: true},
+	plan := behave.Plan{Seed: 9, Duration: 10 * time.Second, Populations: []behave.Population{
+		{Name: "honest", Clients: 4, Behaviour: &behave.Honest{}},
+		{Name: "churn", Clients: 2, Behaviour: &behave.KeyChurn{Every: 5 * time.Millisecond}, Hostile: true},
 	}}
 	var first []byte
 	for range 4 {
 		res, err := RunSim(context.Background(), RunSpec{Plan: plan}, p)
 		require.NoError(t, err)
-		require.Positive(t, res.Recorder.Decisions(1)[Outcome(core.TableFull)], "the table filled")
+		require.Positive(t, res.Recorder.Decisions(1)[record.Outcome(core.TableFull)], "the table filled")
 		b, err := res.Canonical()
 		require.NoError(t, err)
 		if first == nil {
@@ -88,10 +92,10 @@ func TestLoopbackWriteTimeoutIsAnError(t *testing.T) {
 	// before it dials does not wait on an Accept forever.
 	defer func() { close(hold); ln.Close(); <-done }()
 	const timeout = 200 * time.Millisecond
-	l, err := NewLoopback(context.Background(), netip.MustParseAddrPort(ln.Addr().String()), NewRealTime(), timeout)
+	l, err := loopback.NewLoopback(context.Background(), netip.MustParseAddrPort(ln.Addr().String()), drive.NewRealTime(), timeout)
 	require.NoError(t, err)
 	defer l.Stop()
-	id := ConnID{1, 1}
+	id := drive.ConnID{Client: 1, Gen: 1}
 	require.NoError(t, l.Dial(id, 1))
 	buf := make([]byte, 1<<20)
 	for range 32 { // far more than the socket buffers of a peer that never reads hold

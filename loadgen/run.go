@@ -15,14 +15,19 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/loopback"
 	"github.com/sluicedev/sluice/loadgen/proto"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/loadgen/server"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/sluicedev/sluice/trace"
 )
 
 // RunSpec is one run: a plan, how to measure it, and its bounds.
 type RunSpec struct {
-	Plan Plan
+	Plan behave.Plan
 	// Warmup is excluded from Result.Recorder (counts, decisions and
 	// histograms: everything recorded before it); Series still cover it.
 	// 0 ≤ Warmup < Plan.Duration.
@@ -32,7 +37,7 @@ type RunSpec struct {
 	Interval time.Duration
 	// Config bounds the workers (reply timeout, action count, pending and
 	// held caps).
-	Config RunConfig
+	Config drive.RunConfig
 	// Workers is the number of worker goroutines of a loopback run,
 	// default GOMAXPROCS (at most one per client). A sim run always has
 	// one worker, for determinism.
@@ -115,12 +120,12 @@ type Result struct {
 	Labels []string
 	// Recorder holds the measured window only (after Warmup). Its Stats
 	// cover the whole run.
-	Recorder *Recorder
+	Recorder *record.Recorder
 	// Series is [population][interval], over the whole run (warm-up
 	// included); replies awaited after the end count in the last point.
 	// A run that did not complete has the points up to Ran only: the
 	// last is the one Ran falls in, and holds what was counted after it.
-	Series [][]Interval
+	Series [][]record.Interval
 	// CutOffs are, per population, for each client the server
 	// disconnected or locked out (in client order), the time from its
 	// first write (its first dial, if it had written nothing) to the first
@@ -163,12 +168,12 @@ type Result struct {
 	Ran time.Duration
 	// Server is the server's own view of a loopback run (see ServerView):
 	// nil for RunSim, a remote server and NoLimits.
-	Server *ServerView
+	Server *record.ServerView
 	// Traces is what each trace replayed (sim; one per copy of each
 	// trace, in the order of the plan's trace populations): its sessions,
 	// frames, the records its recorder had lost, and, for a Partial
 	// replay of a damaged trace, what the damage cost.
-	Traces []TraceStats
+	Traces []sim.TraceStats
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -180,8 +185,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 	if err := s.Plan.Validate(); err != nil {
 		return s, err
 	}
-	cfg := s.Config.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg := s.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return s, err
 	}
 	s.Config = cfg
@@ -195,29 +200,29 @@ func (s RunSpec) normalize() (RunSpec, error) {
 	}
 	switch {
 	case s.Warmup < 0 || s.Warmup >= d:
-		return s, &ParamError{"run", "Warmup", s.Warmup, "must be in [0, Duration)"}
+		return s, &behave.ParamError{Owner: "run", Field: "Warmup", Value: s.Warmup, Reason: "must be in [0, Duration)"}
 	case s.Interval < 0:
-		return s, &ParamError{"run", "Interval", s.Interval, "must be positive"}
-	case (d+s.Interval-1)/s.Interval > MaxIntervals:
-		return s, &ParamError{"run", "Interval", s.Interval, fmt.Sprintf("gives more than %d points over %v: make it at least %v", MaxIntervals, d, (d+MaxIntervals-1)/MaxIntervals)}
+		return s, &behave.ParamError{Owner: "run", Field: "Interval", Value: s.Interval, Reason: "must be positive"}
+	case (d+s.Interval-1)/s.Interval > record.MaxIntervals:
+		return s, &behave.ParamError{Owner: "run", Field: "Interval", Value: s.Interval, Reason: fmt.Sprintf("gives more than %d points over %v: make it at least %v", record.MaxIntervals, d, (d+record.MaxIntervals-1)/record.MaxIntervals)}
 	case s.Workers < 0:
-		return s, &ParamError{"run", "Workers", s.Workers, "must not be negative"}
+		return s, &behave.ParamError{Owner: "run", Field: "Workers", Value: s.Workers, Reason: "must not be negative"}
 	case math.IsNaN(s.TickRate) || s.TickRate <= 0 || s.TickRate > 10000:
-		return s, &ParamError{"run", "TickRate", s.TickRate, "must be in (0, 10000] Hz"}
+		return s, &behave.ParamError{Owner: "run", Field: "TickRate", Value: s.TickRate, Reason: "must be in (0, 10000] Hz"}
 	case s.Remote != nil && (!s.Remote.Addr.IsValid() || s.Remote.Addr.Port() == 0):
-		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be an address with a port"}
+		return s, &behave.ParamError{Owner: "run", Field: "Remote", Value: s.Remote.Addr, Reason: "must be an address with a port"}
 	case s.Remote != nil && !s.Remote.AnyAddress && !s.Remote.Addr.Addr().Unmap().IsLoopback():
-		return s, &ParamError{"run", "Remote", s.Remote.Addr, "must be a loopback address with a port (AnyAddress allows another)"}
+		return s, &behave.ParamError{Owner: "run", Field: "Remote", Value: s.Remote.Addr, Reason: "must be a loopback address with a port (AnyAddress allows another)"}
 	case s.Protocol != nil && s.Protocol.Name() != proto.ReferenceName && s.Remote == nil:
-		return s, &ParamError{"run", "Protocol", s.Protocol.Name(), "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
-	case CheckTransport(s.Transport) != nil:
-		return s, &ParamError{"run", "Transport", s.Transport, CheckTransport(s.Transport).Error()}
+		return s, &behave.ParamError{Owner: "run", Field: "Protocol", Value: s.Protocol.Name(), Reason: "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
+	case drive.CheckTransport(s.Transport) != nil:
+		return s, &behave.ParamError{Owner: "run", Field: "Transport", Value: s.Transport, Reason: drive.CheckTransport(s.Transport).Error()}
 	case checkWSBehaviours(s) != nil:
 		return s, checkWSBehaviours(s)
 	case s.Remote != nil && s.NoLimits:
-		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
+		return s, &behave.ParamError{Owner: "run", Field: "NoLimits", Value: s.NoLimits, Reason: "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
-		return s, &ParamError{"run", "TickRate", s.TickRate, "is the remote server's own setting"}
+		return s, &behave.ParamError{Owner: "run", Field: "TickRate", Value: s.TickRate, Reason: "is the remote server's own setting"}
 	}
 	return s, nil
 }
@@ -240,7 +245,7 @@ func CheckRun(spec RunSpec, p core.Policy) error {
 	if err := server.CheckChannelNames(&p); err != nil {
 		return err
 	}
-	_, err := ChannelsOf(&p)
+	_, err := behave.ChannelsOf(&p)
 	return err
 }
 
@@ -256,36 +261,36 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		return nil, err
 	}
 	if sp.NoLimits {
-		return nil, &ParamError{"run", "NoLimits", true, "is for loopback runs only"}
+		return nil, &behave.ParamError{Owner: "run", Field: "NoLimits", Value: true, Reason: "is for loopback runs only"}
 	}
 	if sp.Remote != nil {
-		return nil, &ParamError{"run", "Remote", sp.Remote.Addr, "is for loopback runs only"}
+		return nil, &behave.ParamError{Owner: "run", Field: "Remote", Value: sp.Remote.Addr, Reason: "is for loopback runs only"}
 	}
 	if err := checkSimBehaviours(sp); err != nil {
 		return nil, err
 	}
-	chans, err := ChannelsOf(&p)
+	chans, err := behave.ChannelsOf(&p)
 	if err != nil {
 		return nil, err
 	}
 	clients := sp.Plan.Clients()
 	labels := sp.Plan.Labels()
-	rec, err := NewRecorder(labels, HistConfig{})
+	rec, err := record.NewRecorder(labels, record.HistConfig{})
 	if err != nil {
 		return nil, err
 	}
-	ser := newSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
-	var w *Worker
-	cfg := SimConfig{
+	ser := record.NewSeries(len(labels), int64(sp.Interval), int64(sp.Plan.Duration))
+	var w *drive.Worker
+	cfg := sim.SimConfig{
 		TickRate:        sp.TickRate,
 		MaxConns:        serverMaxConns(len(clients)),
 		Channels:        &chans,
-		TableSeed:       mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
-		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
-		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
+		TableSeed:       behave.Mix64(sp.Plan.Seed ^ 0x7ab1e5eed),
+		OnDecision:      func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
+		OnClientOutcome: func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Add(at, pop, k, o, 1) },
 		Transport:       sp.Transport,
 	}
-	feeds, err := traceFeeds(&sp.Plan)
+	feeds, err := sim.TraceFeeds(&sp.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -313,22 +318,22 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 			}
 		}
 	}
-	sim, err := NewSim(p, cfg, clients)
+	simDriver, err := sim.NewSim(p, cfg, clients)
 	if err != nil {
 		return nil, err
 	}
-	w, err = NewWorker(sim, rec, clients, sp.Config)
+	w, err = drive.NewWorker(simDriver, rec, clients, sp.Config)
 	if err != nil {
 		return nil, err
 	}
 	w.SetChannels(chans)
-	w.warmup = int64(sp.Warmup)
-	w.setSeries(ser)
-	w.untilEnd = len(feeds) > 0
+	w.Warmup = int64(sp.Warmup)
+	w.SetSeries(ser)
+	w.UntilEnd = len(feeds) > 0
 	total := sp.Plan.Duration
 	if sp.Progress != nil {
 		last := time.Now()
-		w.onLoop = func(now int64) {
+		w.OnLoop = func(now int64) {
 			if time.Since(last) >= 100*time.Millisecond {
 				last = time.Now()
 				sp.Progress(min(time.Duration(now), total), total)
@@ -356,10 +361,10 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	if complete && sp.Progress != nil {
 		sp.Progress(total, total)
 	}
-	res := newResult(labels, rec, ser, []*Worker{w}, complete, time.Duration(sim.Now()), total)
+	res := newResult(labels, rec, ser, []*drive.Worker{w}, complete, time.Duration(simDriver.Now()), total)
 	res.ServerView = true
-	res.Frames = sim.Frames()
-	res.ServerCPU = sim.Busy()
+	res.Frames = simDriver.Frames()
+	res.ServerCPU = simDriver.Busy()
 	traced := map[int]int64{}
 	for _, f := range feeds {
 		st := f.Stats()
@@ -369,7 +374,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		}
 	}
 	for i, pop := range sp.Plan.Populations {
-		if _, ok := pop.Behaviour.(*Trace); ok {
+		if _, ok := pop.Behaviour.(*sim.Trace); ok {
 			// Its clients are the traced sessions, not its placeholder.
 			// None is Active: no client of its dialled, and no client
 			// saw a cut-off (the server's decisions count it).
@@ -404,14 +409,14 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		return nil, err
 	}
 	for _, pop := range sp.Plan.Populations {
-		if _, ok := pop.Behaviour.(*Trace); ok {
-			return nil, &ParamError{"population " + pop.Name, "Behaviour", "trace", "is replayed by the sim driver only"}
+		if _, ok := pop.Behaviour.(*sim.Trace); ok {
+			return nil, &behave.ParamError{Owner: "population " + pop.Name, Field: "Behaviour", Value: "trace", Reason: "is replayed by the sim driver only"}
 		}
 	}
 	if sp.Record != nil {
-		return nil, &ParamError{"run", "Record", "a trace", "is recorded by the sim driver only (sluice serve --record records a server)"}
+		return nil, &behave.ParamError{Owner: "run", Field: "Record", Value: "a trace", Reason: "is recorded by the sim driver only (sluice serve --record records a server)"}
 	}
-	chans, err := ChannelsOf(&p)
+	chans, err := behave.ChannelsOf(&p)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +425,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	var (
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
-		view  *viewReads // the in-process server's gate, read for Result.Server
+		view  *record.ViewReads // the in-process server's gate, read for Result.Server
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -438,7 +443,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if !sp.NoLimits {
 			var remove func()
-			view, remove = newViewReads(srv.Gate(), &p, labels)
+			view, remove = record.NewViewReads(srv.Gate(), &p, labels)
 			defer remove()
 		}
 		if err := srv.Start(); err != nil {
@@ -446,7 +451,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		defer srv.Close()
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
-		if sp.Transport == TransportWS {
+		if sp.Transport == drive.TransportWS {
 			addr = srv.WSAddr()
 		}
 	}
@@ -455,34 +460,34 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	if nw == 0 {
 		nw = runtime.GOMAXPROCS(0)
 	}
-	parts := Split(clients, min(nw, len(clients)))
+	parts := behave.Split(clients, min(nw, len(clients)))
 	total := sp.Plan.Duration
 	rctx, cancel := context.WithTimeout(ctx, total+sp.Config.Timeout+hardSlack)
 	defer cancel()
-	ser := newSeries(len(labels), int64(sp.Interval), int64(total))
-	rt := NewRealTime()
-	workers := make([]*Worker, len(parts))
-	drivers := make([]*Loopback, len(parts))
-	recs := make([]*Recorder, len(parts))
+	ser := record.NewSeries(len(labels), int64(sp.Interval), int64(total))
+	rt := drive.NewRealTime()
+	workers := make([]*drive.Worker, len(parts))
+	drivers := make([]*loopback.Loopback, len(parts))
+	recs := make([]*record.Recorder, len(parts))
 	for i, part := range parts {
-		if recs[i], err = NewRecorder(labels, HistConfig{}); err != nil {
+		if recs[i], err = record.NewRecorder(labels, record.HistConfig{}); err != nil {
 			return nil, err
 		}
-		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
+		if drivers[i], err = loopback.NewSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
-		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
-			drivers[i].wsRaw = wsDialModes(part)
+		if drivers[i].WS = sp.Transport == drive.TransportWS; drivers[i].WS {
+			drivers[i].WSRaw = loopback.WSDialModes(part)
 		}
-		if workers[i], err = NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
+		if workers[i], err = drive.NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {
 			return nil, err
 		}
 		w := workers[i]
 		w.SetChannels(chans)
 		w.SetProtocol(sp.protocol())
-		w.warmup = int64(sp.Warmup)
-		w.clientView = stats == nil
-		w.setSeries(ser)
+		w.Warmup = int64(sp.Warmup)
+		w.ClientView = stats == nil
+		w.SetSeries(ser)
 	}
 
 	mon := newMonitor(rctx, cancel, stats, max(sp.Config.Timeout, time.Second), labels, channelKinds(&p, chans), ser, int64(sp.Warmup))
@@ -491,9 +496,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		return nil, fmt.Errorf("loadgen: reading the server's counters: %w", mon.err)
 	}
 	// Time 0 is now, once every worker is ready.
-	rt.start = time.Now()
+	rt.Start = time.Now()
 	for _, d := range drivers {
-		d.rt.start = rt.start
+		d.Rt.Start = rt.Start
 	}
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
@@ -524,7 +529,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			complete = false
 		}
 	}
-	rec, err := MergeAll(recs...)
+	rec, err := record.MergeAll(recs...)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +551,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res.Frames = int64(st.Frames - mon.base.Frames)
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	if view != nil {
-		res.Server = view.view(st, complete)
+		res.Server = view.View(st, complete)
 	}
 	return res, nil
 }
@@ -562,20 +567,20 @@ type monitor struct {
 	err         error         // the first error of stats; the snapshots after it are empty
 	base        server.Stats  // the counters before the run
 	labels      []string
-	kinds       map[string]Kind // channel row name -> kind (absent: KindRaw)
-	ser         *series
+	kinds       map[string]behave.Kind // channel row name -> kind (absent: KindRaw)
+	ser         *record.Series
 	warmup      int64
 	prev        []kindCounts // per population, at the last read
 	warm        []kindCounts // at the end of the warm-up
 	next        int          // the interval whose end is the next read
 	warmed      bool
-	view        *viewReads // if set, given the reads that start the run and the window
+	view        *record.ViewReads // if set, given the reads that start the run and the window
 }
 
 // kindCounts are one population's server decisions by kind and outcome.
-type kindCounts [NumKinds][NumOutcomes]int64
+type kindCounts [behave.NumKinds][record.NumOutcomes]int64
 
-func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), statsTimeout time.Duration, labels []string, kinds map[string]Kind, ser *series, warmup int64) *monitor {
+func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(context.Context) (server.Stats, error), statsTimeout time.Duration, labels []string, kinds map[string]behave.Kind, ser *record.Series, warmup int64) *monitor {
 	return &monitor{ctx: ctx, cancel: cancel, stats: stats, readTimeout: statsTimeout, labels: labels, kinds: kinds, ser: ser, warmup: warmup,
 		prev: make([]kindCounts, len(labels)), warm: make([]kindCounts, len(labels)), warmed: warmup == 0}
 }
@@ -583,11 +588,11 @@ func newMonitor(ctx context.Context, cancel context.CancelFunc, stats func(conte
 // channelKinds maps the server's channel rows to kinds: the channels
 // ChannelsOf names (chans), hellos and pings; every other row (another
 // policy channel, unknown) is KindRaw, as in the sim.
-func channelKinds(p *core.Policy, chans Channels) map[string]Kind {
-	m := map[string]Kind{server.ChannelHello: KindHello, server.ChannelPing: KindPing}
+func channelKinds(p *core.Policy, chans behave.Channels) map[string]behave.Kind {
+	m := map[string]behave.Kind{server.ChannelHello: behave.KindHello, server.ChannelPing: behave.KindPing}
 	for k, i := range chans {
 		if i >= 0 && i < len(p.Channels) {
-			m[p.Channels[i].Name] = Kind(k)
+			m[p.Channels[i].Name] = behave.Kind(k)
 		}
 	}
 	return m
@@ -595,16 +600,16 @@ func channelKinds(p *core.Policy, chans Channels) map[string]Kind {
 
 // kindDecisionsOf converts one population's server counters into outcomes
 // by kind.
-func kindDecisionsOf(ps server.PopulationStats, kinds map[string]Kind) (out kindCounts) {
+func kindDecisionsOf(ps server.PopulationStats, kinds map[string]behave.Kind) (out kindCounts) {
 	for name, cs := range ps.Channels {
 		k, ok := kinds[name]
 		if !ok {
-			k = KindRaw
+			k = behave.KindRaw
 		}
-		out[k][Accepted] += int64(cs.Accepted)
+		out[k][record.Accepted] += int64(cs.Accepted)
 		for _, m := range []map[string]uint64{cs.Dropped, cs.Rejected} {
 			for name, n := range m {
-				if r, err := core.ParseReason(name); err == nil && r != core.None && int(r) < ServerReasons {
+				if r, err := core.ParseReason(name); err == nil && r != core.None && int(r) < record.ServerReasons {
 					out[k][r] += int64(n)
 				}
 			}
@@ -622,14 +627,14 @@ func (m *monitor) read(k int) server.Stats {
 	}
 	for pop, label := range m.labels {
 		cur := kindDecisionsOf(st.Populations[label], m.kinds)
-		var d Interval
+		var d record.Interval
 		for kind := range cur {
 			for o := range cur[kind] {
 				d.Outcomes[o] += cur[kind][o] - m.prev[pop][kind][o]
 			}
 		}
-		d.Accepted = d.Outcomes[Accepted]
-		m.ser.add(pop, k, &d, nil)
+		d.Accepted = d.Outcomes[record.Accepted]
+		m.ser.Add(pop, k, &d, nil)
 		m.prev[pop] = cur
 	}
 	return st
@@ -661,25 +666,25 @@ func (m *monitor) begin() {
 	for pop, label := range m.labels {
 		m.prev[pop] = kindDecisionsOf(m.base.Populations[label], m.kinds)
 	}
-	m.view.atBase(m.base)
+	m.view.AtBase(m.base)
 	if m.warmed { // no warm-up: the measured window starts now
 		copy(m.warm, m.prev)
-		m.view.atWarm(m.base)
+		m.view.AtWarm(m.base)
 	}
 }
 
 // run reads the server's counters at each interval's end and at the end
 // of the warm-up, and calls progress about every 100ms, until done.
-func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, progress func(done, total time.Duration)) {
+func (m *monitor) run(rt *drive.RealTime, done <-chan struct{}, total time.Duration, progress func(done, total time.Duration)) {
 	const every = int64(100 * time.Millisecond)
-	n := len(m.ser.pts[0])
+	n := len(m.ser.Pts[0])
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	nextProgress := every
 	for {
 		next := nextProgress
 		if m.next < n-1 {
-			next = min(next, int64(m.next+1)*m.ser.width)
+			next = min(next, int64(m.next+1)*m.ser.Width)
 		}
 		if !m.warmed {
 			next = min(next, m.warmup)
@@ -691,13 +696,13 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 		case <-timer.C:
 		}
 		now := rt.Now()
-		for m.next < n-1 && now >= int64(m.next+1)*m.ser.width {
+		for m.next < n-1 && now >= int64(m.next+1)*m.ser.Width {
 			m.read(m.next)
 			m.next++
 		}
 		if !m.warmed && now >= m.warmup {
 			m.warmed = true
-			m.view.atWarm(m.read(m.ser.index(now)))
+			m.view.AtWarm(m.read(m.ser.Index(now)))
 			copy(m.warm, m.prev)
 		}
 		if now >= nextProgress {
@@ -711,17 +716,17 @@ func (m *monitor) run(rt *RealTime, done <-chan struct{}, total time.Duration, p
 
 // finish takes the last snapshot, adds the measured window's decisions to
 // rec by kind, and returns the snapshot.
-func (m *monitor) finish(now int64, rec *Recorder) server.Stats {
-	st := m.read(m.ser.index(now))
+func (m *monitor) finish(now int64, rec *record.Recorder) server.Stats {
+	st := m.read(m.ser.Index(now))
 	if !m.warmed { // stopped before the end of the warm-up: nothing measured
 		copy(m.warm, m.prev)
-		m.view.atWarm(st)
+		m.view.AtWarm(st)
 	}
 	for pop := range m.labels {
-		for k := range NumKinds {
-			for o := range ServerReasons {
+		for k := range behave.NumKinds {
+			for o := range record.ServerReasons {
 				if n := m.prev[pop][k][o] - m.warm[pop][k][o]; n != 0 {
-					rec.AddDecision(pop, k, Outcome(o), n)
+					rec.AddDecision(pop, k, record.Outcome(o), n)
 				}
 			}
 		}
@@ -746,18 +751,18 @@ type cutOff struct {
 
 // newResult gathers the workers' results of a run of the plan Duration
 // total that stopped at ran on its clock (complete: at the end).
-func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, complete bool, ran, total time.Duration) *Result {
+func newResult(labels []string, rec *record.Recorder, ser *record.Series, workers []*drive.Worker, complete bool, ran, total time.Duration) *Result {
 	n := len(labels)
 	if complete {
 		ran = total
 	} else {
-		ser.truncate(int64(min(ran, total)))
+		ser.Truncate(int64(min(ran, total)))
 	}
 	res := &Result{
 		Ran:          min(ran, total),
 		Labels:       slices.Clone(labels),
 		Recorder:     rec,
-		Series:       ser.pts,
+		Series:       ser.Pts,
 		CutOffs:      make([][]time.Duration, n),
 		Clients:      make([]int, n),
 		Active:       make([]int, n),
@@ -767,25 +772,25 @@ func newResult(labels []string, rec *Recorder, ser *series, workers []*Worker, c
 	}
 	cuts := make([][]cutOff, n)
 	for _, w := range workers {
-		for i := range w.clients {
-			cs := &w.clients[i]
-			pop := cs.c.Population
+		for i := range w.Clients {
+			cs := &w.Clients[i]
+			pop := cs.C.Population
 			res.Clients[pop]++
-			if cs.firstDial >= 0 {
+			if cs.FirstDial >= 0 {
 				res.Active[pop]++
 			}
-			if cs.disconnected {
+			if cs.Disconnected {
 				res.Disconnected[pop]++
 			}
-			if cs.locked {
+			if cs.Locked {
 				res.LockedOut[pop]++
 			}
-			if cs.cut >= 0 {
-				from := cs.firstDial
-				if cs.firstSend >= 0 && cs.firstSend <= cs.cut {
-					from = cs.firstSend
+			if cs.Cut >= 0 {
+				from := cs.FirstDial
+				if cs.FirstSend >= 0 && cs.FirstSend <= cs.Cut {
+					from = cs.FirstSend
 				}
-				cuts[pop] = append(cuts[pop], cutOff{cs.c.Index, time.Duration(cs.cut - max(from, 0))})
+				cuts[pop] = append(cuts[pop], cutOff{cs.C.Index, time.Duration(cs.Cut - max(from, 0))})
 			}
 		}
 	}
@@ -839,9 +844,9 @@ func (r *Result) Canonical() ([]byte, error) {
 	}
 	// A series point's packed histogram is encoded as the dense one of
 	// its counts (the same bytes as when the series kept dense ones).
-	dense := NewSeriesHistogram()
+	dense := record.NewSeriesHistogram()
 	var lost int64 // response times a series point could not hold
-	point := func(pt *Interval) {
+	point := func(pt *record.Interval) {
 		lost += pt.ResponseInto(dense)
 		if pt.Response == nil {
 			hist(nil)
@@ -854,34 +859,34 @@ func (r *Result) Canonical() ([]byte, error) {
 		str(l)
 	}
 	rec := r.Recorder
-	rec.flush() // runs of equal values the recorder still holds
-	for _, l := range rec.labels {
+	rec.Flush() // runs of equal values the recorder still holds
+	for _, l := range rec.Labels() {
 		str(l)
 	}
-	num(rec.cfg.Lowest)
-	num(rec.cfg.Highest)
-	num(int64(rec.cfg.Digits))
+	num(rec.Cfg.Lowest)
+	num(rec.Cfg.Highest)
+	num(int64(rec.Cfg.Digits))
 	st := rec.Stats
 	// Not Overdue: virtual time never falls behind its schedule, so in
 	// the sim it is always 0 (TestSimGolden holds it).
 	for _, v := range []int64{st.Actions, st.Skipped, st.Events, st.Unmatched, st.Stopped} {
 		num(v)
 	}
-	for i := range rec.pops {
-		p := &rec.pops[i]
-		for _, v := range p.decisions() {
+	for i := range rec.Pops {
+		p := &rec.Pops[i]
+		for _, v := range p.Decisions() {
 			num(v)
 		}
-		for k := range NumKinds {
-			num(p.bytes[k])
-			num(p.written[k])
-			for _, v := range p.outcomes[k] {
+		for k := range behave.NumKinds {
+			num(p.Bytes[k])
+			num(p.Written[k])
+			for _, v := range p.Outcomes[k] {
 				num(v)
 			}
-			for m := range NumMetrics {
-				num(p.clamped[k][m])
-				num(p.dropped[k][m])
-				hist(p.hist[k][m])
+			for m := range record.NumMetrics {
+				num(p.Clamped[k][m])
+				num(p.Dropped[k][m])
+				hist(p.Hist[k][m])
 			}
 		}
 	}

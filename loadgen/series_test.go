@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,24 +19,24 @@ import (
 // microsecond-wide first bucket (511 ns), and a sub-microsecond value is
 // reported to the series' two significant digits, not as 1023 ns.
 func TestSeriesResolveSubMicrosecond(t *testing.T) {
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	w, err := NewWorker(&lateDriver{}, rec, nil, RunConfig{})
+	w, err := drive.NewWorker(&lateDriver{}, rec, nil, drive.RunConfig{})
 	require.NoError(t, err)
 	sec := int64(time.Second)
-	w.setSeries(newSeries(1, sec, 3*sec))
+	w.SetSeries(record.NewSeries(1, sec, 3*sec))
 
 	for range 10 {
-		w.record(0, 0, KindPing, Response, 0)
+		w.Record(0, 0, behave.KindPing, record.Response, 0)
 	}
 	for range 10 {
-		w.record(sec, 0, KindPing, Response, 700)
+		w.Record(sec, 0, behave.KindPing, record.Response, 700)
 	}
 	for _, v := range []int64{0, 100, 100, 255} {
-		w.record(2*sec, 0, KindPing, Response, v)
+		w.Record(2*sec, 0, behave.KindPing, record.Response, v)
 	}
-	w.flushSeries()
-	pts := w.series.pts[0]
+	w.FlushSeries()
+	pts := w.Series.Pts[0]
 
 	zero := denseResponse(t, pts[0])
 	assert.EqualValues(t, 10, zero.TotalCount())
@@ -57,10 +60,10 @@ func TestSeriesResolveSubMicrosecond(t *testing.T) {
 
 // denseResponse returns pt's response times as the dense histogram the
 // reports take their percentiles and encoding from.
-func denseResponse(t *testing.T, pt Interval) *hdrhistogram.Histogram {
+func denseResponse(t *testing.T, pt record.Interval) *hdrhistogram.Histogram {
 	t.Helper()
 	require.NotNil(t, pt.Response)
-	h := NewSeriesHistogram()
+	h := record.NewSeriesHistogram()
 	require.Zero(t, pt.ResponseInto(h), "lost")
 	return h
 }
@@ -93,12 +96,12 @@ func TestSeriesHeapPerPoint(t *testing.T) {
 		n     = int(d / width)
 		bound = 2048 // bytes per point, its Interval (counts) included
 	)
-	plan := Plan{Seed: 3, Duration: d, Populations: []Population{{
+	plan := behave.Plan{Seed: 3, Duration: d, Populations: []behave.Population{{
 		Name: "pinger", Clients: 200,
-		Behaviour: &Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: 250 * time.Millisecond},
+		Behaviour: &behave.Honest{TickRate: -1, AbilityEvery: -1, ChatEvery: -1, PurchaseEvery: -1, PingEvery: 250 * time.Millisecond},
 	}}}
 	run := func(iv time.Duration) func() *Result {
-		return func() *Result { return runSim(t, RunSpec{Plan: plan, Interval: iv}, DefaultPolicy()) }
+		return func() *Result { return runSim(t, RunSpec{Plan: plan, Interval: iv}, behave.DefaultPolicy()) }
 	}
 	one, heapOne := retainedBy(t, run(d))
 	many, heapMany := retainedBy(t, run(width))
@@ -125,38 +128,38 @@ func TestSeriesHeapPerPoint(t *testing.T) {
 // its own, reset and reused from one interval to the next, not handed to
 // the series.
 func TestSeriesRecordDoesNotAllocate(t *testing.T) {
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	w, err := NewWorker(&lateDriver{}, rec, nil, RunConfig{})
+	w, err := drive.NewWorker(&lateDriver{}, rec, nil, drive.RunConfig{})
 	require.NoError(t, err)
 	ms := int64(time.Millisecond)
-	w.setSeries(newSeries(1, ms, 1000*ms))
-	w.record(0, 0, KindPing, Response, 1234)
-	h := w.resp[0]
+	w.SetSeries(record.NewSeries(1, ms, 1000*ms))
+	w.Record(0, 0, behave.KindPing, record.Response, 1234)
+	h := w.Resp[0]
 	require.NotNil(t, h)
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { w.record(0, 0, KindPing, Response, 5678) }))
-	w.record(5*ms, 0, KindPing, Response, 1234) // the next interval
-	assert.Same(t, h, w.resp[0], "the worker keeps its histogram")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { w.Record(0, 0, behave.KindPing, record.Response, 5678) }))
+	w.Record(5*ms, 0, behave.KindPing, record.Response, 1234) // the next interval
+	assert.Same(t, h, w.Resp[0], "the worker keeps its histogram")
 	assert.EqualValues(t, 1, h.TotalCount(), "reset when handed on")
-	assert.EqualValues(t, 1002, w.series.pts[0][0].Response.TotalCount())
+	assert.EqualValues(t, 1002, w.Series.Pts[0][0].Response.TotalCount())
 }
 
 // Workers adding to the same point (a loopback run's) leave it what one
 // dense histogram of all their values would hold.
 func TestSeriesAddMergesWorkers(t *testing.T) {
-	s := newSeries(1, int64(time.Second), int64(time.Second))
-	all := NewSeriesHistogram()
+	s := record.NewSeries(1, int64(time.Second), int64(time.Second))
+	all := record.NewSeriesHistogram()
 	for wk := range 3 {
-		h := NewSeriesHistogram()
+		h := record.NewSeriesHistogram()
 		for i := range 200 {
-			v := int64(wk*1000+i*i*37) % SeriesHist.Highest
+			v := int64(wk*1000+i*i*37) % record.SeriesHist.Highest
 			require.NoError(t, h.RecordValue(v))
 			require.NoError(t, all.RecordValue(v))
 		}
-		s.add(0, 0, &Interval{Sent: 1}, h)
-		s.add(0, 0, &Interval{Sent: 1}, nil) // counts only, as the monitor adds
+		s.Add(0, 0, &record.Interval{Sent: 1}, h)
+		s.Add(0, 0, &record.Interval{Sent: 1}, nil) // counts only, as the monitor adds
 	}
-	pt := s.pts[0][0]
+	pt := s.Pts[0][0]
 	assert.EqualValues(t, 6, pt.Sent)
 	got := denseResponse(t, pt)
 	assert.Equal(t, all.Export(), got.Export())
@@ -166,18 +169,18 @@ func TestSeriesAddMergesWorkers(t *testing.T) {
 // A response time a series point cannot hold is counted in its Dropped,
 // not lost without a trace, and Canonical refuses a result that lost any.
 func TestSeriesAddCountsWhatThePointCannotHold(t *testing.T) {
-	s := newSeries(1, int64(time.Second), int64(time.Second))
-	wide := hdrhistogram.New(1, 2*int64(time.Hour), SeriesHist.Digits)
+	s := record.NewSeries(1, int64(time.Second), int64(time.Second))
+	wide := hdrhistogram.New(1, 2*int64(time.Hour), record.SeriesHist.Digits)
 	require.NoError(t, wide.RecordValue(int64(time.Millisecond)))
 	require.NoError(t, wide.RecordValue(int64(time.Hour))) // beyond SeriesHist.Highest
-	s.add(0, 0, &Interval{}, wide)
-	pt := s.pts[0][0]
+	s.Add(0, 0, &record.Interval{}, wide)
+	pt := s.Pts[0][0]
 	assert.Equal(t, int64(1), pt.Response.TotalCount())
 	assert.Equal(t, int64(1), pt.Dropped)
 
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	r := &Result{Labels: []string{"p"}, Recorder: rec, Series: s.pts}
+	r := &Result{Labels: []string{"p"}, Recorder: rec, Series: s.Pts}
 	_, err = r.Canonical()
 	require.ErrorContains(t, err, "lost 1 response times")
 }
@@ -187,15 +190,15 @@ func TestSeriesAddCountsWhatThePointCannotHold(t *testing.T) {
 // last kept point: counts and response times alike, none lost.
 func TestSeriesTruncateKeepsEveryCount(t *testing.T) {
 	sec := int64(time.Second)
-	s := newSeries(1, sec, 3*sec)
+	s := record.NewSeries(1, sec, 3*sec)
 	for k := range 3 {
-		h := NewSeriesHistogram()
+		h := record.NewSeriesHistogram()
 		require.NoError(t, h.RecordValue(int64(k+1)*int64(time.Millisecond)))
-		s.add(0, k, &Interval{Sent: int64(10 * (k + 1)), Accepted: int64(k + 1)}, h)
+		s.Add(0, k, &record.Interval{Sent: int64(10 * (k + 1)), Accepted: int64(k + 1)}, h)
 	}
-	s.truncate(sec + sec/2) // stopped 1.5s into 3s: points 0 and 1 stay
-	require.Len(t, s.pts[0], 2)
-	last := s.pts[0][1]
+	s.Truncate(sec + sec/2) // stopped 1.5s into 3s: points 0 and 1 stay
+	require.Len(t, s.Pts[0], 2)
+	last := s.Pts[0][1]
 	assert.EqualValues(t, 20+30, last.Sent)
 	assert.EqualValues(t, 2+3, last.Accepted)
 	resp := denseResponse(t, last)

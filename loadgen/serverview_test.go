@@ -11,11 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/loadgen/server"
 )
 
 // viewRows renders a check's rows for a failure message.
-func viewRows(ck ViewCheck) string {
+func viewRows(ck record.ViewCheck) string {
 	var b strings.Builder
 	for _, r := range ck.Rows {
 		fmt.Fprintf(&b, "%-22s %-22s %-24s gate %6d pops %6d before %4d compared %v\n", r.Gate, r.Server, r.Reason, r.GateCount, r.Populations, r.BeforeHello, r.Compared)
@@ -28,14 +31,14 @@ func viewRows(ck ViewCheck) string {
 // comparable count, and the window's gate counts are those of the gate
 // between the warm-up's read and the end.
 func TestServerViewAgreesForEveryBehaviour(t *testing.T) {
-	var pops []Population
+	var pops []behave.Population
 	for _, name := range tcpBehaviourNames() {
-		b, err := NewBehaviour(name)
+		b, err := behave.NewBehaviour(name)
 		require.NoError(t, err)
-		pops = append(pops, Population{Name: name, Clients: 2, Behaviour: b, PerAccount: 2})
+		pops = append(pops, behave.Population{Name: name, Clients: 2, Behaviour: b, PerAccount: 2})
 	}
-	plan := Plan{Seed: 5, Duration: 2 * time.Second, Populations: pops}
-	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Warmup: 500 * time.Millisecond, Config: RunConfig{Timeout: 300 * time.Millisecond}}, DefaultPolicy())
+	plan := behave.Plan{Seed: 5, Duration: 2 * time.Second, Populations: pops}
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Warmup: 500 * time.Millisecond, Config: drive.RunConfig{Timeout: 300 * time.Millisecond}}, behave.DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, res.Complete)
 	sv := res.Server
@@ -81,9 +84,9 @@ func TestServerViewAgreesForEveryBehaviour(t *testing.T) {
 // the gate did not decide (or the other way round) shows as a disagreeing
 // row, in whichever comparable row it falls.
 func TestServerViewShowsADisagreement(t *testing.T) {
-	plan := Plan{Seed: 6, Duration: time.Second, Populations: []Population{{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 50 * time.Millisecond}}}}
-	p := DefaultPolicy()
-	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Config: RunConfig{Timeout: 300 * time.Millisecond}}, p)
+	plan := behave.Plan{Seed: 6, Duration: time.Second, Populations: []behave.Population{{Name: "honest", Clients: 4, Behaviour: &behave.Honest{ConnectSpread: 50 * time.Millisecond}}}}
+	p := behave.DefaultPolicy()
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Config: drive.RunConfig{Timeout: 300 * time.Millisecond}}, p)
 	require.NoError(t, err)
 	require.True(t, res.Server.Check.Made, res.Server.Check.Why)
 	require.True(t, res.Server.Check.Agree, viewRows(res.Server.Check))
@@ -98,8 +101,8 @@ func TestServerViewShowsADisagreement(t *testing.T) {
 	}
 	end.Gate.Kinds[0].Counts[core.None] = 10
 	end.Gate.Kinds[0].Counts[core.ChannelLimit] = 2
-	v := &viewReads{policy: &p, labels: []string{"honest"}, base: base}
-	ck := v.check(end, true)
+	v := &record.ViewReads{Policy: &p, Labels: []string{"honest"}, Base: base}
+	ck := v.Check(end, true)
 	require.True(t, ck.Made)
 	assert.True(t, ck.Agree, viewRows(ck))
 	for _, off := range []func(){
@@ -108,27 +111,27 @@ func TestServerViewShowsADisagreement(t *testing.T) {
 	} {
 		saved := end.Gate.Kinds[0].Counts
 		off()
-		ck := v.check(end, true)
+		ck := v.Check(end, true)
 		assert.False(t, ck.Agree, viewRows(ck))
 		end.Gate.Kinds[0].Counts = saved
 	}
 	// A ByteLimit the server counts per frame is shown, not compared.
 	end.Populations["honest"].Channels["move"].Dropped["ByteLimit"] = 5
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// QueueFull of the server's own is a message the gate accepted.
 	end.Populations["honest"].Channels["move"].Dropped["QueueFull"] = 1
 	end.Gate.Kinds[0].Counts[core.None]++
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// Frames before a Hello are the gate's too.
 	end.Populations[server.PopulationNone] = server.PopulationStats{Channels: map[string]server.ChannelStats{"(unknown)": {Dropped: map[string]uint64{"Malformed": 3}}}}
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.False(t, ck.Agree, viewRows(ck))
 	end.Gate.Kinds = append(end.Gate.Kinds, core.KindStats{Name: "(unknown)"})
 	end.Gate.Kinds[1].Counts[core.Malformed] = 3
-	ck = v.check(end, true)
+	ck = v.Check(end, true)
 	assert.True(t, ck.Agree, viewRows(ck))
 	// Not made when the run did not end quiescent.
-	assert.False(t, v.check(end, false).Made)
+	assert.False(t, v.Check(end, false).Made)
 }

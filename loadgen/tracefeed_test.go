@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/record"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/sluicedev/sluice/trace"
 )
 
@@ -24,7 +27,7 @@ func matchTrace(t testing.TB, sessions, messages int) (string, time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := WriteMatchTrace(w, sessions, messages)
+	d, err := sim.WriteMatchTrace(w, sessions, messages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +44,8 @@ func TestTraceReplayMemoryIsBounded(t *testing.T) {
 	}
 	const messages = 1_000_000
 	path, d := matchTrace(t, 200, messages)
-	plan := Plan{Seed: 1, Duration: d + time.Second, Populations: []Population{
-		{Name: "players", Clients: 1, Behaviour: &Trace{File: path, Group: "players"}},
+	plan := behave.Plan{Seed: 1, Duration: d + time.Second, Populations: []behave.Population{
+		{Name: "players", Clients: 1, Behaviour: &sim.Trace{File: path, Group: "players"}},
 	}}
 	var peak uint64
 	var ms runtime.MemStats
@@ -54,11 +57,11 @@ func TestTraceReplayMemoryIsBounded(t *testing.T) {
 	sample()
 	base := peak
 	spec := RunSpec{Plan: plan, Interval: 5 * time.Second, Progress: func(done, total time.Duration) { sample() }}
-	res, err := RunSim(context.Background(), spec, DefaultPolicy())
+	res, err := RunSim(context.Background(), spec, behave.DefaultPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Recorder.KindDecisions(0, KindMove)[Accepted]; got != messages {
+	if got := res.Recorder.KindDecisions(0, behave.KindMove)[record.Accepted]; got != messages {
 		t.Fatalf("%d moves accepted of %d replayed", got, messages)
 	}
 	const bound = 48 << 20
@@ -73,12 +76,12 @@ func TestTraceReplayMemoryIsBounded(t *testing.T) {
 // each copy brings its own sessions and accounts.
 func TestTraceReplayWindowSampleRepeat(t *testing.T) {
 	path, _ := matchTrace(t, 100, 100_000) // 50 s of trace
-	run := func(tr *Trace) *Result {
+	run := func(tr *sim.Trace) *Result {
 		t.Helper()
-		plan := Plan{Seed: 1, Duration: 20 * time.Second, Populations: []Population{{Name: "players", Clients: 1, Behaviour: tr}}}
-		pol := DefaultPolicy()
-		pol.Channels[DefaultChannels[KindMove]].Rate = new(1000.0) // twice the speed stays within it
-		pol.Channels[DefaultChannels[KindMove]].Burst = new(1000.0)
+		plan := behave.Plan{Seed: 1, Duration: 20 * time.Second, Populations: []behave.Population{{Name: "players", Clients: 1, Behaviour: tr}}}
+		pol := behave.DefaultPolicy()
+		pol.Channels[behave.DefaultChannels[behave.KindMove]].Rate = new(1000.0) // twice the speed stays within it
+		pol.Channels[behave.DefaultChannels[behave.KindMove]].Burst = new(1000.0)
 		res, err := RunSim(context.Background(), RunSpec{Plan: plan}, pol)
 		if err != nil {
 			t.Fatal(err)
@@ -86,30 +89,30 @@ func TestTraceReplayWindowSampleRepeat(t *testing.T) {
 		return res
 	}
 	moves := func(r *Result) (n int64) { // decided, accepted or not (twice the speed is over the move channel's rate)
-		for _, c := range r.Recorder.KindDecisions(0, KindMove) {
+		for _, c := range r.Recorder.KindDecisions(0, behave.KindMove) {
 			n += c
 		}
 		return n
 	}
-	all := moves(run(&Trace{File: path, From: 10 * time.Second, To: 20 * time.Second}))
+	all := moves(run(&sim.Trace{File: path, From: 10 * time.Second, To: 20 * time.Second}))
 	// 10 s of trace at 2000 messages/s, less the sessions opened before the window
 	// (all of them: a session opened before From is not replayed).
 	if all != 0 {
 		t.Fatalf("%d moves replayed from sessions opened before the window", all)
 	}
-	full := moves(run(&Trace{File: path, To: 10 * time.Second}))
+	full := moves(run(&sim.Trace{File: path, To: 10 * time.Second}))
 	if full < 19000 || full > 20000 {
 		t.Fatalf("%d moves in the first 10 s of trace, want about 20000", full)
 	}
-	fast := moves(run(&Trace{File: path, Speed: 2}))
+	fast := moves(run(&sim.Trace{File: path, Speed: 2}))
 	if fast < 79000 || fast > 80000 {
 		t.Fatalf("%d moves in 20 s at twice the speed, want about 80000 (40 s of trace)", fast)
 	}
-	half := moves(run(&Trace{File: path, To: 10 * time.Second, Sample: 0.5, Seed: 3}))
+	half := moves(run(&sim.Trace{File: path, To: 10 * time.Second, Sample: 0.5, Seed: 3}))
 	if half < full*3/10 || half > full*7/10 {
 		t.Fatalf("sample 0.5 replayed %d of %d", half, full)
 	}
-	twice := moves(run(&Trace{File: path, To: 10 * time.Second, Repeat: 2, Every: 5 * time.Second}))
+	twice := moves(run(&sim.Trace{File: path, To: 10 * time.Second, Repeat: 2, Every: 5 * time.Second}))
 	if twice != 2*full {
 		// The second copy of the 10 s window runs from 5 s to 15 s, within the run.
 		t.Fatalf("repeat 2 every 5s replayed %d, want %d", twice, 2*full)
@@ -127,14 +130,14 @@ func TestTraceReplayPartial(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan := Plan{Seed: 1, Duration: 60 * time.Second, Populations: []Population{{Name: "p", Clients: 1, Behaviour: &Trace{File: path}}}}
-	_, err = RunSim(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+	plan := behave.Plan{Seed: 1, Duration: 60 * time.Second, Populations: []behave.Population{{Name: "p", Clients: 1, Behaviour: &sim.Trace{File: path}}}}
+	_, err = RunSim(context.Background(), RunSpec{Plan: plan}, behave.DefaultPolicy())
 	var fe *trace.FormatError
 	if !errors.As(err, &fe) || !errors.Is(err, trace.ErrTruncated) {
 		t.Fatalf("error %v, want the trace's truncation", err)
 	}
-	plan.Populations[0].Behaviour = &Trace{File: path, Partial: true}
-	res, err := RunSim(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+	plan.Populations[0].Behaviour = &sim.Trace{File: path, Partial: true}
+	res, err := RunSim(context.Background(), RunSpec{Plan: plan}, behave.DefaultPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}

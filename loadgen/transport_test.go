@@ -10,45 +10,48 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
 )
 
 // TestLoopbackOverWebSocket: the same plan over WebSocket is served as
 // over TCP: honest clients' frames decided as they were written, kind by
 // kind, and a hostile population refused.
 func TestLoopbackOverWebSocket(t *testing.T) {
-	plan := Plan{Seed: 3, Duration: 1500 * time.Millisecond, Populations: []Population{
-		{Name: "honest", Clients: 6, Behaviour: &Honest{
+	plan := behave.Plan{Seed: 3, Duration: 1500 * time.Millisecond, Populations: []behave.Population{
+		{Name: "honest", Clients: 6, Behaviour: &behave.Honest{
 			ConnectSpread: 100 * time.Millisecond, AbilityEvery: 100 * time.Millisecond,
 			ChatEvery: 200 * time.Millisecond, PurchaseEvery: 400 * time.Millisecond, PingEvery: 100 * time.Millisecond,
 		}},
-		{Name: "malformed", Clients: 1, Behaviour: &Malformed{Persist: Persist{ConnectSpread: 100 * time.Millisecond}}, Hostile: true},
+		{Name: "malformed", Clients: 1, Behaviour: &behave.Malformed{Persist: behave.Persist{ConnectSpread: 100 * time.Millisecond}}, Hostile: true},
 	}}
-	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: TransportWS, Config: RunConfig{Timeout: time.Second}}, DefaultPolicy())
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: drive.TransportWS, Config: drive.RunConfig{Timeout: time.Second}}, behave.DefaultPolicy())
 	require.NoError(t, err)
 	goleak.VerifyNone(t)
 	require.True(t, res.Complete)
 	rec := res.Recorder
 	h := pop(t, res, "honest")
-	for _, k := range []Kind{KindHello, KindMove, KindAbility, KindChat, KindPurchase, KindPing} {
+	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindAbility, behave.KindChat, behave.KindPurchase, behave.KindPing} {
 		w := written(rec, h, k)
 		assert.Positive(t, w, "honest wrote %v", k)
 		assert.Equal(t, w, sum(rec.KindDecisions(h, k)), "honest %v: decided as written", k)
 	}
-	assert.Equal(t, rec.Count(h, KindPing, Accepted), rec.KindDecisions(h, KindPing)[Accepted], "every accepted ping's pong came back")
+	assert.Equal(t, rec.Count(h, behave.KindPing, record.Accepted), rec.KindDecisions(h, behave.KindPing)[record.Accepted], "every accepted ping's pong came back")
 	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
 	m := pop(t, res, "malformed")
-	mr := rec.KindDecisions(m, KindRaw)
+	mr := rec.KindDecisions(m, behave.KindRaw)
 	assert.Positive(t, mr[core.Malformed]+mr[core.Lockout])
 }
 
 func TestTransportIsChecked(t *testing.T) {
-	plan := Plan{Seed: 1, Duration: 100 * time.Millisecond, Populations: []Population{{Name: "h", Clients: 1, Behaviour: &Honest{}}}}
-	_, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Transport: "quic"}, DefaultPolicy())
-	var pe *ParamError
+	plan := behave.Plan{Seed: 1, Duration: 100 * time.Millisecond, Populations: []behave.Population{{Name: "h", Clients: 1, Behaviour: &behave.Honest{}}}}
+	_, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Transport: "quic"}, behave.DefaultPolicy())
+	var pe *behave.ParamError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Transport", pe.Field)
-	plan.Populations[0].Behaviour = &WSPingFlood{}
-	_, err = RunSim(context.Background(), RunSpec{Plan: plan, Transport: TransportWS}, DefaultPolicy())
+	plan.Populations[0].Behaviour = &behave.WSPingFlood{}
+	_, err = RunSim(context.Background(), RunSpec{Plan: plan, Transport: drive.TransportWS}, behave.DefaultPolicy())
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Behaviour", pe.Field)
 }
@@ -58,9 +61,9 @@ func TestTransportIsChecked(t *testing.T) {
 // never in the sim (TestLoopbackEveryWSBehaviour runs them).
 func tcpBehaviourNames() []string {
 	var out []string
-	for _, n := range BehaviourNames() {
-		b, _ := NewBehaviour(n)
-		if raw, _ := wsOnly(b); !raw {
+	for _, n := range behave.BehaviourNames() {
+		b, _ := behave.NewBehaviour(n)
+		if raw, _ := behave.WSOnly(b); !raw {
 			out = append(out, n)
 		}
 	}
@@ -74,31 +77,31 @@ func tcpBehaviourNames() []string {
 // server decided on their frames is counted under no population, as for
 // any frame before a Hello: loadgen/server's tests check those counts.)
 func TestLoopbackEveryWSBehaviour(t *testing.T) {
-	pops := []Population{{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}}}
+	pops := []behave.Population{{Name: "honest", Clients: 4, Behaviour: &behave.Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}}}
 	var names []string
-	for _, n := range BehaviourNames() {
-		b, _ := NewBehaviour(n)
-		if raw, _ := wsOnly(b); raw {
+	for _, n := range behave.BehaviourNames() {
+		b, _ := behave.NewBehaviour(n)
+		if raw, _ := behave.WSOnly(b); raw {
 			names = append(names, n)
-			pops = append(pops, Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
+			pops = append(pops, behave.Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
 		}
 	}
 	require.Len(t, names, 4)
 	// Long enough for the server's upgrade timeout (5s) to end the slow
 	// upgrades.
-	plan := Plan{Seed: 5, Duration: 7 * time.Second, Populations: pops}
-	p := DefaultPolicy()
-	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: TransportWS, Config: RunConfig{Timeout: time.Second}}, p)
+	plan := behave.Plan{Seed: 5, Duration: 7 * time.Second, Populations: pops}
+	p := behave.DefaultPolicy()
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: drive.TransportWS, Config: drive.RunConfig{Timeout: time.Second}}, p)
 	require.NoError(t, err)
 	goleak.VerifyNone(t)
 	require.True(t, res.Complete)
 	rec := res.Recorder
 	h := pop(t, res, "honest")
-	for _, k := range []Kind{KindHello, KindMove, KindPing} {
+	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindPing} {
 		w := written(rec, h, k)
 		assert.Positive(t, w, "honest wrote %v", k)
 		assert.Equal(t, w, sum(rec.KindDecisions(h, k)), "honest %v: decided as written", k)
-		assert.Equal(t, w, rec.KindDecisions(h, k)[Accepted], "honest %v: every one accepted", k)
+		assert.Equal(t, w, rec.KindDecisions(h, k)[record.Accepted], "honest %v: every one accepted", k)
 	}
 	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
 	for _, n := range names {

@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -14,7 +17,7 @@ import (
 // clock: a worker that falls behind its schedule.
 type slowDriver struct{ lateDriver }
 
-func (d *slowDriver) Write(c ConnID, p []byte) error {
+func (d *slowDriver) Write(c drive.ConnID, p []byte) error {
 	d.now += int64(time.Millisecond)
 	return d.lateDriver.Write(c, p)
 }
@@ -25,25 +28,25 @@ func (d *slowDriver) Write(c ConnID, p []byte) error {
 // however far behind it is.
 func TestDueActionsLeftAtTheEndAreCounted(t *testing.T) {
 	ms := int64(time.Millisecond)
-	acts := []Action{{At: 0, Op: OpDial}}
+	acts := []behave.Action{{At: 0, Op: behave.OpDial}}
 	const n = 600
 	for i := range n {
-		acts = append(acts, Action{At: int64(i) * 100 * ms / n, Op: OpSend, Kind: KindMove})
+		acts = append(acts, behave.Action{At: int64(i) * 100 * ms / n, Op: behave.OpSend, Kind: behave.KindMove})
 	}
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: 100 * ms, Behaviour: &scripted{acts: acts}}}
+	clients := []behave.Client{{Label: "p", Account: 1, Addr: 1, End: 100 * ms, Behaviour: &scripted{acts: acts}}}
 	d := &slowDriver{}
-	w, err := NewWorker(d, rec, clients, RunConfig{})
+	w, err := drive.NewWorker(d, rec, clients, drive.RunConfig{})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(context.Background()))
-	sent, held := rec.Count(0, KindMove, Sent), rec.Count(0, KindMove, HeldAtEnd)
+	sent, held := rec.Count(0, behave.KindMove, record.Sent), rec.Count(0, behave.KindMove, record.HeldAtEnd)
 	require.Equal(t, int64(n), sent+held, "every move counted once: %d sent, %d held at the end", sent, held)
 	require.Positive(t, held, "the worker fell behind")
 	require.Equal(t, held, rec.Stats.Overdue)
 	require.Equal(t, int64(n+1)-held, rec.Stats.Actions, "the rest carried out")
 	require.LessOrEqual(t, d.now, 101*ms, "the run ends on time, not %v late", time.Duration(d.now-100*ms))
-	require.Equal(t, int64(n), rec.Histogram(0, KindMove, SendLag).TotalCount(), "a send lag for every move")
+	require.Equal(t, int64(n), rec.Histogram(0, behave.KindMove, record.SendLag).TotalCount(), "a send lag for every move")
 }
 
 // What an overdue action would have sent is counted as carrying it out
@@ -52,28 +55,28 @@ func TestDueActionsLeftAtTheEndAreCounted(t *testing.T) {
 // that never connected is NotSent.
 func TestOverdueSendsAreCountedAsSendCountsThem(t *testing.T) {
 	ms := int64(time.Millisecond)
-	busy := []Action{{At: 0, Op: OpDial}}
+	busy := []behave.Action{{At: 0, Op: behave.OpDial}}
 	for i := range 200 { // 200 writes of 1 ms in the first 50 ms: far behind
-		busy = append(busy, Action{At: int64(i) * ms / 4, Op: OpSend, Kind: KindMove})
+		busy = append(busy, behave.Action{At: int64(i) * ms / 4, Op: behave.OpSend, Kind: behave.KindMove})
 	}
-	rec, err := NewRecorder([]string{"busy", "up", "down"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"busy", "up", "down"}, record.HistConfig{})
 	require.NoError(t, err)
-	clients := []Client{
+	clients := []behave.Client{
 		{Label: "busy", Account: 1, Addr: 1, End: 100 * ms, Behaviour: &scripted{acts: busy}},
-		{Index: 1, Population: 1, Label: "up", Account: 2, Addr: 2, End: 100 * ms, Behaviour: &scripted{acts: []Action{
-			{At: 0, Op: OpDial}, {At: 50 * ms, Op: OpSend, Kind: KindChat}}}},
-		{Index: 2, Population: 2, Label: "down", Account: 3, Addr: 3, End: 100 * ms, Behaviour: &scripted{acts: []Action{
-			{At: 60 * ms, Op: OpSend, Kind: KindMove}}}},
+		{Index: 1, Population: 1, Label: "up", Account: 2, Addr: 2, End: 100 * ms, Behaviour: &scripted{acts: []behave.Action{
+			{At: 0, Op: behave.OpDial}, {At: 50 * ms, Op: behave.OpSend, Kind: behave.KindChat}}}},
+		{Index: 2, Population: 2, Label: "down", Account: 3, Addr: 3, End: 100 * ms, Behaviour: &scripted{acts: []behave.Action{
+			{At: 60 * ms, Op: behave.OpSend, Kind: behave.KindMove}}}},
 	}
-	w, err := NewWorker(&slowDriver{}, rec, clients, RunConfig{})
+	w, err := drive.NewWorker(&slowDriver{}, rec, clients, drive.RunConfig{})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(context.Background()))
-	require.Equal(t, int64(1), rec.Count(1, KindChat, HeldAtEnd))
-	lag := rec.Histogram(1, KindChat, SendLag)
+	require.Equal(t, int64(1), rec.Count(1, behave.KindChat, record.HeldAtEnd))
+	lag := rec.Histogram(1, behave.KindChat, record.SendLag)
 	require.Equal(t, int64(1), lag.TotalCount())
 	require.InDelta(t, float64(50*ms), float64(lag.Max()), float64(ms), "its lag runs to the end of the run")
-	require.Equal(t, int64(1), rec.Count(2, KindMove, NotSent))
-	require.Zero(t, rec.Count(2, KindMove, HeldAtEnd))
+	require.Equal(t, int64(1), rec.Count(2, behave.KindMove, record.NotSent))
+	require.Zero(t, rec.Count(2, behave.KindMove, record.HeldAtEnd))
 }
 
 // cancelDriver is a lateDriver whose run is cancelled once its clock
@@ -83,7 +86,7 @@ type cancelDriver struct {
 	cancelAt int64
 }
 
-func (d *cancelDriver) Poll(ctx context.Context, until int64, ev *Event) (bool, error) {
+func (d *cancelDriver) Poll(ctx context.Context, until int64, ev *drive.Event) (bool, error) {
 	if d.now >= d.cancelAt {
 		return false, context.Canceled
 	}
@@ -96,21 +99,21 @@ func (d *cancelDriver) Poll(ctx context.Context, until int64, ev *Event) (bool, 
 func TestCancelledRunCountsAwaitedRepliesHeldAtEnd(t *testing.T) {
 	ms := int64(time.Millisecond)
 	d := &cancelDriver{cancelAt: 5 * ms, lateDriver: lateDriver{script: []lateEvent{
-		{ms, Event{Conn: ConnID{0, 1}, Kind: EvReply, At: ms, ID: 0, Status: wire.StatusOK}},
+		{ms, drive.Event{Conn: drive.ConnID{Client: 0, Gen: 1}, Kind: drive.EvReply, At: ms, ID: 0, Status: wire.StatusOK}},
 	}}}
-	rec, err := NewRecorder([]string{"p"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	b := &scripted{acts: []Action{
-		{At: 0, Op: OpConnect},
-		{At: 2 * ms, Op: OpSend, Kind: KindPurchase},
+	b := &scripted{acts: []behave.Action{
+		{At: 0, Op: behave.OpConnect},
+		{At: 2 * ms, Op: behave.OpSend, Kind: behave.KindPurchase},
 	}}
-	clients := []Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
-	w, err := NewWorker(d, rec, clients, RunConfig{})
+	clients := []behave.Client{{Label: "p", Account: 1, Addr: 1, End: int64(time.Second), Behaviour: b}}
+	w, err := drive.NewWorker(d, rec, clients, drive.RunConfig{})
 	require.NoError(t, err)
 	require.ErrorIs(t, w.Run(context.Background()), context.Canceled)
-	require.Equal(t, int64(1), rec.Written(0, KindPurchase))
-	require.Zero(t, rec.Count(0, KindPurchase, Disconnected), "no drop: the run stopped")
-	require.Equal(t, int64(1), rec.Count(0, KindPurchase, HeldAtEnd))
+	require.Equal(t, int64(1), rec.Written(0, behave.KindPurchase))
+	require.Zero(t, rec.Count(0, behave.KindPurchase, record.Disconnected), "no drop: the run stopped")
+	require.Equal(t, int64(1), rec.Count(0, behave.KindPurchase, record.HeldAtEnd))
 }
 
 // A client whose window ends while it holds frames (frozen) leaves with
@@ -120,9 +123,9 @@ func TestCancelledRunCountsAwaitedRepliesHeldAtEnd(t *testing.T) {
 func TestLeavingClientsHeldFramesAreHeldAtEnd(t *testing.T) {
 	ms := int64(time.Millisecond)
 	// Timeout 10ms: client 0 leaves at 110ms, before the run's end at 1s.
-	rec := runFrozen(t, 100*ms, []Client{{Index: 1, Label: "p", Account: 2, Addr: 2, End: int64(time.Second), Behaviour: &scripted{}}}, RunConfig{Timeout: 10 * time.Millisecond})
-	require.Zero(t, rec.Count(0, KindMove, NotSent))
-	require.Equal(t, int64(5), rec.Count(0, KindMove, HeldAtEnd))
+	rec := runFrozen(t, 100*ms, []behave.Client{{Index: 1, Label: "p", Account: 2, Addr: 2, End: int64(time.Second), Behaviour: &scripted{}}}, drive.RunConfig{Timeout: 10 * time.Millisecond})
+	require.Zero(t, rec.Count(0, behave.KindMove, record.NotSent))
+	require.Equal(t, int64(5), rec.Count(0, behave.KindMove, record.HeldAtEnd))
 }
 
 // A connect the worker had not got to by the end brings its client up as
@@ -130,27 +133,27 @@ func TestLeavingClientsHeldFramesAreHeldAtEnd(t *testing.T) {
 // have skipped, are not counted as hellos held at the end too.
 func TestOverdueRetriesAfterAnOverdueConnectAreSkipped(t *testing.T) {
 	ms := int64(time.Millisecond)
-	busy := []Action{{At: 0, Op: OpDial}}
+	busy := []behave.Action{{At: 0, Op: behave.OpDial}}
 	for i := range 200 { // 200 writes of 1 ms in the first 50 ms: far behind
-		busy = append(busy, Action{At: int64(i) * ms / 4, Op: OpSend, Kind: KindMove})
+		busy = append(busy, behave.Action{At: int64(i) * ms / 4, Op: behave.OpSend, Kind: behave.KindMove})
 	}
-	reconnecting := []Action{
-		{At: 0, Op: OpDial},
-		{At: 1, Op: OpDisconnect},
-		{At: 60 * ms, Op: OpConnect},
-		{At: 70 * ms, Op: OpRetry},
-		{At: 80 * ms, Op: OpRetry},
+	reconnecting := []behave.Action{
+		{At: 0, Op: behave.OpDial},
+		{At: 1, Op: behave.OpDisconnect},
+		{At: 60 * ms, Op: behave.OpConnect},
+		{At: 70 * ms, Op: behave.OpRetry},
+		{At: 80 * ms, Op: behave.OpRetry},
 	}
-	rec, err := NewRecorder([]string{"busy", "reconnecting"}, HistConfig{})
+	rec, err := record.NewRecorder([]string{"busy", "reconnecting"}, record.HistConfig{})
 	require.NoError(t, err)
-	clients := []Client{
+	clients := []behave.Client{
 		{Label: "busy", Account: 1, Addr: 1, End: 100 * ms, Behaviour: &scripted{acts: busy}},
 		{Index: 1, Population: 1, Label: "reconnecting", Account: 2, Addr: 2, End: 100 * ms, Behaviour: &scripted{acts: reconnecting}},
 	}
-	w, err := NewWorker(&slowDriver{}, rec, clients, RunConfig{})
+	w, err := drive.NewWorker(&slowDriver{}, rec, clients, drive.RunConfig{})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(context.Background()))
 	require.Positive(t, rec.Stats.Overdue)
-	require.Equal(t, int64(1), rec.Count(1, KindHello, HeldAtEnd), "the connect's hello, once")
+	require.Equal(t, int64(1), rec.Count(1, behave.KindHello, record.HeldAtEnd), "the connect's hello, once")
 	require.Equal(t, int64(2), rec.Stats.Skipped, "both retries, as the client would have skipped them")
 }

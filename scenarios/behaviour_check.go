@@ -9,15 +9,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicedev/sluice/internal/suggest"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/sim"
 )
 
 // traceBehaviour is the behaviour of a population replayed from a trace
-// (loadgen.Trace), which the sim driver alone replays.
+// (sim.Trace), which the sim driver alone replays.
 const traceBehaviour = "trace"
 
 // honestBehaviours are the behaviours whose drops are false positives; every
@@ -32,17 +33,17 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.Behaviour == "" {
 		return s.fail(root, path+".behaviour", []any{"populations", i}, "is required")
 	}
-	var b loadgen.Behaviour
+	var b behave.Behaviour
 	var err error
 	if p.Behaviour == traceBehaviour {
-		b, p.Count = &loadgen.Trace{}, 1
+		b, p.Count = &sim.Trace{}, 1
 	} else {
-		b, err = loadgen.NewBehaviour(p.Behaviour)
+		b, err = behave.NewBehaviour(p.Behaviour)
 	}
 	if err != nil {
 		fe := s.fail(root, path+".behaviour", []any{"populations", i, "behaviour"},
-			fmt.Sprintf("unknown behaviour %q (have %v)", p.Behaviour, loadgen.BehaviourNames())).(*FieldError)
-		fe.Suggestion = suggest.Closest(p.Behaviour, loadgen.BehaviourNames())
+			fmt.Sprintf("unknown behaviour %q (have %v)", p.Behaviour, behave.BehaviourNames())).(*FieldError)
+		fe.Suggestion = suggest.Closest(p.Behaviour, behave.BehaviourNames())
 		return fe
 	}
 	if p.Params.Kind != 0 {
@@ -54,12 +55,12 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 			return s.fail(root, path+".params", []any{"populations", i, "params"}, err.Error())
 		}
 	}
-	if t, ok := b.(*loadgen.Trace); ok && t.File != "" && !filepath.IsAbs(t.File) && s.File != "" {
+	if t, ok := b.(*sim.Trace); ok && t.File != "" && !filepath.IsAbs(t.File) && s.File != "" {
 		// A trace file is named from the scenario file's folder.
 		t.File = filepath.Join(filepath.Dir(s.File), t.File)
 	}
 	if err := b.Validate(); err != nil {
-		var pe *loadgen.ParamError
+		var pe *behave.ParamError
 		at := []any{"populations", i, "params"}
 		if errors.As(err, &pe) {
 			keys, into := yamlPathOf(reflect.TypeOf(b), pe.Field)
@@ -70,10 +71,10 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.PerAddress < 0 || p.PerAccount < 0 {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")
 	}
-	if t, ok := b.(*loadgen.Trace); ok && p.Hostile == nil {
+	if t, ok := b.(*sim.Trace); ok && p.Hostile == nil {
 		// A trace population's role is its trace's: the label of its
 		// group's sessions (honest when the trace labels none).
-		label, found, err := loadgen.TraceRole(t.File, t.Group, 1<<20)
+		label, found, err := sim.TraceRole(t.File, t.Group, 1<<20)
 		if err != nil {
 			return s.fail(root, path+".params.file", []any{"populations", i, "params", "file"}, err.Error())
 		}
@@ -91,11 +92,11 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 
 // turnOff names the parameter of an honest behaviour (honest, laggy,
 // mass-reconnect) that turns a kind's stream off.
-var turnOff = map[loadgen.Kind]string{
-	loadgen.KindMove:     "tick_rate: -1",
-	loadgen.KindAbility:  "ability_every: -1s",
-	loadgen.KindChat:     "chat_every: -1s",
-	loadgen.KindPurchase: "purchase_every: -1s",
+var turnOff = map[behave.Kind]string{
+	behave.KindMove:     "tick_rate: -1",
+	behave.KindAbility:  "ability_every: -1s",
+	behave.KindChat:     "chat_every: -1s",
+	behave.KindPurchase: "purchase_every: -1s",
 }
 
 // checkChannels reports the first population whose behaviour sends a
@@ -110,9 +111,9 @@ func (s *Scenario) checkChannels(v NamedPolicy) error {
 	slices.Sort(names)
 	for i := range s.Population {
 		p := &s.Population[i]
-		kinds, _ := loadgen.Sends(p.behaviour)
+		kinds, _ := behave.Sends(p.behaviour)
 		for _, k := range kinds {
-			if loadgen.DefaultChannels[k] < 0 || v.Policy.ChannelIndex(k.String()) >= 0 {
+			if behave.DefaultChannels[k] < 0 || v.Policy.ChannelIndex(k.String()) >= 0 {
 				continue // no channel needed (ping), or it has one
 			}
 			pol := "the policy"
@@ -135,7 +136,7 @@ func (s *Scenario) checkChannels(v NamedPolicy) error {
 }
 
 // yamlPathOf translates the Go field path of a behaviour's parameter, as
-// loadgen.ParamError names it ("Jitter", "Ladder.Factor", "Targets[1].Rate"),
+// behave.ParamError names it ("Jitter", "Ladder.Factor", "Targets[1].Rate"),
 // into the keys a scenario writes ("jitter", "ladder.factor",
 // "targets[1].rate") and the node path that finds it in the YAML. t is the
 // behaviour's type; a name it does not have is kept as it is.

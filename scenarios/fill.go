@@ -5,6 +5,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -14,7 +16,7 @@ import (
 // population's disconnects, lockouts and cut-off times.
 func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 	rec := r.Recorder
-	dense := loadgen.NewSeriesHistogram() // each interval's response times in turn
+	dense := record.NewSeriesHistogram() // each interval's response times in turn
 	v.SetServerCPU(r.ServerCPU, r.Frames)
 	v.Server = serverView(r.Server)
 	for pi, label := range r.Labels {
@@ -28,7 +30,7 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			behaviour += " (role from the trace's labels)"
 		}
 		p := v.AddPopulation(label, behaviour, role, r.Clients[pi])
-		for k := loadgen.Kind(0); k < loadgen.NumKinds; k++ {
+		for k := behave.Kind(0); k < behave.NumKinds; k++ {
 			server := rec.KindDecisions(pi, k)
 			client := rec.Outcomes(pi, k)
 			var total int64
@@ -42,15 +44,15 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				continue
 			}
 			ks := p.Kind(k.String())
-			if k == loadgen.KindSession {
+			if k == behave.KindSession {
 				fillSessions(ks, client)
 				continue
 			}
 			if !r.ServerView {
 				server, client = clientView(client)
-				ks.Unknown = client[loadgen.Sent]
+				ks.Unknown = client[record.Sent]
 			}
-			fillKind(ks, server, client, k == loadgen.KindRaw)
+			fillKind(ks, server, client, k == behave.KindRaw)
 			ks.SentBytes = rec.Bytes(pi, k)
 			// The drivers count bytes written per kind but decide frames,
 			// not bytes, so accepted bytes are estimated as the accepted
@@ -62,9 +64,9 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 				ks.AcceptedBytes = ks.SentBytes * min(ks.Accepted, w) / w
 			}
 			for _, m := range []struct {
-				from loadgen.Metric
+				from record.Metric
 				to   reports.Metric
-			}{{loadgen.Response, reports.ResponseTime}, {loadgen.Service, reports.ServiceTime}, {loadgen.SendLag, reports.SendLag}} {
+			}{{record.Response, reports.ResponseTime}, {record.Service, reports.ServiceTime}, {record.SendLag, reports.SendLag}} {
 				if h := rec.Histogram(pi, k, m.from); h != nil && h.TotalCount() > 0 {
 					if err := ks.AddHistogram(m.to, h); err != nil {
 						return err
@@ -86,12 +88,12 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			}
 			drops := map[string]int64{}
 			for o, n := range iv.Outcomes {
-				out := loadgen.Outcome(o)
+				out := record.Outcome(o)
 				// Drops as fillKind counts them: the server's refusals
 				// and the client-only drops, not a client outcome that
 				// restates a server decision or says the message was
 				// written or still held.
-				if n == 0 || out == loadgen.Accepted || !out.IsServerReason() && !out.IsClientDrop() {
+				if n == 0 || out == record.Accepted || !out.IsServerReason() && !out.IsClientDrop() {
 					continue
 				}
 				drops[out.String()] += n
@@ -121,11 +123,11 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 
 // fillSessions sets the session row: each session the server ended, by
 // the reason it gave (its own, or Disconnected), as the worker saw it.
-func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
+func fillSessions(ks *reports.KindStats, client [record.NumOutcomes]int64) {
 	for o, n := range client {
 		if n > 0 {
 			ks.Sent += n
-			ks.Drop(loadgen.Outcome(o).String(), n)
+			ks.Drop(record.Outcome(o).String(), n)
 		}
 	}
 }
@@ -142,18 +144,18 @@ func fillSessions(ks *reports.KindStats, client [loadgen.NumOutcomes]int64) {
 // for raw bytes (raw): their sends are writes and the server decides
 // frames, of which there may be more, so Sent is the writes, every one the
 // client recorded an outcome for (see reports.RawKind).
-func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64, raw bool) {
-	ks.Accepted = server[loadgen.Accepted]
+func fillKind(ks *reports.KindStats, server, client [record.NumOutcomes]int64, raw bool) {
+	ks.Accepted = server[record.Accepted]
 	decided := ks.Accepted
 	for o, n := range server {
-		if out := loadgen.Outcome(o); n > 0 && out != loadgen.Accepted && out.IsServerReason() {
+		if out := record.Outcome(o); n > 0 && out != record.Accepted && out.IsServerReason() {
 			ks.Drop(out.String(), n)
 			decided += n
 		}
 	}
 	var written int64
 	for o, n := range client {
-		out := loadgen.Outcome(o)
+		out := record.Outcome(o)
 		if n == 0 {
 			continue
 		}
@@ -177,9 +179,9 @@ func fillKind(ks *reports.KindStats, server, client [loadgen.NumOutcomes]int64, 
 // server's reasons for a rejection), which stand in for the server's own
 // counts, and the rest, as fillKind takes them. A request's decision is
 // then counted once, where the server's view would count it under both.
-func clientView(client [loadgen.NumOutcomes]int64) (server, rest [loadgen.NumOutcomes]int64) {
+func clientView(client [record.NumOutcomes]int64) (server, rest [record.NumOutcomes]int64) {
 	for o, n := range client {
-		if loadgen.Outcome(o).IsServerReason() {
+		if record.Outcome(o).IsServerReason() {
 			server[o] = n
 		} else {
 			rest[o] = n

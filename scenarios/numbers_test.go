@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -131,11 +132,11 @@ func TestOpenRefusalsAreHelloDrops(t *testing.T) {
 // A kind's Sent counts frames held when the run ended (in flight), but no
 // drop does; NotSent is neither sent nor a drop: a count of its own.
 func TestHeldAtEndIsSentButNotDropped(t *testing.T) {
-	var server, client [loadgen.NumOutcomes]int64
-	server[loadgen.Accepted] = 2
-	client[loadgen.Sent] = 2
-	client[loadgen.HeldAtEnd] = 3
-	client[loadgen.NotSent] = 1
+	var server, client [record.NumOutcomes]int64
+	server[record.Accepted] = 2
+	client[record.Sent] = 2
+	client[record.HeldAtEnd] = 3
+	client[record.NotSent] = 1
 	ks := &reports.KindStats{}
 	fillKind(ks, server, client, false)
 	assert.Equal(t, int64(5), ks.Sent)
@@ -228,8 +229,8 @@ func TestCutOffsCountOnlyClientsThatTookPart(t *testing.T) {
 	plan := s.plan()
 	clients := plan.Clients()
 	require.Len(t, clients, 2)
-	assert.NotEmpty(t, loadgen.Collect(clients[0].Stream(), 1), "the first flooder acts")
-	assert.Empty(t, loadgen.Collect(clients[1].Stream(), 1), "the second arrives at the end: no action at all")
+	assert.NotEmpty(t, behave.Collect(clients[0].Stream(), 1), "the first flooder acts")
+	assert.Empty(t, behave.Collect(clients[1].Stream(), 1), "the second arrives at the end: no action at all")
 	out, err := Run(context.Background(), s, Options{})
 	require.NoError(t, err)
 	p := out.Results.Variants[0].Population("flood")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -54,8 +54,8 @@ func TestRawSendsAreWritesWithNoDropRate(t *testing.T) {
 	plan := s.plan()
 	writes := map[string]int64{}
 	for _, c := range plan.Clients() {
-		for _, a := range loadgen.Collect(c.Stream(), 1<<20) {
-			if a.Op == loadgen.OpRaw && a.At < c.End {
+		for _, a := range behave.Collect(c.Stream(), 1<<20) {
+			if a.Op == behave.OpRaw && a.At < c.End {
 				writes[plan.Populations[c.Population].Name]++
 			}
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/loadgen/wire"
 	"github.com/sluicedev/sluice/reports"
 )
@@ -17,11 +17,11 @@ import (
 // never writes a file it then refuses.
 func TestEveryDropReasonWrittenIsKnown(t *testing.T) {
 	known := reports.KnownReasons()
-	for o := range loadgen.Outcome(loadgen.NumOutcomes) {
-		if !o.Valid() || o == loadgen.Accepted {
+	for o := range record.Outcome(record.NumOutcomes) {
+		if !o.Valid() || o == record.Accepted {
 			continue
 		}
-		if o == loadgen.NotSent {
+		if o == record.NotSent {
 			// Not a drop: reports count it in not_sent.
 			assert.Equal(t, reports.NotSentReason, o.String())
 			assert.False(t, slices.Contains(known, o.String()), "NotSent is counted apart, not as a drop reason")
@@ -35,13 +35,13 @@ func TestEveryDropReasonWrittenIsKnown(t *testing.T) {
 	// hello's reply (any status, any reason byte) or a Disconnect's reason.
 	for st := range 256 {
 		for reason := range 256 {
-			if o := loadgen.ReplyOutcome(wire.Status(st), uint8(reason)); o != loadgen.Accepted {
+			if o := record.ReplyOutcome(wire.Status(st), uint8(reason)); o != record.Accepted {
 				assert.True(t, slices.Contains(known, o.String()), "a session ended as %s, which reports does not know", o)
 			}
 		}
 	}
 	for reason := range 256 {
-		o := loadgen.ReasonOutcome(uint8(reason))
+		o := record.ReasonOutcome(uint8(reason))
 		assert.True(t, slices.Contains(known, o.String()), "a session ended as %s, which reports does not know", o)
 	}
 }

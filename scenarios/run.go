@@ -12,7 +12,10 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/proto"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/reports"
 	"github.com/sluicedev/sluice/trace"
 )
@@ -51,10 +54,10 @@ type Options struct {
 	// or ws (WebSocket).
 	Transport string
 	// Segment, when its Of is more than 1, runs only that share of every
-	// population (see loadgen.Segment): one of several load generators
+	// population (see behave.Segment): one of several load generators
 	// that together run the whole scenario. Its results are merged with
 	// MergeSegments; its own thresholds are over its share only.
-	Segment loadgen.Segment
+	Segment behave.Segment
 	// StartAt, when not zero, is the wall-clock time Run waits for before
 	// the first variant, so that segments on several machines start
 	// together and their time series line up.
@@ -92,15 +95,15 @@ func (o Options) Validate() error {
 	if o.Duration < 0 {
 		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is negative", o.Duration)}
 	}
-	if o.Duration > loadgen.MaxDuration {
-		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, loadgen.MaxDuration)}
+	if o.Duration > behave.MaxDuration {
+		return &OptionError{Option: "duration", Msg: fmt.Sprintf("%v is longer than the longest run, %v", o.Duration, behave.MaxDuration)}
 	}
 	if o.Protocol != "" {
 		if _, err := proto.Lookup(o.Protocol); err != nil {
 			return &OptionError{Option: "protocol", Msg: err.Error(), err: err}
 		}
 	}
-	if err := loadgen.CheckTransport(o.Transport); err != nil {
+	if err := drive.CheckTransport(o.Transport); err != nil {
 		return &OptionError{Option: "transport", Msg: err.Error()}
 	}
 	if sg := o.Segment; sg.Of < 0 || !sg.Whole() && (sg.Index < 0 || sg.Index >= sg.Of) {
@@ -347,16 +350,16 @@ func (s *Scenario) scaleTo(d time.Duration) {
 }
 
 // plan expands the populations into a loadgen plan.
-func (s *Scenario) plan() loadgen.Plan {
-	p := loadgen.Plan{Seed: s.Seed, Duration: s.Duration}
+func (s *Scenario) plan() behave.Plan {
+	p := behave.Plan{Seed: s.Seed, Duration: s.Duration}
 	for _, pop := range s.Population {
-		p.Populations = append(p.Populations, loadgen.Population{
+		p.Populations = append(p.Populations, behave.Population{
 			Name:       pop.Name,
 			Clients:    pop.Count,
 			Behaviour:  pop.behaviour,
 			PerAddress: pop.PerAddress,
 			PerAccount: pop.PerAccount,
-			Arrival:    loadgen.Arrival{Kind: pop.Arrival.Kind, Over: pop.Arrival.Over, Rate: pop.Arrival.Rate},
+			Arrival:    behave.Arrival{Kind: pop.Arrival.Kind, Over: pop.Arrival.Over, Rate: pop.Arrival.Rate},
 			Start:      pop.Start,
 			Stop:       pop.Stop,
 			Hostile:    *pop.Hostile,
@@ -436,14 +439,14 @@ func (e *OptionError) Unwrap() []error {
 // share, checking every variant with the load generator's bounds, so that
 // a run never stops at its second variant for what could be known before
 // its first.
-func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan, error) {
+func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, behave.Plan, error) {
 	eff, err := s.withOptions(opt)
 	if err != nil {
-		return nil, nil, loadgen.Plan{}, err
+		return nil, nil, behave.Plan{}, err
 	}
 	variants, err := eff.Policies()
 	if err != nil {
-		return nil, nil, loadgen.Plan{}, err
+		return nil, nil, behave.Plan{}, err
 	}
 	if opt.Policy != "" {
 		var keep []NamedPolicy
@@ -453,12 +456,12 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 			}
 		}
 		if len(keep) == 0 {
-			return nil, nil, loadgen.Plan{}, noVariant(opt.Policy, variants)
+			return nil, nil, behave.Plan{}, noVariant(opt.Policy, variants)
 		}
 		variants = keep
 	}
 	if eff.Target != "" && len(variants) > 1 {
-		return nil, nil, loadgen.Plan{}, &OptionError{Option: "policy", Msg: fmt.Sprintf("a run against the target %s drives a server whose policy sluice does not set: name the variant it runs (one of %s)", eff.Target, variantNames(variants))}
+		return nil, nil, behave.Plan{}, &OptionError{Option: "policy", Msg: fmt.Sprintf("a run against the target %s drives a server whose policy sluice does not set: name the variant it runs (one of %s)", eff.Target, variantNames(variants))}
 	}
 	plan := eff.plan()
 	plan.Segment = opt.Segment
@@ -466,18 +469,18 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 		if len(v.Policy.Channels) == 0 {
 			// Every message a behaviour sends names a channel: under a
 			// policy with none, all of them would be NotSent.
-			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {}?)", eff.File, v.Name)
+			return nil, nil, behave.Plan{}, fmt.Errorf("%s: variant %q: the policy has no channels, so every message the behaviours send would be refused (policy: {}?)", eff.File, v.Name)
 		}
 		if err := eff.checkRun(plan, v.Policy); err != nil {
 			// Under a duration the caller gave, a bound the run breaks (a
 			// ramp scaled with it past the longest run, say) is that
 			// option's doing, not the file's: when the scenario at its
 			// own duration keeps it.
-			var pe *loadgen.ParamError
+			var pe *behave.ParamError
 			if opt.Duration != 0 && errors.As(err, &pe) && s.keepsBoundsAtOwnDuration(opt, v.Policy) {
-				return nil, nil, loadgen.Plan{}, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v: %v", opt.Duration, err), err: err}
+				return nil, nil, behave.Plan{}, &OptionError{Option: "duration", Msg: fmt.Sprintf("%v: %v", opt.Duration, err), err: err}
 			}
-			return nil, nil, loadgen.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
+			return nil, nil, behave.Plan{}, fmt.Errorf("%s: variant %q: %w", eff.File, v.Name, err)
 		}
 	}
 	// What the behaviours send is checked once the harness has taken
@@ -485,7 +488,7 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 	// variant, and a variant it refuses is named for that first.
 	for _, v := range variants {
 		if err := eff.checkChannels(v); err != nil {
-			return nil, nil, loadgen.Plan{}, err
+			return nil, nil, behave.Plan{}, err
 		}
 	}
 	return eff, variants, plan, nil
@@ -493,9 +496,9 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, loadgen.Plan,
 
 // checkRun checks a run of plan under p against the load generator's
 // bounds, with the scenario's warm-up and interval.
-func (s *Scenario) checkRun(plan loadgen.Plan, p core.Policy) error {
+func (s *Scenario) checkRun(plan behave.Plan, p core.Policy) error {
 	err := loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval}, p)
-	var pe *loadgen.ParamError
+	var pe *behave.ParamError
 	if errors.As(err, &pe) && pe.Owner == "run" {
 		// The run's fields that the file sets, by the file's names.
 		switch pe.Field {
@@ -516,7 +519,7 @@ func (s *Scenario) checkRun(plan loadgen.Plan, p core.Policy) error {
 // named by the key rather than the generator's field.
 type keyError struct {
 	Key, Msg string
-	err      *loadgen.ParamError
+	err      *behave.ParamError
 }
 
 func (e *keyError) Error() string { return e.Key + ": " + e.Msg }
@@ -536,7 +539,7 @@ func (s *Scenario) keepsBoundsAtOwnDuration(opt Options, p core.Policy) bool {
 // cannot: an open-model run is only valid if the load generator kept its
 // schedule (a late send hides the server's latency), and its percentiles
 // only if no value was lost or clamped.
-func recorderInvalid(rec *loadgen.Recorder) []string {
+func recorderInvalid(rec *record.Recorder) []string {
 	var out []string
 	if err := rec.CheckSendLag(0.99, MaxSendLagP99); err != nil {
 		out = append(out, err.Error())
@@ -579,7 +582,7 @@ func recordFile(dir string, s *Scenario, v NamedPolicy) (*trace.Writer, *os.File
 // default, so that the results of a TCP run are what they were before
 // there was a choice.
 func transportName(t string) string {
-	if t == loadgen.TransportTCP {
+	if t == drive.TransportTCP {
 		return ""
 	}
 	return t

@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -99,12 +100,12 @@ func TestCutoffOnAnHonestPopulationHasNoValue(t *testing.T) {
 // Out-of-range latencies are clamped into the histograms and counted, and
 // a variant that had any says its percentiles under-report.
 func TestClampedLatenciesAreCounted(t *testing.T) {
-	rec, err := loadgen.NewRecorder([]string{"p"}, loadgen.HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
-	rec.Record(0, loadgen.KindChat, loadgen.Response, int64(time.Millisecond))
+	rec.Record(0, behave.KindChat, record.Response, int64(time.Millisecond))
 	assert.Empty(t, recorderInvalid(rec))
-	rec.Record(0, loadgen.KindChat, loadgen.Response, int64(2*time.Minute))
-	rec.Record(0, loadgen.KindChat, loadgen.Response, -5)
+	rec.Record(0, behave.KindChat, record.Response, int64(2*time.Minute))
+	rec.Record(0, behave.KindChat, record.Response, -5)
 	assert.Equal(t, int64(2), rec.TotalClamped())
 	assert.Zero(t, rec.TotalDropped())
 	notes := recorderInvalid(rec)
@@ -116,7 +117,7 @@ func TestClampedLatenciesAreCounted(t *testing.T) {
 // actions due before the end makes the run invalid, however small the
 // share: its schedule was not replayed.
 func TestOverdueActionsMakeTheRunInvalid(t *testing.T) {
-	rec, err := loadgen.NewRecorder([]string{"p"}, loadgen.HistConfig{})
+	rec, err := record.NewRecorder([]string{"p"}, record.HistConfig{})
 	require.NoError(t, err)
 	assert.Empty(t, recorderInvalid(rec))
 	rec.Stats.Overdue = 3

@@ -26,7 +26,8 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/internal/yamlerr"
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/reports"
 	"gopkg.in/yaml.v3"
 )
@@ -121,7 +122,7 @@ type Population struct {
 	// Params are the behaviour's parameters; see the loadgen package doc.
 	Params yaml.Node `yaml:"params"`
 
-	behaviour loadgen.Behaviour
+	behaviour behave.Behaviour
 	// roleFromTrace says that Hostile came from the labels of the trace
 	// the population replays (the report says so).
 	roleFromTrace bool
@@ -250,8 +251,8 @@ func (s *Scenario) validate(root *yaml.Node) error {
 	if s.Duration <= 0 {
 		return s.fail(root, "duration", []any{"duration"}, "must be a positive duration such as 20s")
 	}
-	if s.Duration > loadgen.MaxDuration {
-		return s.fail(root, "duration", []any{"duration"}, fmt.Sprintf("%v is longer than the longest run, %v", s.Duration, loadgen.MaxDuration))
+	if s.Duration > behave.MaxDuration {
+		return s.fail(root, "duration", []any{"duration"}, fmt.Sprintf("%v is longer than the longest run, %v", s.Duration, behave.MaxDuration))
 	}
 	if s.Warmup < 0 || s.Warmup >= s.Duration {
 		return s.fail(root, "warmup", []any{"warmup"}, "must be at least 0 and shorter than duration")
@@ -271,7 +272,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		}
 		s.Driver = DriverLoopback
 	}
-	if err := loadgen.CheckTransport(s.Transport); err != nil {
+	if err := drive.CheckTransport(s.Transport); err != nil {
 		return s.fail(root, "transport", []any{"transport"}, err.Error())
 	}
 	if s.Driver == "" {
@@ -418,7 +419,7 @@ func (s *Scenario) validate(root *yaml.Node) error {
 
 // rawRate says why threshold th, a share (drop_rate, limited_rate) over
 // every kind of message, has no value: a population it covers writes raw
-// bytes (loadgen.WritesRaw), and a results file gives such a population
+// bytes (behave.WritesRaw), and a results file gives such a population
 // no drop rate (see reports.RawKind). It returns "" when th has a value.
 func (s *Scenario) rawRate(th Threshold) string {
 	if !fractionMetrics[th.Metric] || th.Kind != "" {
@@ -426,7 +427,7 @@ func (s *Scenario) rawRate(th Threshold) string {
 	}
 	var raw []string
 	for _, p := range s.Population {
-		if (th.Population == "all" || p.Name == th.Population) && loadgen.WritesRaw(p.behaviour) {
+		if (th.Population == "all" || p.Name == th.Population) && behave.WritesRaw(p.behaviour) {
 			raw = append(raw, fmt.Sprintf("%q (%s)", p.Name, p.Behaviour))
 		}
 	}
@@ -474,21 +475,21 @@ func (s *Scenario) unmeasured(th Threshold) string {
 	if th.Kind == "" {
 		return ""
 	}
-	k, err := loadgen.ParseKind(th.Kind)
+	k, err := behave.ParseKind(th.Kind)
 	if err != nil {
 		return ""
 	}
-	if (k == loadgen.KindMove || k == loadgen.KindAbility) && latencyMetrics[th.Metric] {
+	if (k == behave.KindMove || k == behave.KindAbility) && latencyMetrics[th.Metric] {
 		return fmt.Sprintf("%s has no value for %s: it is sent as input, which gets no reply, so it has no response time; use send_lag_p99, or a kind sent as a request (chat, purchase)", th.Metric, k)
 	}
 	switch {
-	case k == loadgen.KindRaw:
-		if !slices.ContainsFunc(pops, func(p *Population) bool { return loadgen.WritesRaw(p.behaviour) }) {
+	case k == behave.KindRaw:
+		if !slices.ContainsFunc(pops, func(p *Population) bool { return behave.WritesRaw(p.behaviour) }) {
 			return fmt.Sprintf("%s, so there is no raw row (only bad-length, malformed and slowloris write them)", noneSent(who, pops, "writes", "raw bytes"))
 		}
-	case loadgen.DefaultChannels[k] >= 0 || k == loadgen.KindPing:
+	case behave.DefaultChannels[k] >= 0 || k == behave.KindPing:
 		sends := func(p *Population) bool {
-			kinds, ok := loadgen.Sends(p.behaviour)
+			kinds, ok := behave.Sends(p.behaviour)
 			return !ok || slices.Contains(kinds, k)
 		}
 		if !slices.ContainsFunc(pops, sends) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/reports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +20,7 @@ const segmentDuration = 6 * time.Second
 
 // sharesKeys reports whether a scenario's clients share server state
 // that a sim segment does not: an address or account group, which then
-// connects from several generators at once (see loadgen.Segment), or the
+// connects from several generators at once (see behave.Segment), or the
 // server's bounded tables, which key churn fills and each segment's
 // simulated server has its own of.
 func sharesKeys(s *Scenario) bool {
@@ -43,7 +43,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 			s, err := Load(f)
 			require.NoError(t, err)
 			if slices.ContainsFunc(s.Population, func(p Population) bool { return p.Behaviour == traceBehaviour }) {
-				_, err := s.Check(Options{Driver: DriverSim, Segment: loadgen.Segment{Index: 0, Of: 2}})
+				_, err := s.Check(Options{Driver: DriverSim, Segment: behave.Segment{Index: 0, Of: 2}})
 				var oe *OptionError
 				require.ErrorAs(t, err, &oe, "a trace replay is not split into segments")
 				assert.Equal(t, "segment", oe.Option)
@@ -60,7 +60,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 				var names []string
 				for i := range n {
 					o := opt
-					o.Segment = loadgen.Segment{Index: i, Of: n}
+					o.Segment = behave.Segment{Index: i, Of: n}
 					out, err := Run(context.Background(), s, o)
 					require.NoError(t, err)
 					rs = append(rs, out.Results)
@@ -149,7 +149,7 @@ func TestMergeRefusesWhatIsNotOneRun(t *testing.T) {
 	s, err := Load("honest-only.yaml")
 	require.NoError(t, err)
 	run := func(i, n int, seed uint64) *reports.Results {
-		out, err := Run(context.Background(), s, Options{Driver: DriverSim, Duration: 2 * time.Second, Seed: &seed, Segment: loadgen.Segment{Index: i, Of: n}})
+		out, err := Run(context.Background(), s, Options{Driver: DriverSim, Duration: 2 * time.Second, Seed: &seed, Segment: behave.Segment{Index: i, Of: n}})
 		require.NoError(t, err)
 		return out.Results
 	}

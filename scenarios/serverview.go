@@ -3,13 +3,13 @@ package scenarios
 import (
 	"maps"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/reports"
 )
 
 // serverView copies a run's server view into its report's (nil for none).
 // Empty maps stay nil, as a results file read back has them.
-func serverView(sv *loadgen.ServerView) *reports.ServerView {
+func serverView(sv *record.ServerView) *reports.ServerView {
 	if sv == nil {
 		return nil
 	}

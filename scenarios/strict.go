@@ -230,7 +230,7 @@ func checkPolicy(n *yaml.Node, file, prefix string) error {
 var textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 
 // checkText decodes the scalar n into t, a type that reads itself from
-// text (a loadgen.Kind), reporting its own error at the node.
+// text (a behave.Kind), reporting its own error at the node.
 func checkText(n *yaml.Node, t reflect.Type, path string) *FieldError {
 	v := reflect.New(t).Interface().(encoding.TextUnmarshaler)
 	if err := v.UnmarshalText([]byte(n.Value)); err != nil {

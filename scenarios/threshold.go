@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/reports"
 )
 
@@ -128,17 +128,17 @@ func ParseThreshold(text string) (Threshold, error) {
 	}
 	if t.Kind != "" {
 		// A misspelt kind would measure nothing at every run.
-		k, err := loadgen.ParseKind(t.Kind)
+		k, err := behave.ParseKind(t.Kind)
 		if err != nil {
 			return t, fmt.Errorf("no message kind named %q%s", t.Kind, didYouMean(t.Kind, kindNames()))
 		}
 		if populationMetrics[t.Metric] {
 			return t, fmt.Errorf("%s counts clients, not messages of a kind: write %s.%s", t.Metric, t.Population, t.Metric)
 		}
-		if k == loadgen.KindRaw && fractionMetrics[t.Metric] {
+		if k == behave.KindRaw && fractionMetrics[t.Metric] {
 			return t, fmt.Errorf("%s has no value on the raw row: raw bytes are %s; use sent, accepted, dropped or drops.<reason>", t.Metric, rawNoRate)
 		}
-		if k == loadgen.KindSession && !sessionMetric(t.Metric) {
+		if k == behave.KindSession && !sessionMetric(t.Metric) {
 			return t, fmt.Errorf("%s has no value on the session row (sessions the server ended): use %s or drops.<reason>",
 				t.Metric, strings.Join(slices.Sorted(maps.Keys(sessionMetrics)), ", "))
 		}
@@ -270,8 +270,8 @@ func (t Threshold) Holds(value float64) bool {
 
 // kindNames lists the message kinds a threshold may name.
 func kindNames() []string {
-	names := make([]string, 0, loadgen.NumKinds)
-	for k := range loadgen.NumKinds {
+	names := make([]string, 0, behave.NumKinds)
+	for k := range behave.NumKinds {
 		names = append(names, k.String())
 	}
 	return names

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/sim"
 	"github.com/sluicedev/sluice/trace"
 )
 
 // recordSim runs variant name of scenario file in sim, recording a trace
 // to path, and returns the result.
-func recordSim(t *testing.T, file, name, path string) (*loadgen.Result, loadgen.Plan, NamedPolicy, *Scenario) {
+func recordSim(t *testing.T, file, name, path string) (*loadgen.Result, behave.Plan, NamedPolicy, *Scenario) {
 	t.Helper()
 	s, err := Load(file)
 	if err != nil {
@@ -50,11 +52,11 @@ func TestTraceRoundTripQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := loadgen.Plan{Seed: plan.Seed, Duration: plan.Duration}
+	rp := behave.Plan{Seed: plan.Seed, Duration: plan.Duration}
 	for _, pop := range plan.Populations {
-		rp.Populations = append(rp.Populations, loadgen.Population{
+		rp.Populations = append(rp.Populations, behave.Population{
 			Name: pop.Name, Clients: 1, Hostile: pop.Hostile,
-			Behaviour: &loadgen.Trace{File: path, Group: pop.Name},
+			Behaviour: &sim.Trace{File: path, Group: pop.Name},
 		})
 	}
 	rep, err := loadgen.RunSim(context.Background(), loadgen.RunSpec{Plan: rp, Warmup: eff.Warmup, Interval: eff.Interval}, pol.Policy)
@@ -63,10 +65,10 @@ func TestTraceRoundTripQuickstart(t *testing.T) {
 	}
 	var total int64
 	for p := range plan.Populations {
-		for k := range loadgen.NumKinds {
-			want, got := orig.Recorder.KindDecisions(p, loadgen.Kind(k)), rep.Recorder.KindDecisions(p, loadgen.Kind(k))
+		for k := range behave.NumKinds {
+			want, got := orig.Recorder.KindDecisions(p, behave.Kind(k)), rep.Recorder.KindDecisions(p, behave.Kind(k))
 			if want != got {
-				t.Errorf("%s/%v: replayed %v, recorded run %v", plan.Populations[p].Name, loadgen.Kind(k), got, want)
+				t.Errorf("%s/%v: replayed %v, recorded run %v", plan.Populations[p].Name, behave.Kind(k), got, want)
 			}
 			for _, n := range want {
 				total += n

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/drive"
 )
 
 // A shipped scenario run over WebSocket in the sim and over loopback
@@ -22,7 +22,7 @@ func TestSimAgreesWithLoopbackOverWebSocket(t *testing.T) {
 	}
 	s, err := Load("honest-only.yaml")
 	require.NoError(t, err)
-	opt := Options{Transport: loadgen.TransportWS, Duration: 4 * time.Second}
+	opt := Options{Transport: drive.TransportWS, Duration: 4 * time.Second}
 	opt.Driver = DriverSim
 	sim, err := Run(context.Background(), s, opt)
 	require.NoError(t, err)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/record"
 )
 
 func TestMain(m *testing.M) {
@@ -49,17 +51,17 @@ const honestFrameRate = 21.3
 // laggy ones (5%), and a few hostile clients (tiny floods, malformed
 // bytes, replays) that the gate cuts off. Everyone connects within the
 // first 500ms.
-func mixedPlan(seed uint64, d time.Duration, fps int) loadgen.Plan {
+func mixedPlan(seed uint64, d time.Duration, fps int) behave.Plan {
 	n := max(8, int(float64(fps)/honestFrameRate))
 	spread := 500 * time.Millisecond
-	persist := loadgen.Persist{ConnectSpread: spread}
-	return loadgen.Plan{Seed: seed, Duration: d, Populations: []loadgen.Population{
-		{Name: "honest", Clients: n * 82 / 100, Behaviour: &loadgen.Honest{ConnectSpread: spread}},
-		{Name: "nat", Clients: n * 12 / 100, Behaviour: &loadgen.Honest{ConnectSpread: spread}, PerAddress: 4},
-		{Name: "laggy", Clients: max(1, n*5/100), Behaviour: &loadgen.Laggy{Honest: loadgen.Honest{ConnectSpread: spread}, FreezeEvery: 2 * time.Second}},
-		{Name: "tiny-flood", Clients: 2, Behaviour: &loadgen.TinyFlood{Persist: persist}, Hostile: true},
-		{Name: "malformed", Clients: 1, Behaviour: &loadgen.Malformed{Persist: persist}, Hostile: true},
-		{Name: "replay", Clients: 1, Behaviour: &loadgen.Replay{Persist: persist}, Hostile: true},
+	persist := behave.Persist{ConnectSpread: spread}
+	return behave.Plan{Seed: seed, Duration: d, Populations: []behave.Population{
+		{Name: "honest", Clients: n * 82 / 100, Behaviour: &behave.Honest{ConnectSpread: spread}},
+		{Name: "nat", Clients: n * 12 / 100, Behaviour: &behave.Honest{ConnectSpread: spread}, PerAddress: 4},
+		{Name: "laggy", Clients: max(1, n*5/100), Behaviour: &behave.Laggy{Honest: behave.Honest{ConnectSpread: spread}, FreezeEvery: 2 * time.Second}},
+		{Name: "tiny-flood", Clients: 2, Behaviour: &behave.TinyFlood{Persist: persist}, Hostile: true},
+		{Name: "malformed", Clients: 1, Behaviour: &behave.Malformed{Persist: persist}, Hostile: true},
+		{Name: "replay", Clients: 1, Behaviour: &behave.Replay{Persist: persist}, Hostile: true},
 	}}
 }
 
@@ -77,7 +79,7 @@ func decided(res *loadgen.Result) int64 {
 
 // merged merges metric m of the given kinds of the given populations (nil:
 // every one) into one histogram, failing on values a merge drops.
-func merged(b *testing.B, rec *loadgen.Recorder, pops []int, kinds []loadgen.Kind, m loadgen.Metric) *hdrhistogram.Histogram {
+func merged(b *testing.B, rec *record.Recorder, pops []int, kinds []behave.Kind, m record.Metric) *hdrhistogram.Histogram {
 	b.Helper()
 	cfg := rec.Config()
 	h := hdrhistogram.New(cfg.Lowest, cfg.Highest, cfg.Digits)
@@ -87,7 +89,7 @@ func merged(b *testing.B, rec *loadgen.Recorder, pops []int, kinds []loadgen.Kin
 		}
 	}
 	if kinds == nil {
-		for k := range loadgen.NumKinds {
+		for k := range behave.NumKinds {
 			kinds = append(kinds, k)
 		}
 	}
@@ -112,10 +114,10 @@ func popIndex(b *testing.B, res *loadgen.Result, label string) int {
 	return i
 }
 
-// policy is loadgen.DefaultPolicy with session slots for the largest
+// policy is behave.DefaultPolicy with session slots for the largest
 // plan here (the default is 4,096).
 func policy() core.Policy {
-	p := loadgen.DefaultPolicy()
+	p := behave.DefaultPolicy()
 	p.Tables.Sessions = new(uint32(16384))
 	return p
 }
@@ -209,7 +211,7 @@ func benchLoopback(b *testing.B, fps int, run func(loadgen.RunSpec) *loadgen.Res
 	for i := 0; i < b.N; i++ {
 		res := run(spec)
 		got += float64(decided(res)) / window
-		lag := merged(b, res.Recorder, nil, nil, loadgen.SendLag)
+		lag := merged(b, res.Recorder, nil, nil, record.SendLag)
 		p99 += float64(lag.ValueAtQuantile(99))
 		p50 += float64(lag.ValueAtQuantile(50))
 		lagMax = max(lagMax, float64(lag.Max()))
@@ -255,21 +257,21 @@ func BenchmarkSim(b *testing.B) {
 // tiny-frame floods, byte floods, bad lengths, malformed bytes and
 // slowloris, four clients each. The honest clients come first, so they are
 // the same clients (seeds, accounts, addresses) in both plans.
-func floodPlan(flood bool) loadgen.Plan {
+func floodPlan(flood bool) behave.Plan {
 	const d = 3 * time.Second
-	honest := &loadgen.Honest{ConnectSpread: 300 * time.Millisecond, ChatEvery: 250 * time.Millisecond, PurchaseEvery: time.Second}
-	p := loadgen.Plan{Seed: 13, Duration: d, Populations: []loadgen.Population{
+	honest := &behave.Honest{ConnectSpread: 300 * time.Millisecond, ChatEvery: 250 * time.Millisecond, PurchaseEvery: time.Second}
+	p := behave.Plan{Seed: 13, Duration: d, Populations: []behave.Population{
 		{Name: "honest", Clients: 200, Behaviour: honest},
 	}}
 	if flood {
 		at := 500 * time.Millisecond
-		ps := loadgen.Persist{ConnectSpread: 200 * time.Millisecond}
+		ps := behave.Persist{ConnectSpread: 200 * time.Millisecond}
 		p.Populations = append(p.Populations,
-			loadgen.Population{Name: "tiny", Clients: 4, Behaviour: &loadgen.TinyFlood{Persist: ps}, Start: at, Hostile: true},
-			loadgen.Population{Name: "bytes", Clients: 4, Behaviour: &loadgen.ByteFlood{Persist: ps}, Start: at, Hostile: true},
-			loadgen.Population{Name: "badlen", Clients: 4, Behaviour: &loadgen.BadLength{Persist: ps}, Start: at, Hostile: true},
-			loadgen.Population{Name: "garbage", Clients: 4, Behaviour: &loadgen.Malformed{Persist: ps}, Start: at, Hostile: true},
-			loadgen.Population{Name: "slow", Clients: 4, Behaviour: &loadgen.Slowloris{Persist: ps}, Start: at, Hostile: true},
+			behave.Population{Name: "tiny", Clients: 4, Behaviour: &behave.TinyFlood{Persist: ps}, Start: at, Hostile: true},
+			behave.Population{Name: "bytes", Clients: 4, Behaviour: &behave.ByteFlood{Persist: ps}, Start: at, Hostile: true},
+			behave.Population{Name: "badlen", Clients: 4, Behaviour: &behave.BadLength{Persist: ps}, Start: at, Hostile: true},
+			behave.Population{Name: "garbage", Clients: 4, Behaviour: &behave.Malformed{Persist: ps}, Start: at, Hostile: true},
+			behave.Population{Name: "slow", Clients: 4, Behaviour: &behave.Slowloris{Persist: ps}, Start: at, Hostile: true},
 		)
 	}
 	return p
@@ -278,13 +280,13 @@ func floodPlan(flood bool) loadgen.Plan {
 // BenchmarkFloodImpact measures honest request latency (Response, from the
 // intended send time to the reply, of chat and purchase requests) with
 // and without the hostile flood mix, same seed, same honest clients, over
-// loopback with loadgen.DefaultPolicy: 3s runs, the first 500ms warm-up. One
+// loopback with behave.DefaultPolicy: 3s runs, the first 500ms warm-up. One
 // op is both runs (the order alternates). Metrics: quiet-p99-ns and
 // flood-p99-ns, and p99-ratio = flood ÷ quiet (target ≤ 2), each a mean
 // over the ops; the same for p50.
 func BenchmarkFloodImpact(b *testing.B) {
 	pol := policy()
-	requests := []loadgen.Kind{loadgen.KindChat, loadgen.KindPurchase}
+	requests := []behave.Kind{behave.KindChat, behave.KindPurchase}
 	var quiet, flood, q50, f50, ratio float64
 	for i := 0; i < b.N; i++ {
 		var p99, p50 [2]float64
@@ -292,7 +294,7 @@ func BenchmarkFloodImpact(b *testing.B) {
 			withFlood := (i+j)%2 == 1
 			res := runLoopback(b, loadgen.RunSpec{Plan: floodPlan(withFlood), Warmup: 500 * time.Millisecond}, pol)
 			h := popIndex(b, res, "honest")
-			lat := merged(b, res.Recorder, []int{h}, requests, loadgen.Response)
+			lat := merged(b, res.Recorder, []int{h}, requests, record.Response)
 			if lat.TotalCount() == 0 {
 				b.Fatal("no honest request was answered")
 			}
@@ -321,9 +323,9 @@ func BenchmarkFloodImpact(b *testing.B) {
 // cpuPlan is an honest crowd only, so that the gate refuses nothing and a
 // run with limits does exactly the work of one without, plus the gate
 // calls.
-func cpuPlan() loadgen.Plan {
-	return loadgen.Plan{Seed: 21, Duration: 3 * time.Second, Populations: []loadgen.Population{
-		{Name: "honest", Clients: 1000, Behaviour: &loadgen.Honest{ConnectSpread: 300 * time.Millisecond}},
+func cpuPlan() behave.Plan {
+	return behave.Plan{Seed: 21, Duration: 3 * time.Second, Populations: []behave.Population{
+		{Name: "honest", Clients: 1000, Behaviour: &behave.Honest{ConnectSpread: 300 * time.Millisecond}},
 	}}
 }
 

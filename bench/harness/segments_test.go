@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/behave"
 )
 
 // generatorEnv, when set to "I/N@ADDR:PORT:FPS", makes this test binary a
@@ -36,7 +37,7 @@ func generate(spec string) int {
 		return 2
 	}
 	plan := mixedPlan(1, segmentRun, fps)
-	plan.Segment = loadgen.Segment{Index: idx, Of: of}
+	plan.Segment = behave.Segment{Index: idx, Of: of}
 	_, err := loadgen.RunLoopback(context.Background(), loadgen.RunSpec{Plan: plan, Warmup: time.Second, Remote: &loadgen.Remote{Addr: ap}}, policy())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness generator:", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/drive"
 )
 
 // BenchmarkServerCPUWS is BenchmarkServerCPU over WebSocket: the same
@@ -23,7 +24,7 @@ func BenchmarkServerCPUWS(b *testing.B) {
 			if k == 1 {
 				mode = "nolimits-ws"
 			}
-			_, st := runChild(b, loadgen.RunSpec{Plan: cpuPlan(), Transport: loadgen.TransportWS}, mode, false)
+			_, st := runChild(b, loadgen.RunSpec{Plan: cpuPlan(), Transport: drive.TransportWS}, mode, false)
 			if st.Refused != 0 {
 				b.Fatalf("the server refused %d honest frames (no-limits %v): the runs would not do the same work", st.Refused, k == 1)
 			}
@@ -59,10 +60,10 @@ func BenchmarkServerCPUWS(b *testing.B) {
 // the run did not keep up).
 func BenchmarkTransports(b *testing.B) {
 	for _, fps := range []int{25_000, 50_000} {
-		for _, tr := range []string{loadgen.TransportTCP, loadgen.TransportWS} {
+		for _, tr := range []string{drive.TransportTCP, drive.TransportWS} {
 			b.Run(fmt.Sprintf("offered=%dk/transport=%s", fps/1000, tr), func(b *testing.B) {
 				mode := "gate"
-				if tr == loadgen.TransportWS {
+				if tr == drive.TransportWS {
 					mode = "gate-ws"
 				}
 				benchLoopback(b, fps, func(spec loadgen.RunSpec) *loadgen.Result {
