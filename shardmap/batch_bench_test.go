@@ -57,8 +57,9 @@ func BenchmarkTakeBatch(b *testing.B) {
 //   - probe-cas: probe, then a Load and CompareAndSwap of each key's word
 //     (no bucket arithmetic, no outcome written);
 //   - pretouched: touch, then TakeBatchAt (which touches again);
-//   - batch: draws and TakeBatchAt; batch2: TakeBatchAt twice (the second
-//     on lines in cache);
+//   - batch: draws and TakeBatchAt; batch-notouch: the same with the first
+//     pass skipped, as on a small table; batch2: TakeBatchAt twice (the
+//     second on lines in cache);
 //   - loop: draws and TakeAt on each key.
 //
 // Each reports cpu-ns/op, the thread's CPU time, beside wall time.
@@ -124,6 +125,13 @@ func BenchmarkTakeBatchAnatomy(b *testing.B) {
 			}},
 			{"pretouched", func(now int64) { draw(); m.touch(ks, hs[:]); m.TakeBatchAt(ks, now, 1, out) }},
 			{"batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out) }},
+			{"batch-notouch", func(now int64) {
+				draw()
+				small := m.small
+				m.small = true
+				m.TakeBatchAt(ks, now, 1, out)
+				m.small = small
+			}},
 			{"batch2", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out); m.TakeBatchAt(ks, now, 1, out) }},
 			{"loop", func(now int64) {
 				draw()
