@@ -44,6 +44,34 @@ func (g *Gate) CheckBatch(msgs []Message, now int64, out []Verdict) {
 	}
 }
 
+// CheckBatchUntilDisconnect is CheckBatch that stops after the first
+// message whose verdict is Disconnect and returns how many messages it
+// decided, that one included (len(msgs) if none was): the messages after
+// it are not checked at all, and nothing of theirs is counted. It is for a
+// caller that drops a connection's remaining messages once one of them
+// ends it, as a server does with the frames of one read after a
+// Disconnect: checking those would count them, strike them and take their
+// tokens, which checking message by message never does.
+func (g *Gate) CheckBatchUntilDisconnect(msgs []Message, now int64, out []Verdict) int {
+	out = out[:len(msgs)]
+	done := 0
+	for len(msgs) > 0 {
+		c := min(len(msgs), gateBatch)
+		ms, os := msgs[:c], out[:c]
+		g.touch(ms)
+		for i := range ms {
+			v := g.Check(ms[i], now)
+			os[i] = v
+			if v.Action == Disconnect {
+				return done + i + 1
+			}
+		}
+		done += c
+		msgs, out = msgs[c:], out[c:]
+	}
+	return done
+}
+
 // touch is CheckBatch's first pass over at most gateBatch messages: in two
 // rounds, so that each round's loads are independent of each other (the
 // second needs the sessions the first found), it loads what Check will

@@ -42,8 +42,16 @@ func newGateTwin(t *testing.T) *gateTwin {
 // oversized and unknown-kind messages, requests with repeated ids, matches;
 // between batches requests are answered, sessions closed and opened and
 // authenticated, Step run. Every verdict, the counters and every event
-// must be the same.
+// must be the same. Every other batch goes through CheckBatchUntilDisconnect
+// instead, and its twin stops at the first Disconnect as it must.
 func TestCheckBatchMatchesCheck(t *testing.T) {
+	stopped := 0 // batches CheckBatchUntilDisconnect ended early, over every seed
+	t.Cleanup(func() {
+		if !t.Failed() && stopped == 0 {
+			t.Errorf("no batch of CheckBatchUntilDisconnect met a Disconnect: the stop is untested")
+		}
+		t.Logf("%d batches ended at a Disconnect", stopped)
+	})
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			a, b := newGateTwin(t), newGateTwin(t)
@@ -121,6 +129,31 @@ func TestCheckBatchMatchesCheck(t *testing.T) {
 					}
 					ms[i] = m
 				}
+				if round%2 == 1 {
+					// CheckBatchUntilDisconnect: the same verdicts up to
+					// the first Disconnect, and nothing of the rest
+					// checked (the twin stops there too, so the counters
+					// and events compared below tell).
+					n := a.g.CheckBatchUntilDisconnect(ms, now, out)
+					want := len(ms)
+					for i, m := range ms {
+						v := b.g.Check(m, now)
+						if out[i] != v {
+							t.Fatalf("round %d: message %d of %d (%+v): batch until disconnect %v, one by one %v", round, i, len(ms), m, out[i], v)
+						}
+						if v.Action == Disconnect {
+							want = i + 1
+							break
+						}
+					}
+					if n != want {
+						t.Fatalf("round %d: CheckBatchUntilDisconnect decided %d of %d messages, want %d", round, n, len(ms), want)
+					}
+					if want < len(ms) {
+						stopped++
+					}
+					continue
+				}
 				a.g.CheckBatch(ms, now, out)
 				for i, m := range ms {
 					if v := b.g.Check(m, now); out[i] != v {
@@ -157,6 +190,14 @@ func TestCheckBatchZeroAllocs(t *testing.T) {
 		g.CheckBatch(msgs, now, out)
 	}); a != 0 {
 		t.Fatalf("CheckBatch: %v allocs per batch", a)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		now += 1000
+		if n := g.CheckBatchUntilDisconnect(msgs, now, out); n != len(msgs) {
+			t.Fatalf("CheckBatchUntilDisconnect stopped at %d of %d", n, len(msgs))
+		}
+	}); a != 0 {
+		t.Fatalf("CheckBatchUntilDisconnect: %v allocs per batch", a)
 	}
 	for i, v := range out {
 		require.True(t, v.OK(), "message %d: %v", i, v)

@@ -35,11 +35,29 @@ func (l *Limiter) TakeBatchAt(keys []uint64, now int64, n uint64, out []Decision
 		}
 		return
 	}
+	// The map's outcomes go through an array on the stack, which Go
+	// zeroes on every call (40 bytes a key): a small batch gets a small
+	// one, so that it does not pay for zeroing BatchChunk entries.
+	if len(keys) <= smallBatch {
+		var took [smallBatch]shardmap.Took
+		l.takeBatch(keys, now, n, out, took[:])
+		return
+	}
 	var took [shardmap.BatchChunk]shardmap.Took
+	l.takeBatch(keys, now, n, out, took[:])
+}
+
+// smallBatch is the batch size up to which TakeBatchAt's array of outcomes
+// is this long rather than shardmap.BatchChunk.
+const smallBatch = 16
+
+// takeBatch is TakeBatchAt on an open limiter, through took, len(keys)
+// outcomes at most at a time.
+func (l *Limiter) takeBatch(keys []uint64, now int64, n uint64, out []Decision, took []shardmap.Took) {
 	for len(keys) > 0 {
 		var c int
 		if l.cfg.DisableEscalation {
-			c = min(len(keys), shardmap.BatchChunk)
+			c = min(len(keys), len(took))
 			l.m.TakeBatchAt(keys[:c], now, n, took[:c])
 		} else {
 			// A denial records a soft violation in the key's mark, which a
@@ -47,7 +65,7 @@ func (l *Limiter) TakeBatchAt(keys []uint64, now int64, n uint64, out []Decision
 			// scan of its shard (when the key becomes evictable) read: the
 			// keys after it wait until it is recorded. Every other refusal
 			// writes counters only, and commutes with later takes.
-			c = l.m.TakeBatchUntilDeniedAt(keys, now, n, took[:])
+			c = l.m.TakeBatchUntilDeniedAt(keys[:min(len(keys), len(took))], now, n, took)
 		}
 		ks, os, tk := keys[:c], out[:c], took[:c]
 		for i := range tk {

@@ -3,6 +3,7 @@ package shardmap
 import (
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/sluicedev/sluice/internal/benchcheck"
 	"github.com/sluicedev/sluice/internal/benchkeys"
@@ -45,11 +46,23 @@ func BenchmarkTakeBatch(b *testing.B) {
 
 // BenchmarkTakeBatchAnatomy takes a batch of 64 takes apart at 1k and 1M
 // keys, each part drawing its 64 keys as BenchmarkTakeBatch does; one op is
-// one key: draw (the draws alone), touch (draws and TakeBatchAt's first
-// pass), touch2 (the first pass twice: the second finds the lines in
-// cache), batch (draws and TakeBatchAt), batch2 (TakeBatchAt twice: the
-// second on lines in cache), loop (draws and TakeAt on each key). Each
-// reports cpu-ns/op, the thread's CPU time, beside wall time.
+// one key:
+//
+//   - draw: the draws alone;
+//   - touch: draws and TakeBatchAt's first pass; touch2: the first pass
+//     twice (the second finds the lines in cache);
+//   - home: touch, then each key's home cell loaded again;
+//   - probe: touch, then each key's probe (find) run: home and the cells
+//     after it up to the key; probe-cold: the probes without the touch;
+//   - probe-cas: probe, then a Load and CompareAndSwap of each key's word
+//     (no bucket arithmetic, no outcome written);
+//   - pretouched: touch, then TakeBatchAt (which touches again);
+//   - batch: draws and TakeBatchAt; batch-notouch: the same with the first
+//     pass skipped, as on a small table; batch2: TakeBatchAt twice (the
+//     second on lines in cache);
+//   - loop: draws and TakeAt on each key.
+//
+// Each reports cpu-ns/op, the thread's CPU time, beside wall time.
 func BenchmarkTakeBatchAnatomy(b *testing.B) {
 	const batch = 64
 	for _, sz := range benchSizes {
@@ -64,6 +77,17 @@ func BenchmarkTakeBatchAnatomy(b *testing.B) {
 				ks[j] = keys[benchkeys.Pick(x, len(keys))]
 			}
 		}
+		// probe runs find on each key of ks, whose hashes are in hs, and
+		// returns the cells found.
+		probe := func(hs []uint64) uint64 {
+			var sink uint64
+			for j, k := range ks {
+				h := hs[j]
+				c, _ := m.shardOf(h).tab.Load().find(k, h)
+				sink += uint64(uintptr(unsafe.Pointer(c)))
+			}
+			return sink
+		}
 		parts := []struct {
 			name string
 			run  func(now int64)
@@ -71,7 +95,43 @@ func BenchmarkTakeBatchAnatomy(b *testing.B) {
 			{"draw", func(int64) { draw() }},
 			{"touch", func(int64) { draw(); m.touch(ks, hs[:]) }},
 			{"touch2", func(int64) { draw(); m.touch(ks, hs[:]); m.touch(ks, hs[:]) }},
+			{"home", func(int64) {
+				draw()
+				m.touch(ks, hs[:])
+				var sink uint64
+				for _, h := range hs {
+					t := m.shardOf(h).tab.Load()
+					sink += t.cell(t.home(h)).key.Load()
+				}
+				touchSink(sink)
+			}},
+			{"probe", func(int64) { draw(); m.touch(ks, hs[:]); touchSink(probe(hs[:])) }},
+			{"probe-cold", func(int64) {
+				draw()
+				for j, k := range ks {
+					hs[j] = m.hash(k)
+				}
+				touchSink(probe(hs[:]))
+			}},
+			{"probe-cas", func(int64) {
+				draw()
+				m.touch(ks, hs[:])
+				for j, k := range ks {
+					h := hs[j]
+					c, _ := m.shardOf(h).tab.Load().find(k, h)
+					w := c.word.Load()
+					c.word.CompareAndSwap(w, w)
+				}
+			}},
+			{"pretouched", func(now int64) { draw(); m.touch(ks, hs[:]); m.TakeBatchAt(ks, now, 1, out) }},
 			{"batch", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out) }},
+			{"batch-notouch", func(now int64) {
+				draw()
+				small := m.small
+				m.small = true
+				m.TakeBatchAt(ks, now, 1, out)
+				m.small = small
+			}},
 			{"batch2", func(now int64) { draw(); m.TakeBatchAt(ks, now, 1, out); m.TakeBatchAt(ks, now, 1, out) }},
 			{"loop", func(now int64) {
 				draw()

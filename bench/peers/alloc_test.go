@@ -77,7 +77,8 @@ func TestSluiceZeroAllocs(t *testing.T) {
 			check("Keyed/"+im.name+"/1k/serial", func(b *testing.B) { keyedSerialBatch(b, ks, bl, im.batch) })
 			check("Keyed/"+im.name+"/1k/parallel", func(b *testing.B) { keyedParallelBatch(b, ks, bl, im.batch) })
 			keys := ks.u[:im.batch]
-			if a := testing.AllocsPerRun(100, func() { bl.TakeBatch(keys, atomicbucket.Nanotime()) }); a != 0 {
+			bt := bl.Batcher(im.batch)
+			if a := testing.AllocsPerRun(100, func() { bt.TakeBatch(keys, atomicbucket.Nanotime()) }); a != 0 {
 				t.Errorf("Keyed/%s: %v allocs per batch, want 0", im.name, a)
 			}
 		} else {

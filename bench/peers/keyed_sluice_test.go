@@ -46,21 +46,29 @@ func buildSluiceBatch(tb testing.TB, ks *keySet, c keyedConfig) keyedLimiter {
 	return insertAll(tb, ks, &sluiceBatch{sluiceKeyed: sluiceKeyed{lim: lim, caller: true}})
 }
 
-// TakeBatch decides keys (one call for the benchmarks' batches of up to 256)
-// into a Decision array on its stack, so that goroutines share nothing, and
-// counts the passes.
-func (s *sluiceBatch) TakeBatch(keys []uint64, now int64) int {
-	var out [256]core.Decision
+// Batcher returns a batcher with a Decision buffer of size.
+func (s *sluiceBatch) Batcher(size int) batcher {
+	return &sluiceBatcher{lim: s.lim, out: make([]core.Decision, size)}
+}
+
+// sluiceBatcher decides a batch into its own Decision buffer (the driver
+// goroutine's) and counts the passes.
+type sluiceBatcher struct {
+	lim *core.Limiter
+	out []core.Decision
+}
+
+func (s *sluiceBatcher) TakeBatch(keys []uint64, now int64) int {
 	passed := 0
 	for len(keys) > 0 {
-		c := min(len(keys), len(out))
-		s.lim.TakeBatchAt(keys[:c], now, 1, out[:c])
-		for i := range out[:c] {
+		out := s.out[:min(len(keys), len(s.out))]
+		s.lim.TakeBatchAt(keys[:len(out)], now, 1, out)
+		for i := range out {
 			if out[i].Allowed {
 				passed++
 			}
 		}
-		keys = keys[c:]
+		keys = keys[len(out):]
 	}
 	return passed
 }

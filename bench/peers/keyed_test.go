@@ -48,6 +48,15 @@ type keyedImpl struct {
 // now: one token each, in order, as Take on each would.
 type batchLimiter interface {
 	keyedLimiter
+	// Batcher returns a batcher for batches of up to size keys, with
+	// whatever buffers its takes write into: each driver goroutine makes
+	// its own before it starts (as a server keeps one per reader), so
+	// that no batch zeroes, allocates or shares a buffer.
+	Batcher(size int) batcher
+}
+
+// batcher takes batches for one goroutine.
+type batcher interface {
 	// TakeBatch takes one token for each of keys at now and returns how
 	// many passed.
 	TakeBatch(keys []uint64, now int64) int
@@ -240,6 +249,7 @@ func keyedParallel(b *testing.B, ks *keySet, lim keyedLimiter) {
 func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 	b.ReportAllocs()
 	buf := make([]uint64, batch)
+	bt := lim.Batcher(batch)
 	var passed int
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
@@ -251,7 +261,7 @@ func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 			keys[j] = u[draws[(i+j)&drawMask]]
 		}
 		now += int64(10 * len(keys))
-		passed += lim.TakeBatch(keys, now)
+		passed += bt.TakeBatch(keys, now)
 	}
 	cpu.stop(b)
 	b.StopTimer()
@@ -269,18 +279,19 @@ func keyedParallelBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 	b.RunParallel(func(pb *testing.PB) {
 		j := int(goroutines.Add(1) * 104_729)
 		buf := make([]uint64, 0, batch)
+		bt := lim.Batcher(batch)
 		passed := 0
 		u, draws := ks.u, ks.draws
 		for pb.Next() {
 			buf = append(buf, u[draws[j&drawMask]])
 			j++
 			if len(buf) == batch {
-				passed += lim.TakeBatch(buf, atomicbucket.Nanotime())
+				passed += bt.TakeBatch(buf, atomicbucket.Nanotime())
 				buf = buf[:0]
 			}
 		}
 		if len(buf) > 0 {
-			passed += lim.TakeBatch(buf, atomicbucket.Nanotime())
+			passed += bt.TakeBatch(buf, atomicbucket.Nanotime())
 		}
 		total.Add(int64(passed))
 	})

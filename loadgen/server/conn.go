@@ -248,16 +248,33 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 	}
 	charged := v.Action == core.Accept
 	t, m := &c.t, &c.m
+	// Frames on a channel are checked a run at a time (conn_batch.go),
+	// every other frame on its own after the run before it.
+	var run frameRun
 	for {
 		err := c.framer.Next(m)
 		if err == wire.ErrIncomplete {
 			break
 		}
 		if c.closing.Load() { // a tick's answer overflowed, or Shutdown
+			c.checkRun(&run, now)
 			stop = true
 			break
 		}
 		completed = true
+		if charged {
+			if added, flush := run.add(c, m, err); added {
+				if flush && c.checkRun(&run, now) {
+					stop = true
+					break
+				}
+				continue
+			}
+			if c.checkRun(&run, now) {
+				stop = true
+				break
+			}
+		}
 		t.frames++
 		t.row = s.rowOf(m, err)
 		if err == wire.ErrOversize {
@@ -282,6 +299,9 @@ func (c *conn) handleRead(n int, now int64) (completed, stop bool) {
 			stop = true
 			break
 		}
+	}
+	if !stop && c.checkRun(&run, now) {
+		stop = true
 	}
 	c.endRead(n)
 	c.t.st.readNanos.Add(atomicbucket.Nanotime() - now) // on the line the read's bytes just took
@@ -371,13 +391,24 @@ func (c *conn) gated(kind uint16, id uint64, size int, fl core.MessageFlags, now
 			c.t.drop(core.Malformed)
 			return false
 		}
-	} else {
-		v := c.s.gate.Check(core.Message{Session: c.h, Request: id, Match: c.match, Size: clampSize(size), Kind: kind, Flags: fl | core.FlagCharged}, now)
-		if v.Action != core.Accept {
-			return c.verdict(v, id)
-		}
-		c.noteStage(v.Stage)
+		return c.admitted(kind, id, ping, ts)
 	}
+	return c.checked(c.s.gate.Check(c.message(kind, id, size, fl), now), kind, id, ping, ts)
+}
+
+// checked acts on the verdict v of a frame on channel kind, as gated does
+// once it has it, and reports whether the connection is ending.
+func (c *conn) checked(v core.Verdict, kind uint16, id uint64, ping bool, ts uint64) (stop bool) {
+	if v.Action != core.Accept {
+		return c.verdict(v, id)
+	}
+	c.noteStage(v.Stage)
+	return c.admitted(kind, id, ping, ts)
+}
+
+// admitted runs a frame on channel kind that the gate accepted (or that
+// runs without limits): a pong for a ping, else its command queued.
+func (c *conn) admitted(kind uint16, id uint64, ping bool, ts uint64) (stop bool) {
 	if ping {
 		c.t.accept()
 		c.pong(ts)

@@ -53,6 +53,9 @@ type Server struct {
 	// send, so the last tick starts only once none is left.
 	draining  atomic.Bool
 	enqueuers atomic.Int32
+	// batchedFrames counts frames checked in runs of two or more
+	// (conn.checkRun), for the tests that the batch path was taken.
+	batchedFrames atomic.Uint64
 
 	mu       sync.Mutex // conns, state, ln
 	conns    map[*conn]struct{}
