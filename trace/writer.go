@@ -32,21 +32,25 @@ const (
 // whose goroutines raced stay ordered). The zero value is not usable;
 // make one with NewWriter. Not safe for concurrent use.
 type Writer struct {
-	w       *bufio.Writer
-	enc     *zstd.Encoder
-	raw     []byte
-	comp    []byte
-	count   int
-	last    int64 // time of the previous record in the block
-	prev    int64 // time of the previous record in the trace
-	kinds   map[string]uint64
-	nkinds  uint64
-	written int64 // records, all blocks
-	bytes   int64 // bytes written so far
-	err     error
-	closed  bool
-	pend    Record // a read held for the message it may carry
-	hasPend bool
+	w     *bufio.Writer
+	enc   *zstd.Encoder
+	raw   []byte
+	comp  []byte
+	count int
+	last  int64 // time of the previous record in the block
+	prev  int64 // time of the previous record in the trace
+	kinds map[string]uint64
+	// lastKind and its index (0: not defined in this block) are a cache in
+	// front of kinds: most messages are of the kind before them.
+	lastKind  string
+	lastIndex uint64
+	nkinds    uint64
+	written   int64 // records, all blocks
+	bytes     int64 // bytes written so far
+	err       error
+	closed    bool
+	pend      Record // a read held for the message it may carry
+	hasPend   bool
 }
 
 // NewWriter writes h to w and returns a Writer for the records.
@@ -154,7 +158,10 @@ func (w *Writer) flushPend() {
 func (w *Writer) encode(r *Record, extra byte) error {
 	t := max(r.Time, w.prev, 0)
 	if r.IsMessage() {
-		if _, ok := w.kinds[r.Kind]; !ok && r.Kind != "" {
+		if r.Kind != "" && r.Kind != w.lastKind {
+			w.lastKind, w.lastIndex = r.Kind, w.kinds[r.Kind]
+		}
+		if r.Kind != "" && w.lastIndex == 0 {
 			if !validKindName(r.Kind) {
 				return fmt.Errorf("trace: record %d: kind %q is not a kind name", w.written, r.Kind)
 			}
@@ -163,6 +170,7 @@ func (w *Writer) encode(r *Record, extra byte) error {
 			}
 			w.nkinds++
 			w.kinds[r.Kind] = w.nkinds
+			w.lastKind, w.lastIndex = r.Kind, w.nkinds
 			w.raw = append(w.raw, byte(opKind))
 			w.raw = binary.AppendUvarint(w.raw, uint64(t-w.last))
 			w.last = t
@@ -211,7 +219,11 @@ func (w *Writer) encode(r *Record, extra byte) error {
 		b = binary.AppendUvarint(b, uint64(r.Size))
 	case OpMessage, OpUnchecked:
 		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, w.kinds[r.Kind])
+		var k uint64
+		if r.Kind != "" {
+			k = w.lastIndex
+		}
+		b = binary.AppendUvarint(b, k)
 		b = binary.AppendUvarint(b, uint64(r.Size))
 		b = binary.AppendUvarint(b, r.Request)
 		b = binary.AppendUvarint(b, r.Match)
@@ -255,6 +267,7 @@ func (w *Writer) cut() {
 	w.raw, w.count, w.last = w.raw[:0], 0, 0
 	clear(w.kinds)
 	w.nkinds = 0
+	w.lastKind, w.lastIndex = "", 0
 }
 
 // Flush writes the block so far (a shorter block) and flushes the
