@@ -34,7 +34,8 @@ const (
 type Writer struct {
 	w     *bufio.Writer
 	enc   *zstd.Encoder
-	raw   []byte
+	cols  [numCols][]byte // the block's columns (see the package doc)
+	raw   []byte          // the block's payload being built
 	comp  []byte
 	count int
 	last  int64 // time of the previous record in the block
@@ -171,11 +172,11 @@ func (w *Writer) encode(r *Record, extra byte) error {
 			w.nkinds++
 			w.kinds[r.Kind] = w.nkinds
 			w.lastKind, w.lastIndex = r.Kind, w.nkinds
-			w.raw = append(w.raw, byte(opKind))
-			w.raw = binary.AppendUvarint(w.raw, uint64(t-w.last))
+			w.cols[colHead] = append(w.cols[colHead], byte(opKind))
+			w.putTime(uint64(t - w.last))
 			w.last = t
-			w.raw = binary.AppendUvarint(w.raw, w.nkinds)
-			w.raw = appendString(w.raw, r.Kind)
+			w.cols[colOther] = binary.AppendUvarint(w.cols[colOther], w.nkinds)
+			w.cols[colOther] = appendString(w.cols[colOther], r.Kind)
 			w.count++
 		}
 	}
@@ -186,64 +187,90 @@ func (w *Writer) encode(r *Record, extra byte) error {
 	if r.IsMessage() {
 		head |= byte(r.Flags&3) << 4
 	}
-	b := append(w.raw, head)
-	b = binary.AppendUvarint(b, uint64(t-w.last))
+	c := &w.cols
+	c[colHead] = append(c[colHead], head)
+	w.putTime(uint64(t - w.last))
 	if r.Op != OpLost {
-		b = binary.AppendUvarint(b, r.Session)
+		c[colSession] = binary.AppendUvarint(c[colSession], r.Session)
 	}
 	switch r.Op {
 	case OpOpen:
-		b = append(b, r.Decision.byte())
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		o := c[colOther]
 		switch a := r.Addr.Addr(); {
 		case r.AddrHash != 0:
-			b = append(b, 8)
-			b = binary.BigEndian.AppendUint64(b, r.AddrHash)
+			o = append(o, 8)
+			o = binary.BigEndian.AppendUint64(o, r.AddrHash)
 		case !a.IsValid():
-			b = append(b, 0)
+			o = append(o, 0)
 		case a.Is4():
 			v := a.As4()
-			b = append(b, 4)
-			b = append(b, v[:]...)
-			b = binary.BigEndian.AppendUint16(b, r.Addr.Port())
+			o = append(o, 4)
+			o = append(o, v[:]...)
+			o = binary.BigEndian.AppendUint16(o, r.Addr.Port())
 		default:
 			v := a.As16()
-			b = append(b, 6)
-			b = append(b, v[:]...)
-			b = binary.BigEndian.AppendUint16(b, r.Addr.Port())
+			o = append(o, 6)
+			o = append(o, v[:]...)
+			o = binary.BigEndian.AppendUint16(o, r.Addr.Port())
 		}
+		c[colOther] = o
 	case OpAuth:
-		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, r.Account)
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		c[colOther] = binary.AppendUvarint(c[colOther], r.Account)
 	case OpRead:
-		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, uint64(r.Size))
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		c[colKind] = binary.AppendUvarint(c[colKind], uint64(r.Size))
 	case OpMessage, OpUnchecked:
-		b = append(b, r.Decision.byte())
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
 		var k uint64
 		if r.Kind != "" {
 			k = w.lastIndex
 		}
-		b = binary.AppendUvarint(b, k)
-		b = binary.AppendUvarint(b, uint64(r.Size))
-		b = binary.AppendUvarint(b, r.Request)
-		b = binary.AppendUvarint(b, r.Match)
+		c[colKind] = binary.AppendUvarint(c[colKind], k)
+		c[colKind] = binary.AppendUvarint(c[colKind], uint64(r.Size))
+		c[colRequest] = binary.AppendUvarint(c[colRequest], r.Request)
+		c[colMatch] = binary.AppendUvarint(c[colMatch], r.Match)
 	case OpDone:
-		b = binary.AppendUvarint(b, r.Request)
+		c[colRequest] = binary.AppendUvarint(c[colRequest], r.Request)
 	case OpClose:
 	case OpLabel:
-		b = append(b, byte(r.Label))
-		b = appendString(b, r.Group)
+		c[colOther] = append(c[colOther], byte(r.Label))
+		c[colOther] = appendString(c[colOther], r.Group)
 	case OpLost:
-		b = binary.AppendUvarint(b, r.Lost)
+		c[colOther] = binary.AppendUvarint(c[colOther], r.Lost)
 	}
-	w.raw = b
 	w.last, w.prev = t, t
 	w.count++
 	w.written++
-	if w.count >= blockRecords || len(w.raw) >= blockBytes {
+	if w.count >= blockRecords || w.rawLen() >= blockBytes {
 		w.cut()
 	}
 	return w.err
+}
+
+// putTime adds an entry's time delta to the time columns: its four bytes,
+// little-endian, one to a column, or 0xffffffff and the delta as a
+// uvarint in the other column when it does not fit.
+func (w *Writer) putTime(dt uint64) {
+	v := uint32(dt)
+	if dt >= wideTime {
+		v = wideTime
+		w.cols[colOther] = binary.AppendUvarint(w.cols[colOther], dt)
+	}
+	w.cols[colTime0] = append(w.cols[colTime0], byte(v))
+	w.cols[colTime1] = append(w.cols[colTime1], byte(v>>8))
+	w.cols[colTime2] = append(w.cols[colTime2], byte(v>>16))
+	w.cols[colTime3] = append(w.cols[colTime3], byte(v>>24))
+}
+
+// rawLen is the size of the block's columns so far.
+func (w *Writer) rawLen() int {
+	n := 0
+	for i := range w.cols {
+		n += len(w.cols[i])
+	}
+	return n
 }
 
 func appendString(b []byte, s string) []byte {
@@ -256,15 +283,31 @@ func (w *Writer) cut() {
 	if w.count == 0 || w.err != nil {
 		return
 	}
-	w.comp = w.enc.EncodeAll(w.raw, w.comp[:0])
+	// Each column its own zstd frame: a column's bytes are alike (time
+	// bytes of one significance, sessions, sizes), and a frame of one
+	// column compresses them better than one frame of them all.
+	w.raw = w.raw[:0]
+	for i := range w.cols {
+		col := w.cols[i]
+		w.raw = binary.AppendUvarint(w.raw, uint64(len(col)))
+		if len(col) == 0 {
+			continue
+		}
+		w.comp = w.enc.EncodeAll(col, w.comp[:0])
+		w.raw = binary.AppendUvarint(w.raw, uint64(len(w.comp)))
+		w.raw = append(w.raw, w.comp...)
+	}
 	var h [blockHead]byte
-	binary.LittleEndian.PutUint32(h[0:], uint32(len(w.comp)))
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(w.raw)))
+	binary.LittleEndian.PutUint32(h[0:], uint32(len(w.raw)))
+	binary.LittleEndian.PutUint32(h[4:], uint32(w.rawLen()))
 	binary.LittleEndian.PutUint32(h[8:], uint32(w.count))
-	binary.LittleEndian.PutUint32(h[12:], crc32.Checksum(w.comp, castagnoli))
+	binary.LittleEndian.PutUint32(h[12:], crc32.Checksum(w.raw, castagnoli))
 	w.put(h[:])
-	w.put(w.comp)
-	w.raw, w.count, w.last = w.raw[:0], 0, 0
+	w.put(w.raw)
+	for i := range w.cols {
+		w.cols[i] = w.cols[i][:0]
+	}
+	w.count, w.last = 0, 0
 	clear(w.kinds)
 	w.nkinds = 0
 	w.lastKind, w.lastIndex = "", 0
