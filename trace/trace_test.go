@@ -259,7 +259,7 @@ func rawTrace(t *testing.T, raw []byte, count int) []byte {
 
 // rawTrace2 builds a version 2 trace of one block of count entries from
 // its columns (the time columns from times, one delta an entry).
-func rawTrace2(t *testing.T, cols map[int][]byte, times []uint32) []byte {
+func rawTrace2(t testing.TB, cols map[int][]byte, times []uint32) []byte {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testHeader)
 	if err != nil {
