@@ -23,9 +23,10 @@ const (
 )
 
 // Writer writes a trace: the header at once, then records in blocks of
-// up to 16384 records (or 256 KiB before compression), each compressed
-// with zstd when it is full, and the end block on Close. Memory is one
-// block's worth whatever the trace's length.
+// up to 16384 records (or 256 KiB before compression), in the format's
+// version 2 (Version): each block's columns compressed with zstd, one
+// frame a column, when it is full, and the end block on Close. Memory is
+// one block's worth whatever the trace's length.
 //
 // Records must come in time order; a record earlier than the one before
 // it is written at the earlier one's time (so that records from servers
