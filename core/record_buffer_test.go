@@ -70,8 +70,13 @@ func TestRecordBufferDrainBounded(t *testing.T) {
 	for i := range 8 {
 		b.Push(GateRecord{Op: OpClose, Time: int64(8 + i)})
 	}
-	got = b.Drain(got[:0])
-	require.Len(t, got, 8)
+	got = b.DrainN(got[:0], 3)
+	require.Len(t, got, 3)
 	assert.EqualValues(t, 8, got[0].Time)
+	assert.True(t, b.Push(GateRecord{Op: OpClose, Time: 16}), "the three taken are free again")
+	got = b.Drain(got[:0])
+	require.Len(t, got, 6)
+	assert.EqualValues(t, 11, got[0].Time)
+	assert.EqualValues(t, 16, got[5].Time)
 	assert.Zero(t, b.Lost())
 }
