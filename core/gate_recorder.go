@@ -1,10 +1,7 @@
 package core
 
 import (
-	"errors"
 	"net/netip"
-	"sync/atomic"
-	"unsafe"
 )
 
 // RecordOp says which gate call (or server observation) a GateRecord
@@ -63,116 +60,6 @@ type GateRecord struct {
 func (r *GateRecord) setVerdict(v Verdict) {
 	r.Action, r.Reason, r.Shadow = v.Action, v.Reason, v.Shadow
 }
-
-// RecordBuffer is a bounded, lock-free, multi-producer single-consumer
-// queue of GateRecords: the gate pushes a record for every call it
-// decides (see WithRecorder), a server may push its own (OpUnchecked,
-// OpLabel), and one goroutine drains them (package trace writes them to a
-// file). A push never blocks and never allocates: when the buffer is full
-// the record is dropped and counted (Lost), so a slow disk costs records,
-// never a stalled message.
-//
-// It is Vyukov's bounded queue: each slot carries a sequence number that
-// says whether it is free for the producer at a position or filled for the
-// consumer; a producer claims a position with one CompareAndSwap on the
-// tail and publishes the slot with a store of its sequence. The atomic
-// store and load of the sequence order the slot's plain fields between
-// producer and consumer.
-//
-// Make one with NewRecordBuffer; the zero value is not usable. Push is
-// safe for concurrent use; Drain must be called by one goroutine at a
-// time.
-type RecordBuffer struct {
-	_     [cacheLinePad]byte
-	tail  atomic.Uint64
-	_     [cacheLinePad]byte
-	lost  atomic.Uint64
-	_     [cacheLinePad]byte
-	head  uint64 // the consumer's alone
-	mask  uint64
-	slots []recordSlot
-}
-
-type recordSlot struct {
-	seq atomic.Uint64
-	rec GateRecord
-	_   [128 - (8+unsafe.Sizeof(GateRecord{}))%128]byte // whole cache lines: neighbouring slots' producers do not share one
-}
-
-// ErrRecordBufferSize is returned by NewRecordBuffer for a size that is not
-// a power of two in [2, 1<<24].
-var ErrRecordBufferSize = errors.New("core: record buffer size must be a power of two in [2, 16777216]")
-
-// NewRecordBuffer returns an empty buffer of size slots (a power of two).
-func NewRecordBuffer(size int) (*RecordBuffer, error) {
-	if size < 2 || size > 1<<24 || size&(size-1) != 0 {
-		return nil, ErrRecordBufferSize
-	}
-	b := &RecordBuffer{mask: uint64(size - 1), slots: make([]recordSlot, size)}
-	for i := range b.slots {
-		b.slots[i].seq.Store(uint64(i))
-	}
-	return b, nil
-}
-
-// Push adds r, or counts it lost when the buffer is full. It reports
-// whether r was kept.
-func (b *RecordBuffer) Push(r GateRecord) bool {
-	slot, pos := b.claim()
-	if slot == nil {
-		return false
-	}
-	slot.rec = r
-	slot.seq.Store(pos + 1) // publish: the consumer reads rec after seeing this
-	return true
-}
-
-// claim takes the next position for a producer, who then fills the slot
-// and publishes it by storing pos+1 in its seq; nil (and a lost record
-// counted) when the buffer is full.
-func (b *RecordBuffer) claim() (*recordSlot, uint64) {
-	pos := b.tail.Load()
-	for {
-		slot := &b.slots[pos&b.mask]
-		seq := slot.seq.Load()
-		switch d := int64(seq - pos); {
-		case d == 0:
-			if b.tail.CompareAndSwap(pos, pos+1) {
-				return slot, pos
-			}
-			pos = b.tail.Load()
-		case d < 0: // the slot still holds the record of a lap ago: full
-			b.lost.Add(1)
-			return nil, 0
-		default: // another producer took pos
-			pos = b.tail.Load()
-		}
-	}
-}
-
-// Drain appends to dst the records published so far, in the order their
-// positions were claimed, and returns it. It stops at the first position
-// whose producer has claimed it but not yet published it.
-func (b *RecordBuffer) Drain(dst []GateRecord) []GateRecord {
-	for {
-		slot := &b.slots[b.head&b.mask]
-		if slot.seq.Load() != b.head+1 {
-			return dst
-		}
-		dst = append(dst, slot.rec)
-		if slot.rec.Group != "" {
-			slot.rec.Group = "" // for the GC; every other field a producer overwrites
-		}
-		slot.seq.Store(b.head + b.mask + 1)
-		b.head++
-	}
-}
-
-// Lost returns how many records were dropped because the buffer was full.
-func (b *RecordBuffer) Lost() uint64 { return b.lost.Load() }
-
-// Cap returns the buffer's size in records.
-func (b *RecordBuffer) Cap() int { return len(b.slots) }
 
 // WithRecorder makes the gate push a GateRecord for every Open,
 // Authenticate, Read, Check, Done and Close, with its verdict, to b. The
@@ -273,18 +160,4 @@ func (g *Gate) Check(m Message, now int64) Verdict {
 		g.rec.pushCheck(m, v, now)
 	}
 	return v
-}
-
-// pushCheck is Push of a Check's record, written straight into its slot.
-func (b *RecordBuffer) pushCheck(m Message, v Verdict, now int64) {
-	slot, pos := b.claim()
-	if slot == nil {
-		return
-	}
-	slot.rec = GateRecord{
-		Op: OpCheck, Time: now, Session: m.Session, Request: m.Request, Match: m.Match,
-		Size: m.Size, Kind: m.Kind, Flags: m.Flags,
-		Action: v.Action, Reason: v.Reason, Shadow: v.Shadow,
-	}
-	slot.seq.Store(pos + 1)
 }

@@ -71,6 +71,16 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 	if p.PerAddress < 0 || p.PerAccount < 0 {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")
 	}
+	if t, ok := b.(*sim.Trace); ok && p.Hostile == nil && t.Label != "" {
+		// A population that selects its sessions by label has that role.
+		h := t.Label == trace.Hostile.String()
+		p.Hostile, p.roleFromLabel = &h, t.Label
+		if len(t.Labels) > 0 {
+			p.roleFromLabel += ", by its labels rules, else the trace's labels"
+		} else {
+			p.roleFromLabel += ", by the trace's labels"
+		}
+	}
 	if t, ok := b.(*sim.Trace); ok && p.Hostile == nil {
 		// A trace population's role is its trace's: the label of its
 		// group's sessions (honest when the trace labels none).

@@ -29,6 +29,9 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 		if sp.roleFromTrace {
 			behaviour += " (role from the trace's labels)"
 		}
+		if sp.roleFromLabel != "" {
+			behaviour += " (sessions labelled " + sp.roleFromLabel + ")"
+		}
 		p := v.AddPopulation(label, behaviour, role, r.Clients[pi])
 		for k := behave.Kind(0); k < behave.NumKinds; k++ {
 			server := rec.KindDecisions(pi, k)

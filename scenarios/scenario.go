@@ -126,6 +126,10 @@ type Population struct {
 	// roleFromTrace says that Hostile came from the labels of the trace
 	// the population replays (the report says so).
 	roleFromTrace bool
+	// roleFromLabel says that Hostile came from the label the trace
+	// population selects its sessions by, and where their labels come
+	// from (the report says so).
+	roleFromLabel string
 	// behaviourAt is where the file names the behaviour, for errors
 	// about what it sends.
 	behaviourAt *yaml.Node

@@ -13,7 +13,7 @@
 // WriteJSONL convert to and from JSON Lines, and Summarize computes what
 // `sluice trace inspect` shows.
 //
-// # The file format, version 1
+// # The file format, version 2
 //
 // All integers are unsigned. "uvarint" is the base-128 varint of
 // encoding/binary (protobuf's): seven bits a byte, least significant group
@@ -22,7 +22,7 @@
 //
 //	file   = magic version headerLen header block* end
 //	magic  = the 8 bytes "SLUTRACE"
-//	version = 1 byte, 1 for this version (a reader refuses any other)
+//	version = 1 byte, 2 for this version (this package reads 1 and 2, below)
 //	headerLen = u32, at most 1 MiB
 //	header = headerLen bytes of one JSON object (UTF-8), below
 //	block  = payloadLen:u32 rawLen:u32 count:u32 crc:u32 payload
@@ -39,20 +39,55 @@
 //
 // and a reader ignores fields it does not know.
 //
-// A block's payload is payloadLen bytes: one zstd frame (RFC 8878) that
-// decompresses to exactly rawLen bytes (at most 16 MiB) holding count
-// records (at least 1). crc is the CRC-32C (Castagnoli) of the payload.
-// Blocks are independent: each starts its time deltas from 0 and its kind
-// table empty, so a reader that finds one block damaged can skip it (its
-// header says how long it is and how many records it held) and go on
-// with the next. A file that ends before the end block is truncated.
+// A block holds count entries (at least 1), stored by column: the
+// entries' fields, below, are each written to one of 11 columns, in
+// entry order, and each column is compressed apart, because a column's
+// bytes are alike (the least significant bytes of time deltas, sessions,
+// kinds and sizes) and compress much better alone than interleaved. A
+// block's payload is payloadLen bytes, the 11 columns in order, each
 //
-// A record is a head byte, a time delta, and fields by operation:
+//	column = rawLen:uvarint (compLen:uvarint frame)?   (the frame is absent when rawLen is 0)
+//
+// where frame is compLen bytes of one zstd frame (RFC 8878) that
+// decompresses to exactly the column's rawLen bytes. The block header's
+// rawLen is the sum of the columns' (at most 16 MiB); crc is the CRC-32C
+// (Castagnoli) of the payload. Blocks are independent: each starts its
+// time deltas from 0 and its kind table empty, so a reader that finds one
+// block damaged can skip it (its header says how long it is and how many
+// entries it held) and go on with the next. A file that ends before the
+// end block is truncated.
+//
+// The columns, in their order:
+//
+//	0  head      the head byte of every entry (count bytes)
+//	1  time0     bits 0–7 of every entry's dt (count bytes)
+//	2  time1     bits 8–15 of dt (count bytes)
+//	3  time2     bits 16–23 of dt (count bytes)
+//	4  time3     bits 24–31 of dt (count bytes); the four bytes all 0xff
+//	             (dt ≥ 0xffffffff) say that dt is instead the entry's first
+//	             field in the other column, as a uvarint
+//	5  session   session
+//	6  decision  decision
+//	7  kind      a message's kind and then its size (they go together,
+//	             and zstd finds the pairs); a read's size
+//	8  request   a message's or done's request
+//	9  match     a message's match
+//	10 other     every other field: wide dts, an open's address, an auth's
+//	             account, a label's label and group, a kind definition's
+//	             index and name, a lost record's count
+//
+// A reader decodes entry after entry, taking each field from the next
+// unread bytes of its column; a block is damaged if a column ends before
+// its entries do or has bytes left after its last entry, or the four time
+// columns do not hold count bytes each.
+//
+// An entry is a head byte, a time delta, and fields by operation (the
+// column of each field as above):
 //
 //	head   = 1 byte: operation in bits 0–3, flags in bits 4–6 (messages; 0 otherwise)
-//	dt     = uvarint: the record's time minus the previous record's in the
-//	         block (the first record's: its time), in ns since origin;
-//	         records are in time order
+//	dt     = the record's time minus the previous record's in the block
+//	         (the first record's: its time), in ns since origin; records
+//	         are in time order
 //	decision = 1 byte: action in bits 0–1 (0 Accept, 1 Drop, 2 Reject,
 //	         3 Disconnect), bit 2 shadow (accepted only because the gate ran
 //	         in shadow mode; Action is then Accept and reason what it would
@@ -92,6 +127,11 @@
 // kind record, whose name is the channel's name in the recording policy
 // (names are at most 64 bytes of letters, digits, '_', '-' and '.').
 // Strings (group and kind names) are UTF-8, at most 255 bytes.
+//
+// Version 1 is the same file but for its blocks: a block's payload is one
+// zstd frame that decompresses to the block header's rawLen bytes, which
+// are the block's entries one after the other, each its head byte, dt as
+// a uvarint, and then its fields in the order of the table above.
 //
 // An address is a form byte and its bytes: 0 none; 4 an IPv4 address (4
 // bytes) and port (2 bytes, big-endian); 6 an IPv6 address (16 bytes) and

@@ -2,8 +2,10 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -15,6 +17,12 @@ func FuzzReader(f *testing.F) {
 	f.Add(encode(f, nil))
 	b := encode(f, sample(30))
 	f.Add(b[:len(b)-5])
+	v1, err := os.ReadFile("testdata/quickstart-v1-tail.trace")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(v1[:4000])
+	f.Add(rawTrace2(f, map[int][]byte{colHead: {byte(OpClose)}, colSession: {1}, colOther: binary.AppendUvarint(nil, 1<<40)}, []uint32{wideTime}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, partial := range []bool{false, true} {
 			r, err := NewReader(bytes.NewReader(data), ReaderOptions{Partial: partial})

@@ -16,7 +16,8 @@ import (
 
 // The JSON Lines form of a trace, for a studio that exports its own
 // server's logs: the first line is the header, with the fields of the
-// binary header and "trace": 1 (the format version); then one record a
+// binary header and "trace": 1 (JSONLVersion, the version of this form,
+// which does not change with the binary format's); then one record a
 // line, in time order:
 //
 //	{"trace":1,"recorder":"my-server","origin":"2026-01-02T03:04:05Z","policy_digest":"","hashed":false}
@@ -70,7 +71,7 @@ type jsonHeader struct {
 // WriteJSONL writes every record of r to w as JSON Lines.
 func WriteJSONL(w io.Writer, r *Reader) error {
 	bw := bufio.NewWriter(w)
-	hb, err := json.Marshal(jsonHeader{Trace: Version, Header: r.Header()})
+	hb, err := json.Marshal(jsonHeader{Trace: JSONLVersion, Header: r.Header()})
 	if err != nil {
 		return err
 	}
@@ -258,8 +259,8 @@ func parseJSONHeader(text []byte, line int) (Header, error) {
 		switch k {
 		case "trace":
 			var n int
-			if err = json.Unmarshal(v, &n); err == nil && n != Version {
-				return h, &JSONLError{line, k, fmt.Sprintf("version %d; this reader reads version %d", n, Version)}
+			if err = json.Unmarshal(v, &n); err == nil && n != JSONLVersion {
+				return h, &JSONLError{line, k, fmt.Sprintf("version %d; this reader reads version %d", n, JSONLVersion)}
 			}
 		case "recorder":
 			err = json.Unmarshal(v, &h.Recorder)

@@ -86,10 +86,15 @@ type Reader struct {
 	nblocks int
 	bstart  int64 // offset of the current block
 	record  int64 // records read (kind definitions included)
+	version byte
 	comp    []byte
 	raw     []byte
-	pos     int // in raw
-	left    int // records left in the block
+	one     cursor           // version 1: the block's entries, in a row
+	cols    [numCols]cursor  // version 2: the block's columns
+	cs      [numCols]*cursor // where each field is read from: one, or its column
+	bad     string           // the first field of the entry that did not fit
+	entry   int              // entries read in the block
+	left    int              // records left in the block
 	t       int64
 	kinds   []string
 	rec     Record
@@ -114,8 +119,15 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	if string(pre[:8]) != magic {
 		return nil, tr.headErr(0, ErrCorrupt, fmt.Sprintf("magic %q is not %q: not a sluice trace", pre[:8], magic))
 	}
-	if pre[8] != Version {
-		return nil, tr.headErr(8, ErrVersion, fmt.Sprintf("version %d; this reader reads version %d", pre[8], Version))
+	if pre[8] != 1 && pre[8] != Version {
+		return nil, tr.headErr(8, ErrVersion, fmt.Sprintf("version %d; this reader reads versions 1 to %d", pre[8], Version))
+	}
+	tr.version = pre[8]
+	for i := range tr.cs {
+		tr.cs[i] = &tr.cols[i]
+		if tr.version == 1 {
+			tr.cs[i] = &tr.one
+		}
 	}
 	n := binary.LittleEndian.Uint32(pre[9:])
 	if n > maxHeader {
@@ -253,15 +265,73 @@ func (r *Reader) nextBlock() error {
 	if got := crc32.Checksum(r.comp, castagnoli); got != sum {
 		return r.errAt(ErrCorrupt, "checksum %08x, the block header says %08x", got, sum)
 	}
-	raw, err := r.dec.DecodeAll(r.comp, r.raw[:0])
-	if err != nil {
-		return r.errAt(ErrCorrupt, "payload does not decompress: %v", err)
+	r.t, r.entry, r.bad = 0, 0, ""
+	r.kinds = r.kinds[:0]
+	if r.version == 1 {
+		raw, err := r.dec.DecodeAll(r.comp, r.raw[:0])
+		if err != nil {
+			return r.errAt(ErrCorrupt, "payload does not decompress: %v", err)
+		}
+		if len(raw) != int(rawLen) {
+			return r.errAt(ErrCorrupt, "payload decompresses to %d bytes, the block header says %d", len(raw), rawLen)
+		}
+		r.raw = raw
+		r.one = cursor{b: raw, bad: &r.bad}
+		return nil
+	}
+	return r.columns(rawLen, count)
+}
+
+// columns decompresses a version 2 block's columns.
+func (r *Reader) columns(rawLen, count uint32) error {
+	p := cursor{b: r.comp, bad: &r.bad}
+	var ends [numCols]int
+	raw := r.raw[:0]
+	for i := range numCols {
+		n := p.uv("column length")
+		if n > uint64(rawLen) {
+			return r.errAt(ErrCorrupt, "column %d: %d bytes, more than the block's %d", i, n, rawLen)
+		}
+		if n > 0 {
+			plen := p.uv("column payload length")
+			frame := p.take(int(min(plen, uint64(len(p.b)))), "column payload")
+			if r.bad != "" {
+				return r.errAt(ErrCorrupt, "column %d: %s", i, r.bad)
+			}
+			start := len(raw)
+			var err error
+			if raw, err = r.dec.DecodeAll(frame, raw); err != nil {
+				return r.errAt(ErrCorrupt, "column %d does not decompress: %v", i, err)
+			}
+			if uint64(len(raw)-start) != n {
+				return r.errAt(ErrCorrupt, "column %d decompresses to %d bytes, its length says %d", i, len(raw)-start, n)
+			}
+		}
+		if r.bad != "" {
+			return r.errAt(ErrCorrupt, "column %d: %s", i, r.bad)
+		}
+		ends[i] = len(raw)
+		if len(raw) > int(rawLen) {
+			return r.errAt(ErrCorrupt, "columns of more than the block header's %d bytes", rawLen)
+		}
+	}
+	if p.i != len(p.b) {
+		return r.errAt(ErrCorrupt, "%d bytes after the block's last column", len(p.b)-p.i)
 	}
 	if len(raw) != int(rawLen) {
-		return r.errAt(ErrCorrupt, "payload decompresses to %d bytes, the block header says %d", len(raw), rawLen)
+		return r.errAt(ErrCorrupt, "columns of %d bytes, the block header says %d", len(raw), rawLen)
 	}
-	r.raw, r.pos, r.t = raw, 0, 0
-	r.kinds = r.kinds[:0]
+	r.raw = raw
+	start := 0
+	for i := range r.cols {
+		r.cols[i] = cursor{b: raw[start:ends[i]:ends[i]], bad: &r.bad}
+		start = ends[i]
+	}
+	for i := colHead; i <= colTime3; i++ {
+		if len(r.cols[i].b) != int(count) {
+			return r.errAt(ErrCorrupt, "column %d holds %d bytes for the block's %d entries", i, len(r.cols[i].b), count)
+		}
+	}
 	return nil
 }
 
@@ -270,7 +340,7 @@ func (r *Reader) nextBlock() error {
 type cursor struct {
 	b   []byte
 	i   int
-	bad string
+	bad *string // shared by a block's cursors
 }
 
 func (c *cursor) uv(field string) uint64 {
@@ -281,8 +351,8 @@ func (c *cursor) uv(field string) uint64 {
 	}
 	v, n := binary.Uvarint(c.b[min(c.i, len(c.b)):])
 	if n <= 0 {
-		if c.bad == "" {
-			c.bad = "a bad varint in " + field
+		if *c.bad == "" {
+			*c.bad = "a bad varint in " + field
 		}
 		c.i = len(c.b)
 		return 0
@@ -293,8 +363,8 @@ func (c *cursor) uv(field string) uint64 {
 
 func (c *cursor) take(n int, field string) []byte {
 	if len(c.b)-c.i < n {
-		if c.bad == "" {
-			c.bad = "the block ends inside " + field
+		if *c.bad == "" {
+			*c.bad = "the block ends inside " + field
 		}
 		c.i = len(c.b)
 		return nil
@@ -314,8 +384,8 @@ func (c *cursor) byte1(field string) byte {
 func (c *cursor) str(field string) string {
 	n := c.uv(field + " length")
 	if n > maxString {
-		if c.bad == "" {
-			c.bad = fmt.Sprintf("%s is %d bytes, over %d", field, n, maxString)
+		if *c.bad == "" {
+			*c.bad = fmt.Sprintf("%s is %d bytes, over %d", field, n, maxString)
 		}
 		return ""
 	}
@@ -324,11 +394,11 @@ func (c *cursor) str(field string) string {
 
 // decode decodes one record of the block; nil for a kind definition.
 func (r *Reader) decode() (*Record, error) {
-	if r.pos >= len(r.raw) {
+	cs := &r.cs
+	if cs[colHead].i >= len(cs[colHead].b) {
 		return nil, r.errAt(ErrCorrupt, "the block ends after %d of its records", r.record)
 	}
-	c := cursor{b: r.raw[r.pos:], i: 1}
-	head := c.b[0]
+	head := cs[colHead].byte1("head")
 	op := Op(head & 0xf)
 	flags := core.MessageFlags(head>>4) & 3
 	ownRead := head&headOwnRead != 0
@@ -336,18 +406,27 @@ func (r *Reader) decode() (*Record, error) {
 		(ownRead && (op != OpMessage || flags&core.FlagCharged == 0)) {
 		return nil, r.errAt(ErrCorrupt, "record %d: head byte %#x is no operation", r.record, head)
 	}
-	dt := c.uv("time")
+	var dt uint64
+	if r.version == 1 {
+		dt = r.one.uv("time")
+	} else {
+		e := r.entry
+		dt = uint64(r.cols[colTime0].b[e]) | uint64(r.cols[colTime1].b[e])<<8 | uint64(r.cols[colTime2].b[e])<<16 | uint64(r.cols[colTime3].b[e])<<24
+		if dt == wideTime {
+			dt = cs[colOther].uv("time")
+		}
+	}
 	rec := &r.rec
 	*rec = Record{Op: op, Time: r.t + int64(dt), Flags: flags}
 	if rec.Time < r.t {
 		return nil, r.errAt(ErrCorrupt, "record %d: time overflows", r.record)
 	}
 	if op != OpLost && op != opKind {
-		rec.Session = c.uv("session")
+		rec.Session = cs[colSession].uv("session")
 	}
 	var badDecision error
 	decision := func() {
-		d, err := decisionOf(c.byte1("decision"))
+		d, err := decisionOf(cs[colDecision].byte1("decision"))
 		if err != nil && badDecision == nil {
 			badDecision = err
 		}
@@ -356,76 +435,78 @@ func (r *Reader) decode() (*Record, error) {
 	switch op {
 	case OpOpen:
 		decision()
-		switch form := c.byte1("address form"); form {
+		switch form := cs[colOther].byte1("address form"); form {
 		case 0:
 		case 4:
-			if p := c.take(6, "address"); p != nil {
+			if p := cs[colOther].take(6, "address"); p != nil {
 				rec.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(p[:4])), binary.BigEndian.Uint16(p[4:]))
 			}
 		case 6:
-			if p := c.take(18, "address"); p != nil {
+			if p := cs[colOther].take(18, "address"); p != nil {
 				rec.Addr = netip.AddrPortFrom(netip.AddrFrom16([16]byte(p[:16])), binary.BigEndian.Uint16(p[16:]))
 			}
 		case 8:
-			if p := c.take(8, "address hash"); p != nil {
+			if p := cs[colOther].take(8, "address hash"); p != nil {
 				rec.AddrHash = binary.BigEndian.Uint64(p)
 			}
 		default:
-			if c.bad == "" {
+			if r.bad == "" {
 				return nil, r.errAt(ErrCorrupt, "record %d (open): address form %d is undefined", r.record, form)
 			}
 		}
 	case OpAuth:
 		decision()
-		rec.Account = c.uv("account")
+		rec.Account = cs[colOther].uv("account")
 	case OpRead:
 		decision()
-		rec.Size = uint32(min(c.uv("size"), 1<<32-1))
+		rec.Size = uint32(min(cs[colKind].uv("size"), 1<<32-1))
 	case OpMessage, OpUnchecked:
 		decision()
-		k := c.uv("kind")
-		if c.bad == "" && k > uint64(len(r.kinds)) {
+		k := cs[colKind].uv("kind")
+		if r.bad == "" && k > uint64(len(r.kinds)) {
 			return nil, r.errAt(ErrUnknownKind, "record %d (%v): kind %d is not defined in this block (it defines %d)", r.record, op, k, len(r.kinds))
 		}
 		if k > 0 && k <= uint64(len(r.kinds)) {
 			rec.Kind = r.kinds[k-1]
 		}
-		rec.Size = uint32(min(c.uv("size"), 1<<32-1))
-		rec.Request = c.uv("request")
-		rec.Match = c.uv("match")
+		rec.Size = uint32(min(cs[colKind].uv("size"), 1<<32-1))
+		rec.Request = cs[colRequest].uv("request")
+		rec.Match = cs[colMatch].uv("match")
 	case OpDone:
-		rec.Request = c.uv("request")
+		rec.Request = cs[colRequest].uv("request")
 	case OpClose:
 	case OpLabel:
-		rec.Label = Label(c.byte1("label"))
-		if c.bad == "" && rec.Label >= numLabels {
+		rec.Label = Label(cs[colOther].byte1("label"))
+		if r.bad == "" && rec.Label >= numLabels {
 			return nil, r.errAt(ErrCorrupt, "record %d (label): label %d is undefined", r.record, rec.Label)
 		}
-		rec.Group = c.str("group")
+		rec.Group = cs[colOther].str("group")
 	case opKind:
-		k := c.uv("kind index")
-		name := c.str("kind name")
-		if c.bad == "" && (k != uint64(len(r.kinds))+1 || !validKindName(name)) {
+		k := cs[colOther].uv("kind index")
+		name := cs[colOther].str("kind name")
+		if r.bad == "" && (k != uint64(len(r.kinds))+1 || !validKindName(name)) {
 			return nil, r.errAt(ErrCorrupt, "record %d (kind): definition %d %q out of order or not a name", r.record, k, name)
 		}
-		if c.bad == "" {
+		if r.bad == "" {
 			r.kinds = append(r.kinds, name)
 		}
 	case OpLost:
-		rec.Lost = c.uv("count")
+		rec.Lost = cs[colOther].uv("count")
 	}
-	if c.bad != "" {
-		return nil, r.errAt(ErrCorrupt, "record %d (%v): %s", r.record, op, c.bad)
+	if r.bad != "" {
+		return nil, r.errAt(ErrCorrupt, "record %d (%v): %s", r.record, op, r.bad)
 	}
 	if badDecision != nil {
 		return nil, r.errAt(ErrCorrupt, "record %d (%v): %v", r.record, op, badDecision)
 	}
 	r.t = rec.Time
-	r.pos += c.i
+	r.entry++
 	r.record++
 	r.left--
-	if r.left == 0 && r.pos != len(r.raw) {
-		return nil, r.errAt(ErrCorrupt, "%d bytes after the block's last record", len(r.raw)-r.pos)
+	if r.left == 0 {
+		if err := r.ended(); err != nil {
+			return nil, err
+		}
 	}
 	if op == opKind {
 		return nil, nil
@@ -436,4 +517,23 @@ func (r *Reader) decode() (*Record, error) {
 		*rec = Record{Op: OpRead, Time: rec.Time, Session: rec.Session, Size: rec.Size}
 	}
 	return rec, nil
+}
+
+// ended checks that the block's last entry used up its bytes.
+func (r *Reader) ended() error {
+	if r.version == 1 {
+		if n := len(r.one.b) - r.one.i; n != 0 {
+			return r.errAt(ErrCorrupt, "%d bytes after the block's last record", n)
+		}
+		return nil
+	}
+	for i := range r.cols {
+		if i >= colTime0 && i <= colTime3 {
+			continue // read by entry number, not by cursor
+		}
+		if n := len(r.cols[i].b) - r.cols[i].i; n != 0 {
+			return r.errAt(ErrCorrupt, "%d bytes after the block's last record in column %d", n, i)
+		}
+	}
+	return nil
 }

@@ -12,8 +12,33 @@ import (
 	"github.com/sluicedev/sluice/core"
 )
 
-// Version is the format version this package writes and reads.
-const Version = 1
+// Version is the format version this package writes. It reads it and
+// version 1 (one zstd frame a block, its entries' fields in a row).
+const Version = 2
+
+// JSONLVersion is the version of the JSON Lines form (its first line's
+// "trace" field).
+const JSONLVersion = 1
+
+// The columns of a version 2 block, in their order in the block.
+const (
+	colHead     = iota // head bytes, one an entry
+	colTime0           // time deltas' least significant bytes, one an entry
+	colTime1           //
+	colTime2           //
+	colTime3           // their most significant bytes
+	colSession         // sessions (uvarint)
+	colDecision        // decision bytes
+	colKind            // messages' kinds and sizes, reads' sizes (uvarint): a size follows its kind
+	colRequest         // messages' and dones' requests (uvarint)
+	colMatch           // messages' matches (uvarint)
+	colOther           // the rest, entry after entry: wide times, addresses, accounts, labels, kind definitions, lost counts
+	numCols
+)
+
+// wideTime in a time delta's four bytes says the delta is in the other
+// column.
+const wideTime = 0xffffffff
 
 const magic = "SLUTRACE"
 

@@ -41,6 +41,7 @@ type Recorder struct {
 	lost     uint64 // of the buffer, already written
 	origin   int64  // the gate's clock at trace time 0
 	batch    []core.GateRecord
+	cache    [sessionCacheSize]sessionEntry // in front of sessions
 	rec      Record
 	err      error
 	stop     chan struct{}
@@ -55,7 +56,36 @@ func NewRecorder(buf *core.RecordBuffer, w *Writer, p core.Policy, hash *Hasher)
 	for i, c := range p.Channels {
 		names[i] = c.Name
 	}
-	return &Recorder{buf: buf, w: w, hash: hash, names: names, sessions: map[core.Session]uint64{}}
+	return &Recorder{buf: buf, w: w, hash: hash, names: names, sessions: map[core.Session]uint64{},
+		batch: make([]core.GateRecord, 0, recorderBatch)}
+}
+
+// recorderBatch is how many records a Recorder takes from its buffer at
+// a time: its memory is this batch, whatever the buffer's size.
+const recorderBatch = 1024
+
+// sessionCacheSize is the size of a Recorder's direct-mapped cache of
+// session numbers in front of its map: most records are of a session
+// seen a moment ago, and a map lookup is a good part of a record's cost.
+const sessionCacheSize = 256
+
+type sessionEntry struct {
+	gate  core.Session
+	trace uint64
+}
+
+// session returns the trace's number of the gate's session g, 0 if it is
+// not open.
+func (r *Recorder) session(g core.Session) uint64 {
+	e := &r.cache[uint64(g)%sessionCacheSize]
+	if e.gate == g && g != 0 {
+		return e.trace
+	}
+	s := r.sessions[g]
+	if s != 0 {
+		*e = sessionEntry{g, s}
+	}
+	return s
 }
 
 // SetOrigin makes trace time 0 the gate's time t (a server's monotonic
@@ -78,7 +108,7 @@ func (r *Recorder) drain() error {
 		return r.err
 	}
 	for {
-		r.batch = r.buf.Drain(r.batch[:0])
+		r.batch = r.buf.DrainN(r.batch[:0], recorderBatch)
 		if lost := r.buf.Lost(); lost != r.lost {
 			// The records lost were missing between the last drain and
 			// this one's end: say so before what follows.
@@ -99,7 +129,7 @@ func (r *Recorder) drain() error {
 				return r.err
 			}
 		}
-		if len(r.batch) < r.buf.Cap()/2 {
+		if len(r.batch) < recorderBatch {
 			return nil
 		}
 	}
@@ -118,6 +148,7 @@ func (r *Recorder) write(g *core.GateRecord) error {
 		if g.Session != 0 {
 			r.next++
 			r.sessions[g.Session] = r.next
+			r.cache[uint64(g.Session)%sessionCacheSize] = sessionEntry{g.Session, r.next}
 			rec.Session = r.next
 		}
 		if r.hash != nil {
@@ -126,32 +157,35 @@ func (r *Recorder) write(g *core.GateRecord) error {
 			rec.Addr = g.Addr
 		}
 	case core.OpAuthenticate:
-		rec.Op, rec.Session, rec.Account = OpAuth, r.sessions[g.Session], g.Account
+		rec.Op, rec.Session, rec.Account = OpAuth, r.session(g.Session), g.Account
 		if r.hash != nil && g.Account != 0 {
 			rec.Account = r.hash.Account(g.Account)
 		}
 	case core.OpRead:
-		rec.Op, rec.Session, rec.Size = OpRead, r.sessions[g.Session], g.Size
+		rec.Op, rec.Session, rec.Size = OpRead, r.session(g.Session), g.Size
 	case core.OpCheck, core.OpUnchecked:
 		rec.Op = OpMessage
 		if g.Op == core.OpUnchecked {
 			rec.Op = OpUnchecked
 		}
-		rec.Session, rec.Size, rec.Request, rec.Match, rec.Flags = r.sessions[g.Session], g.Size, g.Request, g.Match, g.Flags
+		rec.Session, rec.Size, rec.Request, rec.Match, rec.Flags = r.session(g.Session), g.Size, g.Request, g.Match, g.Flags
 		if int(g.Kind) < len(r.names) {
 			rec.Kind = r.names[g.Kind]
 		}
 	case core.OpDone:
-		rec.Op, rec.Session, rec.Request = OpDone, r.sessions[g.Session], g.Request
+		rec.Op, rec.Session, rec.Request = OpDone, r.session(g.Session), g.Request
 	case core.OpClose:
 		s, ok := r.sessions[g.Session]
 		if !ok {
 			return nil // a Close of no open session: the gate did nothing
 		}
 		delete(r.sessions, g.Session)
+		if e := &r.cache[uint64(g.Session)%sessionCacheSize]; e.gate == g.Session {
+			*e = sessionEntry{}
+		}
 		rec.Op, rec.Session = OpClose, s
 	case core.OpLabel:
-		rec.Op, rec.Session, rec.Label, rec.Group = OpLabel, r.sessions[g.Session], Label(min(g.Label, uint8(Hostile))), g.Group
+		rec.Op, rec.Session, rec.Label, rec.Group = OpLabel, r.session(g.Session), Label(min(g.Label, uint8(Hostile))), g.Group
 		if len(rec.Group) > maxString {
 			rec.Group = rec.Group[:maxString]
 		}

@@ -23,30 +23,36 @@ const (
 )
 
 // Writer writes a trace: the header at once, then records in blocks of
-// up to 16384 records (or 256 KiB before compression), each compressed
-// with zstd when it is full, and the end block on Close. Memory is one
-// block's worth whatever the trace's length.
+// up to 16384 records (or 256 KiB before compression), in the format's
+// version 2 (Version): each block's columns compressed with zstd, one
+// frame a column, when it is full, and the end block on Close. Memory is
+// one block's worth whatever the trace's length.
 //
 // Records must come in time order; a record earlier than the one before
 // it is written at the earlier one's time (so that records from servers
 // whose goroutines raced stay ordered). The zero value is not usable;
 // make one with NewWriter. Not safe for concurrent use.
 type Writer struct {
-	w       *bufio.Writer
-	enc     *zstd.Encoder
-	raw     []byte
-	comp    []byte
-	count   int
-	last    int64 // time of the previous record in the block
-	prev    int64 // time of the previous record in the trace
-	kinds   map[string]uint64
-	nkinds  uint64
-	written int64 // records, all blocks
-	bytes   int64 // bytes written so far
-	err     error
-	closed  bool
-	pend    Record // a read held for the message it may carry
-	hasPend bool
+	w     *bufio.Writer
+	enc   *zstd.Encoder
+	cols  [numCols][]byte // the block's columns (see the package doc)
+	raw   []byte          // the block's payload being built
+	comp  []byte
+	count int
+	last  int64 // time of the previous record in the block
+	prev  int64 // time of the previous record in the trace
+	kinds map[string]uint64
+	// lastKind and its index (0: not defined in this block) are a cache in
+	// front of kinds: most messages are of the kind before them.
+	lastKind  string
+	lastIndex uint64
+	nkinds    uint64
+	written   int64 // records, all blocks
+	bytes     int64 // bytes written so far
+	err       error
+	closed    bool
+	pend      Record // a read held for the message it may carry
+	hasPend   bool
 }
 
 // NewWriter writes h to w and returns a Writer for the records.
@@ -154,7 +160,10 @@ func (w *Writer) flushPend() {
 func (w *Writer) encode(r *Record, extra byte) error {
 	t := max(r.Time, w.prev, 0)
 	if r.IsMessage() {
-		if _, ok := w.kinds[r.Kind]; !ok && r.Kind != "" {
+		if r.Kind != "" && r.Kind != w.lastKind {
+			w.lastKind, w.lastIndex = r.Kind, w.kinds[r.Kind]
+		}
+		if r.Kind != "" && w.lastIndex == 0 {
 			if !validKindName(r.Kind) {
 				return fmt.Errorf("trace: record %d: kind %q is not a kind name", w.written, r.Kind)
 			}
@@ -163,11 +172,12 @@ func (w *Writer) encode(r *Record, extra byte) error {
 			}
 			w.nkinds++
 			w.kinds[r.Kind] = w.nkinds
-			w.raw = append(w.raw, byte(opKind))
-			w.raw = binary.AppendUvarint(w.raw, uint64(t-w.last))
+			w.lastKind, w.lastIndex = r.Kind, w.nkinds
+			w.cols[colHead] = append(w.cols[colHead], byte(opKind))
+			w.putTime(uint64(t - w.last))
 			w.last = t
-			w.raw = binary.AppendUvarint(w.raw, w.nkinds)
-			w.raw = appendString(w.raw, r.Kind)
+			w.cols[colOther] = binary.AppendUvarint(w.cols[colOther], w.nkinds)
+			w.cols[colOther] = appendString(w.cols[colOther], r.Kind)
 			w.count++
 		}
 	}
@@ -178,60 +188,90 @@ func (w *Writer) encode(r *Record, extra byte) error {
 	if r.IsMessage() {
 		head |= byte(r.Flags&3) << 4
 	}
-	b := append(w.raw, head)
-	b = binary.AppendUvarint(b, uint64(t-w.last))
+	c := &w.cols
+	c[colHead] = append(c[colHead], head)
+	w.putTime(uint64(t - w.last))
 	if r.Op != OpLost {
-		b = binary.AppendUvarint(b, r.Session)
+		c[colSession] = binary.AppendUvarint(c[colSession], r.Session)
 	}
 	switch r.Op {
 	case OpOpen:
-		b = append(b, r.Decision.byte())
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		o := c[colOther]
 		switch a := r.Addr.Addr(); {
 		case r.AddrHash != 0:
-			b = append(b, 8)
-			b = binary.BigEndian.AppendUint64(b, r.AddrHash)
+			o = append(o, 8)
+			o = binary.BigEndian.AppendUint64(o, r.AddrHash)
 		case !a.IsValid():
-			b = append(b, 0)
+			o = append(o, 0)
 		case a.Is4():
 			v := a.As4()
-			b = append(b, 4)
-			b = append(b, v[:]...)
-			b = binary.BigEndian.AppendUint16(b, r.Addr.Port())
+			o = append(o, 4)
+			o = append(o, v[:]...)
+			o = binary.BigEndian.AppendUint16(o, r.Addr.Port())
 		default:
 			v := a.As16()
-			b = append(b, 6)
-			b = append(b, v[:]...)
-			b = binary.BigEndian.AppendUint16(b, r.Addr.Port())
+			o = append(o, 6)
+			o = append(o, v[:]...)
+			o = binary.BigEndian.AppendUint16(o, r.Addr.Port())
 		}
+		c[colOther] = o
 	case OpAuth:
-		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, r.Account)
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		c[colOther] = binary.AppendUvarint(c[colOther], r.Account)
 	case OpRead:
-		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, uint64(r.Size))
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		c[colKind] = binary.AppendUvarint(c[colKind], uint64(r.Size))
 	case OpMessage, OpUnchecked:
-		b = append(b, r.Decision.byte())
-		b = binary.AppendUvarint(b, w.kinds[r.Kind])
-		b = binary.AppendUvarint(b, uint64(r.Size))
-		b = binary.AppendUvarint(b, r.Request)
-		b = binary.AppendUvarint(b, r.Match)
+		c[colDecision] = append(c[colDecision], r.Decision.byte())
+		var k uint64
+		if r.Kind != "" {
+			k = w.lastIndex
+		}
+		c[colKind] = binary.AppendUvarint(c[colKind], k)
+		c[colKind] = binary.AppendUvarint(c[colKind], uint64(r.Size))
+		c[colRequest] = binary.AppendUvarint(c[colRequest], r.Request)
+		c[colMatch] = binary.AppendUvarint(c[colMatch], r.Match)
 	case OpDone:
-		b = binary.AppendUvarint(b, r.Request)
+		c[colRequest] = binary.AppendUvarint(c[colRequest], r.Request)
 	case OpClose:
 	case OpLabel:
-		b = append(b, byte(r.Label))
-		b = appendString(b, r.Group)
+		c[colOther] = append(c[colOther], byte(r.Label))
+		c[colOther] = appendString(c[colOther], r.Group)
 	case OpLost:
-		b = binary.AppendUvarint(b, r.Lost)
+		c[colOther] = binary.AppendUvarint(c[colOther], r.Lost)
 	}
-	w.raw = b
 	w.last, w.prev = t, t
 	w.count++
 	w.written++
-	if w.count >= blockRecords || len(w.raw) >= blockBytes {
+	if w.count >= blockRecords || w.rawLen() >= blockBytes {
 		w.cut()
 	}
 	return w.err
+}
+
+// putTime adds an entry's time delta to the time columns: its four bytes,
+// little-endian, one to a column, or 0xffffffff and the delta as a
+// uvarint in the other column when it does not fit.
+func (w *Writer) putTime(dt uint64) {
+	v := uint32(dt)
+	if dt >= wideTime {
+		v = wideTime
+		w.cols[colOther] = binary.AppendUvarint(w.cols[colOther], dt)
+	}
+	w.cols[colTime0] = append(w.cols[colTime0], byte(v))
+	w.cols[colTime1] = append(w.cols[colTime1], byte(v>>8))
+	w.cols[colTime2] = append(w.cols[colTime2], byte(v>>16))
+	w.cols[colTime3] = append(w.cols[colTime3], byte(v>>24))
+}
+
+// rawLen is the size of the block's columns so far.
+func (w *Writer) rawLen() int {
+	n := 0
+	for i := range w.cols {
+		n += len(w.cols[i])
+	}
+	return n
 }
 
 func appendString(b []byte, s string) []byte {
@@ -244,17 +284,34 @@ func (w *Writer) cut() {
 	if w.count == 0 || w.err != nil {
 		return
 	}
-	w.comp = w.enc.EncodeAll(w.raw, w.comp[:0])
+	// Each column its own zstd frame: a column's bytes are alike (time
+	// bytes of one significance, sessions, sizes), and a frame of one
+	// column compresses them better than one frame of them all.
+	w.raw = w.raw[:0]
+	for i := range w.cols {
+		col := w.cols[i]
+		w.raw = binary.AppendUvarint(w.raw, uint64(len(col)))
+		if len(col) == 0 {
+			continue
+		}
+		w.comp = w.enc.EncodeAll(col, w.comp[:0])
+		w.raw = binary.AppendUvarint(w.raw, uint64(len(w.comp)))
+		w.raw = append(w.raw, w.comp...)
+	}
 	var h [blockHead]byte
-	binary.LittleEndian.PutUint32(h[0:], uint32(len(w.comp)))
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(w.raw)))
+	binary.LittleEndian.PutUint32(h[0:], uint32(len(w.raw)))
+	binary.LittleEndian.PutUint32(h[4:], uint32(w.rawLen()))
 	binary.LittleEndian.PutUint32(h[8:], uint32(w.count))
-	binary.LittleEndian.PutUint32(h[12:], crc32.Checksum(w.comp, castagnoli))
+	binary.LittleEndian.PutUint32(h[12:], crc32.Checksum(w.raw, castagnoli))
 	w.put(h[:])
-	w.put(w.comp)
-	w.raw, w.count, w.last = w.raw[:0], 0, 0
+	w.put(w.raw)
+	for i := range w.cols {
+		w.cols[i] = w.cols[i][:0]
+	}
+	w.count, w.last = 0, 0
 	clear(w.kinds)
 	w.nkinds = 0
+	w.lastKind, w.lastIndex = "", 0
 }
 
 // Flush writes the block so far (a shorter block) and flushes the

@@ -40,17 +40,23 @@ import (
 //	              session numbers, accounts and addresses
 //	Every   the window's length   shift between copies
 //	Partial false replay a damaged trace up to its damage instead of failing
+//	Label   only the sessions with this label (honest, hostile, unknown),
+//	        after Labels; "" any
+//	Labels  rules that relabel sessions (TraceLabelRule), the first that
+//	        names a session wins; the others keep the trace's labels
 type Trace struct {
-	File    string        `yaml:"file"`
-	Group   string        `yaml:"group"`
-	Speed   float64       `yaml:"speed"`
-	From    time.Duration `yaml:"from"`
-	To      time.Duration `yaml:"to"`
-	Sample  float64       `yaml:"sample"`
-	Seed    uint64        `yaml:"seed"`
-	Repeat  int           `yaml:"repeat"`
-	Every   time.Duration `yaml:"every"`
-	Partial bool          `yaml:"partial"`
+	File    string           `yaml:"file"`
+	Group   string           `yaml:"group"`
+	Speed   float64          `yaml:"speed"`
+	From    time.Duration    `yaml:"from"`
+	To      time.Duration    `yaml:"to"`
+	Sample  float64          `yaml:"sample"`
+	Seed    uint64           `yaml:"seed"`
+	Repeat  int              `yaml:"repeat"`
+	Every   time.Duration    `yaml:"every"`
+	Partial bool             `yaml:"partial"`
+	Label   string           `yaml:"label"`
+	Labels  []TraceLabelRule `yaml:"labels"`
 }
 
 // Name returns "trace".
@@ -72,7 +78,7 @@ func (t *Trace) Validate() error {
 	case t.Every < 0:
 		return &behave.ParamError{Owner: "trace", Field: "Every", Value: t.Every, Reason: "must not be negative"}
 	}
-	return nil
+	return t.validateLabels()
 }
 
 // Stream returns no actions: the sim replays the trace itself.
@@ -101,8 +107,9 @@ type TraceStats struct {
 // NewTraceFeed; not safe for concurrent use (its Sim calls it).
 type TraceFeed struct {
 	t       *Trace
-	pops    map[string]int // population by group
-	dflt    int            // the population of sessions of no other group, or -1
+	pops    map[TraceRoute]int     // population by group and label
+	labels  map[uint64]trace.Label // Labels' labels, by trace session
+	dflt    int                    // the population of sessions of no other group, or -1
 	copy    int
 	fresh   bool     // accounts and addresses moved out of the synthetic clients' (and other copies') ranges
 	refused *simConn // a refused open, until its label says whose it was
@@ -125,7 +132,8 @@ type TraceFeed struct {
 
 // NewTraceFeed opens copy number copy (from 0) of a trace, whose window in
 // the run is [start, end). Its sessions count in the population of their
-// group (pops, by the group of their label), or in dflt (-1: none). A
+// group and label (pops, by the group of their label record and their
+// label after t.Labels: see popOf), or in dflt (-1: none). A
 // session of no population's group is opened, as recorded, and closed when
 // its label comes; a session with no label is dflt's.
 //
@@ -134,9 +142,17 @@ type TraceFeed struct {
 // trace's do), accounts get bit 40 set and addresses are moved into
 // fd00::/8, so that traced and synthetic clients share no bucket; copies
 // after the first are always moved, each into its own range.
-func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, fresh bool, start, end time.Duration) (*TraceFeed, error) {
+func NewTraceFeed(t *Trace, pops map[TraceRoute]int, dflt, copy int, fresh bool, start, end time.Duration) (*TraceFeed, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
+	}
+	var labels map[uint64]trace.Label
+	if len(t.Labels) > 0 {
+		rules, _ := parseLabelRules(t.Labels) // valid: Validate parsed them
+		var err error
+		if labels, err = traceLabelOverrides(t.File, t.Partial, rules); err != nil {
+			return nil, err
+		}
 	}
 	f, err := os.Open(t.File)
 	if err != nil {
@@ -148,7 +164,7 @@ func NewTraceFeed(t *Trace, pops map[string]int, dflt, copy int, fresh bool, sta
 		return nil, fmt.Errorf("loadgen: trace %s: %w", t.File, err)
 	}
 	tf := &TraceFeed{
-		t: t, pops: pops, dflt: dflt, copy: copy, fresh: fresh || copy > 0, file: f, r: r,
+		t: t, pops: pops, labels: labels, dflt: dflt, copy: copy, fresh: fresh || copy > 0, file: f, r: r,
 		start: int64(start), end: int64(end),
 		speed: t.Speed, to: math.MaxInt64, conns: map[uint64]*simConn{},
 		sample: math.MaxUint64,
@@ -275,7 +291,7 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 		f.refused = nil
 		pop := f.dflt
 		if r.Op == trace.OpLabel && r.Session == 0 {
-			pop = f.popOf(r.Group)
+			pop = f.popOf(r.Group, r.Label)
 		}
 		if pop >= 0 && c.refusal != core.None {
 			c.pop = pop
@@ -299,7 +315,7 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 	}
 	switch r.Op {
 	case trace.OpLabel:
-		pop := f.popOf(r.Group)
+		pop := f.popOf(r.Group, f.labelOf(r.Session, r.Label))
 		if pop < 0 {
 			// No population replays this group: the open was replayed,
 			// as recorded, and the session ends here.
@@ -365,14 +381,6 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 	}
 }
 
-// popOf returns the population of a group's sessions, or -1.
-func (f *TraceFeed) popOf(group string) int {
-	if p, ok := f.pops[group]; ok {
-		return p
-	}
-	return f.dflt
-}
-
 // replayOpen opens a traced session, as the server did when it was
 // recorded: also one the gate refused then (the client tried), and one of
 // a group no population replays (until its label says so), so that the
@@ -387,10 +395,10 @@ func (s *Sim) replayOpen(f *TraceFeed, r *trace.Record, now int64) {
 		return
 	}
 	f.ids++
-	c := &simConn{id: drive.ConnID{Client: -1, Gen: f.ids}, traced: true, pop: f.dflt, addr: traceAddr(r, f.copy, f.fresh), open: true}
-	if len(f.pops) > 0 && f.dflt < 0 {
-		c.pop = -1 // until its label says whose it is
-	}
+	// Whose it is until its label says: the default population's, or a
+	// label's when Labels name the session.
+	pop := f.popOf("", f.labelOf(r.Session, trace.Unknown))
+	c := &simConn{id: drive.ConnID{Client: -1, Gen: f.ids}, traced: true, pop: pop, addr: traceAddr(r, f.copy, f.fresh), open: true}
 	s.nopen++
 	s.openSession(c, now)
 	if r.Session == 0 || !c.open {
@@ -538,9 +546,10 @@ func (s *Sim) recordUnchecked(c *simConn, m *wire.Msg, err error, v core.Verdict
 }
 
 // traceKey is what makes two trace populations read the same trace: all
-// of Trace but its Group.
-type traceKey struct {
-	t Trace
+// of Trace but its Group and Label, as text (Labels is a slice: no key).
+func traceKey(t Trace) string {
+	t.Group, t.Label = "", ""
+	return fmt.Sprintf("%+v", t)
 }
 
 // TraceFeeds opens the feeds of the plan's trace populations: one for
@@ -549,12 +558,12 @@ type traceKey struct {
 func TraceFeeds(p *behave.Plan) (feeds []*TraceFeed, err error) {
 	type feedSpec struct {
 		t          *Trace
-		pops       map[string]int
+		pops       map[TraceRoute]int
 		dflt       int
 		start, end time.Duration
 	}
 	var specs []*feedSpec
-	byKey := map[traceKey]*feedSpec{}
+	byKey := map[string]*feedSpec{}
 	mixed := false
 	for i := range p.Populations {
 		pop := &p.Populations[i]
@@ -563,19 +572,18 @@ func TraceFeeds(p *behave.Plan) (feeds []*TraceFeed, err error) {
 			mixed = true
 			continue
 		}
-		k := *t
-		k.Group = ""
-		fs := byKey[traceKey{k}]
+		key := traceKey(*t)
+		fs := byKey[key]
 		if fs == nil {
 			start, end := pop.Window(p.Duration)
-			fs = &feedSpec{t: t, pops: map[string]int{}, dflt: -1, start: time.Duration(start), end: time.Duration(end)}
-			byKey[traceKey{k}] = fs
+			fs = &feedSpec{t: t, pops: map[TraceRoute]int{}, dflt: -1, start: time.Duration(start), end: time.Duration(end)}
+			byKey[key] = fs
 			specs = append(specs, fs)
 		}
-		if t.Group == "" {
+		if t.Group == "" && t.Label == "" {
 			fs.dflt = i
 		} else {
-			fs.pops[t.Group] = i
+			fs.pops[TraceRoute{t.Group, t.Label}] = i
 		}
 	}
 	for _, fs := range specs {
