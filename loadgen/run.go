@@ -72,6 +72,12 @@ type RunSpec struct {
 	// (SimConfig.Transport), but for the behaviours that write WebSocket
 	// frames of their own, which run on the loopback driver only.
 	Transport string
+	// Servers is the number of game servers (default 1; at most
+	// MaxServers), with their own gates, that share the policy's fleet
+	// section if it has one; Redis is where a loopback run's fleet keeps
+	// its buckets. See fleet_sim.go and fleet_loopback.go.
+	Servers int
+	Redis   string
 }
 
 // protocol returns the run's protocol.
@@ -169,6 +175,9 @@ type Result struct {
 	// frames, the records its recorder had lost, and, for a Partial
 	// replay of a damaged trace, what the damage cost.
 	Traces []TraceStats
+	// Servers is what each game server admitted, for a run of several
+	// (RunSpec.Servers > 1); nil for one.
+	Servers []ServerCounts
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -218,7 +227,10 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &ParamError{"run", "NoLimits", s.NoLimits, "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
 		return s, &ParamError{"run", "TickRate", s.TickRate, "is the remote server's own setting"}
+	case checkServers(s) != nil:
+		return s, checkServers(s)
 	}
+	s.Servers = max(s.Servers, 1)
 	return s, nil
 }
 
@@ -313,7 +325,14 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 			}
 		}
 	}
-	sim, err := NewSim(p, cfg, clients)
+	var sim simServer
+	var count *admitted
+	if sp.Servers > 1 {
+		count = newAdmitted(sp.Servers, len(labels), sp.Warmup, sp.Interval, sp.Plan.Duration)
+		sim, err = newFleetSim(p, cfg, clients, sp.Servers, count)
+	} else {
+		sim, err = NewSim(p, cfg, clients)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +379,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	res.ServerView = true
 	res.Frames = sim.Frames()
 	res.ServerCPU = sim.Busy()
+	if count != nil {
+		res.Servers = count.servers
+	}
 	traced := map[int]int64{}
 	for _, f := range feeds {
 		st := f.Stats()

@@ -498,7 +498,7 @@ func (w *Worker) connect(i int32, cs *clientState, a *Action, now int64) {
 	if a.Addr != 0 && a.Op != OpRetry {
 		addr = a.Addr
 	}
-	if err := w.d.Dial(conn, addr); err != nil {
+	if err := w.dial(conn, addr, a.Server); err != nil {
 		w.add(now, pop, KindHello, Refused, 1)
 		return
 	}
@@ -794,6 +794,9 @@ func (w *Worker) handle(ev *Event) {
 			cs.cutOff(ev.At, true)
 		}
 		w.settle(pop, p, ev.At, o)
+		if o != Accepted && p.kind != KindHello {
+			w.throttled(cs, ev.At)
+		}
 		if p.kind != KindHello {
 			cs.doneID = ev.ID
 		} else if o == Accepted {
@@ -848,6 +851,7 @@ func (w *Worker) handle(ev *Event) {
 		}
 		w.add(ev.At, pop, KindSession, o, 1)
 		w.lost(i, cs, true, ev.At)
+		w.throttled(cs, ev.At)
 	case EvClosed:
 		if cs.state == halfClosed {
 			// The close that follows the client's own half-close.
@@ -857,6 +861,7 @@ func (w *Worker) handle(ev *Event) {
 		cs.cutOff(ev.At, false)
 		w.add(ev.At, pop, KindSession, Disconnected, 1)
 		w.lost(i, cs, false, ev.At)
+		w.throttled(cs, ev.At)
 	}
 }
 
