@@ -45,8 +45,9 @@ type Loopback struct {
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	ws      bool    // dial over WebSocket (transport.go)
-	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	ws      bool       // dial over WebSocket (transport.go)
+	wsRaw   []uint8    // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	fleet   *loopFleet // a run of several servers: which one each client dials (fleet_loopback.go)
 }
 
 type loopConn struct {
@@ -126,7 +127,7 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 		if src.IsValid() {
 			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
 		}
-		nc, err = d.DialContext(l.ctx, "tcp", l.server)
+		nc, err = d.DialContext(l.ctx, "tcp", l.target(id))
 	}
 	if err != nil {
 		return err

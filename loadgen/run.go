@@ -443,9 +443,18 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
 		view  *viewReads // the in-process server's gate, read for Result.Server
+		fl    *fleetLoopback
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
+	} else if sp.Servers > 1 {
+		if fl, err = startFleetLoopback(ctx, sp, p, server.Config{
+			TickRate: sp.TickRate, MaxConns: serverMaxConns(len(clients)), MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
+		}); err != nil {
+			return nil, err
+		}
+		defer fl.close()
+		addr, stats = fl.addr(), fl.stats
 	} else {
 		srv, err := server.New(server.Config{
 			Policy:         p,
@@ -483,6 +492,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	defer cancel()
 	ser := newSeries(len(labels), int64(sp.Interval), int64(total))
 	rt := NewRealTime()
+	if fl != nil {
+		fl.rt = rt
+	}
 	workers := make([]*Worker, len(parts))
 	drivers := make([]*Loopback, len(parts))
 	recs := make([]*Recorder, len(parts))
@@ -492,6 +504,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
+		}
+		if fl != nil {
+			drivers[i].fleet = &loopFleet{addrs: fl.addrs, route: newServerRoute(sp.Servers, part)}
 		}
 		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
 			drivers[i].wsRaw = wsDialModes(part)
@@ -569,6 +584,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	if view != nil {
 		res.Server = view.view(st, complete)
+	}
+	if fl != nil {
+		res.Servers = fl.counts(labels, channelKinds(&p, chans), sp.Warmup, sp.Interval, total)
 	}
 	return res, nil
 }
