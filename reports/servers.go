@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"slices"
 	"sort"
 	"time"
 )
@@ -123,4 +124,19 @@ func serversHTML(run *Run, v *Variant) (template.HTML, error) {
 		return "", fmt.Errorf("reports: servers of %q: %w", v.Name, err)
 	}
 	return template.HTML(b.String()), nil
+}
+
+// mergeServers adds from's game servers' counts into v's, server by name
+// (segments of a run of several servers each drove their own).
+func mergeServers(v, from *Variant) {
+	for _, fs := range from.Servers {
+		i := slices.IndexFunc(v.Servers, func(s GameServer) bool { return s.Name == fs.Name })
+		if i < 0 {
+			v.Servers = append(v.Servers, GameServer{Name: fs.Name, Admitted: map[string]int64{}})
+			i = len(v.Servers) - 1
+		}
+		for p, n := range fs.Admitted {
+			v.Servers[i].Admitted[p] += n
+		}
+	}
 }

@@ -67,3 +67,15 @@ func TestOneServerWritesNoServers(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(data), `"servers"`)
 }
+
+// Segments of a run of several servers each drove their own: merged, a
+// server's counts add up by name.
+func TestMergeServersAddsByName(t *testing.T) {
+	v := &Variant{}
+	mergeServers(v, &Variant{Servers: []GameServer{{Name: "server-0", Admitted: map[string]int64{"hop": 3}}, {Name: "server-1", Admitted: map[string]int64{"hop": 1}}}})
+	mergeServers(v, &Variant{Servers: []GameServer{{Name: "server-1", Admitted: map[string]int64{"hop": 2, "honest": 5}}}})
+	require.Equal(t, []GameServer{
+		{Name: "server-0", Admitted: map[string]int64{"hop": 3}},
+		{Name: "server-1", Admitted: map[string]int64{"hop": 3, "honest": 5}},
+	}, v.Servers)
+}
