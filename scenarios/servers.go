@@ -10,7 +10,7 @@ import (
 
 // RedisStart is the scenario's redis: value that has a loopback run of
 // several servers start its own redis-server on a free loopback port.
-const RedisStart = "start"
+const RedisStart = loadgen.RedisStart
 
 // checkServers checks servers: (the scenario's and each variant's) and
 // redis:, naming the field.
