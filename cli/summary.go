@@ -68,6 +68,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()
+		printServers(w, &r.Run, v)
 		if len(noRate) > 0 {
 			fmt.Fprintf(w, "  no drop rate: %s\n", reports.NoRateNote(noRate, nil))
 		}

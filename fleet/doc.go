@@ -13,7 +13,9 @@
 // unused for Config.Idle, and counts the live servers by heartbeats. A key
 // with no lease (new, or returned idle) takes its first lease on credit,
 // so a player's first message never waits; the refresher charges that
-// credit to the fleet bucket as a debt, whatever the bucket holds.
+// credit to the fleet bucket as a debt, whatever the bucket holds. A
+// simulation runs the rounds itself instead, in its own time (Fleet.Step,
+// on a MemStore reading the same clock), so that its runs are exact.
 //
 // The bound. With S servers, over any interval of length T shorter than
 // Config.Idle, the fleet admits for one key at most

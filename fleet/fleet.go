@@ -97,6 +97,7 @@ type Fleet struct {
 	stop    chan struct{}
 	done    chan struct{}
 	started bool
+	stepper stepper // Step's refresher state
 }
 
 // New returns a Fleet on cfg.Store, not started. It starts healthy: a
@@ -220,27 +221,12 @@ func (f *Fleet) run(stop, done chan struct{}) {
 	defer close(done)
 	tick := time.NewTicker(f.cfg.Refresh)
 	defer tick.Stop()
-	var r refresher
-	lastBeat := time.Time{}
+	var st stepper
 	for {
-		now := time.Now()
-		// While the store is unavailable, a heartbeat every round: with no
-		// lease to ask for, it is what finds the store back.
-		beat := false
-		if !f.healthy.Load() || now.Sub(lastBeat) >= f.cfg.Heartbeat {
-			lastBeat = now
-			beat = f.heartbeat()
-		}
-		if !f.round(&r, now, false) && beat {
-			// Nothing to lease, and the store answered: available. With
-			// leases to ask for, only their round says so, once its
-			// grants are in place (a key whose lease ran dry while the
-			// store was away must not be denied before they are).
-			f.healthy.Store(true)
-		}
+		f.once(&st, time.Now())
 		select {
 		case <-stop:
-			f.round(&r, time.Now(), true)
+			f.round(&st.r, time.Now(), true)
 			ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 			_ = f.cfg.Store.Leave(ctx, f.cfg.Server)
 			cancel()
@@ -383,6 +369,11 @@ func (f *Fleet) visit(r *refresher, l *Layer, s *slot, t int64, final bool) bool
 	if op.Debt != 0 || op.Return != 0 || op.Want != 0 {
 		r.ops = append(r.ops, op)
 		r.refs = append(r.refs, ref{l: l, s: s, returned: returned})
+	} else if returned {
+		// Nothing to give back (the lease was spent, its credit charged):
+		// returned now, so that the next lease's credit is charged and
+		// its idle time counts from it.
+		s.leased, s.last = false, 0
 	}
 	return !returned
 }

@@ -77,6 +77,12 @@ type RunSpec struct {
 	// (SimConfig.Transport), but for the behaviours that write WebSocket
 	// frames of their own, which run on the loopback driver only.
 	Transport string
+	// Servers is the number of game servers (default 1; at most
+	// MaxServers), with their own gates, that share the policy's fleet
+	// section if it has one; Redis is where a loopback run's fleet keeps
+	// its buckets. See loadgen/sim.Fleet and fleet_loopback.go.
+	Servers int
+	Redis   string
 }
 
 // protocol returns the run's protocol.
@@ -174,6 +180,9 @@ type Result struct {
 	// frames, the records its recorder had lost, and, for a Partial
 	// replay of a damaged trace, what the damage cost.
 	Traces []sim.TraceStats
+	// Servers is what each game server admitted, for a run of several
+	// (RunSpec.Servers > 1); nil for one.
+	Servers []record.ServerCounts
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -223,7 +232,10 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &behave.ParamError{Owner: "run", Field: "NoLimits", Value: s.NoLimits, Reason: "is the remote server's own setting"}
 	case s.Remote != nil && tickRateSet:
 		return s, &behave.ParamError{Owner: "run", Field: "TickRate", Value: s.TickRate, Reason: "is the remote server's own setting"}
+	case checkServers(s) != nil:
+		return s, checkServers(s)
 	}
+	s.Servers = max(s.Servers, 1)
 	return s, nil
 }
 
@@ -318,7 +330,14 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 			}
 		}
 	}
-	simDriver, err := sim.NewSim(p, cfg, clients)
+	var simDriver simServer
+	var count *record.Admitted
+	if sp.Servers > 1 {
+		count = record.NewAdmitted(sp.Servers, len(labels), sp.Warmup, sp.Interval, sp.Plan.Duration)
+		simDriver, err = sim.NewFleet(p, cfg, clients, sp.Servers, count)
+	} else {
+		simDriver, err = sim.NewSim(p, cfg, clients)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -365,6 +384,9 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 	res.ServerView = true
 	res.Frames = simDriver.Frames()
 	res.ServerCPU = simDriver.Busy()
+	if count != nil {
+		res.Servers = count.Servers
+	}
 	traced := map[int]int64{}
 	for _, f := range feeds {
 		st := f.Stats()
@@ -426,9 +448,18 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		addr  netip.AddrPort
 		stats func(context.Context) (server.Stats, error)
 		view  *record.ViewReads // the in-process server's gate, read for Result.Server
+		fl    *fleetLoopback
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
+	} else if sp.Servers > 1 {
+		if fl, err = startFleetLoopback(ctx, sp, p, server.Config{
+			TickRate: sp.TickRate, MaxConns: serverMaxConns(len(clients)), MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
+		}); err != nil {
+			return nil, err
+		}
+		defer fl.close()
+		addr, stats = fl.addr(), fl.stats
 	} else {
 		srv, err := server.New(server.Config{
 			Policy:         p,
@@ -466,6 +497,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	defer cancel()
 	ser := record.NewSeries(len(labels), int64(sp.Interval), int64(total))
 	rt := drive.NewRealTime()
+	if fl != nil {
+		fl.rt = rt
+	}
 	workers := make([]*drive.Worker, len(parts))
 	drivers := make([]*loopback.Loopback, len(parts))
 	recs := make([]*record.Recorder, len(parts))
@@ -475,6 +509,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if drivers[i], err = loopback.NewSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
+		}
+		if fl != nil {
+			drivers[i].Fleet = &loopback.LoopFleet{Addrs: fl.addrs, Route: drive.NewServerRoute(sp.Servers, part)}
 		}
 		if drivers[i].WS = sp.Transport == drive.TransportWS; drivers[i].WS {
 			drivers[i].WSRaw = loopback.WSDialModes(part)
@@ -552,6 +589,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	res.ServerCPU = st.ReadService + st.TickService - mon.base.ReadService - mon.base.TickService
 	if view != nil {
 		res.Server = view.View(st, complete)
+	}
+	if fl != nil {
+		res.Servers = fl.counts(labels, channelKinds(&p, chans), sp.Warmup, sp.Interval, total)
 	}
 	return res, nil
 }

@@ -340,6 +340,11 @@ func buildPage(r *Results) (*page, error) {
 		if vv.Server, err = serverViewHTML(r.Variants[i]); err != nil {
 			return nil, err
 		}
+		sv, err := serversHTML(&r.Run, r.Variants[i])
+		if err != nil {
+			return nil, err
+		}
+		vv.Server = sv + vv.Server
 		pg.Variants = append(pg.Variants, vv)
 	}
 	return pg, nil

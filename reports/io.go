@@ -415,6 +415,9 @@ func (r *Results) Validate() error {
 		if err := v.Server.validate(); err != nil {
 			return bad("variant %q: server: %v", v.Name, err)
 		}
+		if err := validateServers(v); err != nil {
+			return bad("variant %q: %v", v.Name, err)
+		}
 		if v.Expect != "" && v.Expect != ExpectPass && v.Expect != ExpectFail {
 			return bad("variant %q: expect is %q, want %q or %q", v.Name, v.Expect, ExpectPass, ExpectFail)
 		}

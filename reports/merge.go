@@ -176,6 +176,7 @@ func mergeVariant(v, from *Variant, seg string) error {
 			v.ServerCPU.NsPerFrame = float64(v.ServerCPU.CPU) / float64(v.ServerCPU.Frames)
 		}
 	}
+	mergeServers(v, from)
 	for _, na := range from.NotApplicable {
 		if !slices.Contains(v.NotApplicable, na) {
 			v.NotApplicable = append(v.NotApplicable, na)

@@ -31,7 +31,8 @@ import (
 // against a server sluice did not start (Run.Target, KindStats.Unknown,
 // Variant.NotApplicable); segments and their merge (Run.Segment,
 // Run.Segments, Run.StartAt, Run.Thresholds, CutOff.Times); the server's
-// own view of a loopback run (Variant.Server). Version 5
+// own view of a loopback run (Variant.Server); what each game server of a
+// run of several admitted (Variant.Servers). Version 5
 // files are still read (ReadFile converts them).
 const SchemaVersion = 6
 
@@ -202,6 +203,9 @@ type Variant struct {
 	// (interrupted), is how far it got from the run's start; 0 when it
 	// ran to the end. Its rates per second are over what it measured.
 	Stopped time.Duration `json:"stopped_ns,omitempty"`
+	// Servers is what each game server admitted, for a run of several
+	// (see GameServer); absent for one.
+	Servers []GameServer `json:"servers,omitempty"`
 }
 
 // Values of Variant.Expect.

@@ -19,6 +19,7 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 	dense := record.NewSeriesHistogram() // each interval's response times in turn
 	v.SetServerCPU(r.ServerCPU, r.Frames)
 	v.Server = serverView(r.Server)
+	v.Servers = gameServers(r)
 	for pi, label := range r.Labels {
 		sp := s.Population[pi]
 		role := reports.Honest

@@ -196,6 +196,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	var runErr error
 	for i, v := range variants {
 		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol, Transport: eff.Transport}
+		spec.Servers, spec.Redis = fleetRun(eff, v)
 		if opt.Progress != nil {
 			name, idx, of := v.Name, i, len(variants)
 			spec.Progress = func(done, total time.Duration) { opt.Progress(name, idx, of, done, total) }

@@ -63,6 +63,14 @@ type Scenario struct {
 	// default) or ws (WebSocket, one binary message per frame; see
 	// docs/transports.md), on either driver.
 	Transport string `yaml:"transport"`
+	// Servers is the number of game servers the clients spread over
+	// (default 1), each with its own gate, sharing the policy's fleet
+	// section if it has one; Redis is where a loopback run of several
+	// keeps the fleet's buckets: "start" (a redis-server the run starts
+	// on a free loopback port) or empty (the fleet section's own
+	// addresses). See servers.go and docs/fleet.md.
+	Servers int    `yaml:"servers"`
+	Redis   string `yaml:"redis"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
 	Policy     yaml.Node    `yaml:"policy"`
@@ -96,6 +104,9 @@ type Variant struct {
 	// passes when it does.
 	Expect string    `yaml:"expect"`
 	Set    yaml.Node `yaml:"set"`
+	// Servers, if set, is the variant's number of game servers instead of
+	// the scenario's.
+	Servers int `yaml:"servers"`
 }
 
 // Population is a group of clients that behave alike.
@@ -342,6 +353,9 @@ func (s *Scenario) validate(root *yaml.Node) error {
 				return fe
 			}
 		}
+	}
+	if err := s.checkServers(root); err != nil {
+		return err
 	}
 	if len(s.Population) == 0 {
 		return s.fail(root, "populations", nil, "at least one population is required")

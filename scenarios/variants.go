@@ -177,6 +177,7 @@ type VariantNode struct {
 	Name        string
 	Description string
 	ExpectFail  bool
+	Servers     int // game servers: the variant's, else the scenario's
 	Node        *yaml.Node
 	// fromSet maps the path in Node of each node the variant's set wrote
 	// to its path in the set (see mergeNode).
@@ -187,12 +188,12 @@ type VariantNode struct {
 // names none, else each named variant.
 func (s *Scenario) variantNodes() []VariantNode {
 	if len(s.Variants) == 0 {
-		return []VariantNode{{Name: "base", Node: cloneNode(&s.Policy)}}
+		return []VariantNode{{Name: "base", Servers: s.serversOf(Variant{}), Node: cloneNode(&s.Policy)}}
 	}
 	out := make([]VariantNode, 0, len(s.Variants))
 	for _, v := range s.Variants {
 		n, fromSet := mergeNode(&s.Policy, &v.Set)
-		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Node: n, fromSet: fromSet})
+		out = append(out, VariantNode{Name: v.Name, Description: v.Description, ExpectFail: v.Expect == "fail", Servers: s.serversOf(v), Node: n, fromSet: fromSet})
 	}
 	return out
 }
@@ -221,7 +222,9 @@ type NamedPolicy struct {
 	Description string
 	// ExpectFail marks a variant expected to fail its thresholds.
 	ExpectFail bool
-	Policy     core.Policy
+	// Servers is the number of game servers it runs on (at least 1).
+	Servers int
+	Policy  core.Policy
 }
 
 // Policies decodes and validates every variant (or the base policy alone
@@ -234,7 +237,7 @@ func (s *Scenario) Policies() ([]NamedPolicy, error) {
 		if err != nil {
 			return nil, s.policyError(i, v, err)
 		}
-		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Policy: p})
+		out = append(out, NamedPolicy{Name: v.Name, Description: v.Description, ExpectFail: v.ExpectFail, Servers: v.Servers, Policy: p})
 	}
 	return out, nil
 }

@@ -239,6 +239,9 @@ type Action struct {
 	// cache line.)
 	Kind  Kind
 	Reuse Reuse
+	// OpConnect, OpRetry, OpDial: the game server of a fleet run to dial
+	// (see ServerAssigned, ServerNext, ServerIndex); ignored with one server.
+	Server uint8
 	// OpConnect, OpDial: the source-address group to dial from (0 means
 	// the client's own, Client.Addr).
 	Addr  uint32

@@ -28,6 +28,7 @@ var registry = map[string]func() Behaviour{
 	"nat-churn":       func() Behaviour { return &NATChurn{} },
 	"half-close":      func() Behaviour { return &HalfClose{} },
 	"sparse-ids":      func() Behaviour { return &SparseIDs{} },
+	"server-hop":      func() Behaviour { return &ServerHop{} },
 
 	// The WebSocket transport's own (hostile_ws.go).
 	"ws-slow-upgrade":    func() Behaviour { return &WSSlowUpgrade{} },

@@ -48,7 +48,7 @@ func allBehaviours(t *testing.T) []Behaviour {
 }
 
 func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
-	require.Len(t, BehaviourNames(), 23)
+	require.Len(t, BehaviourNames(), 24)
 	for _, b := range allBehaviours(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			require.NoError(t, b.Validate())

@@ -224,4 +224,12 @@
 //
 // sparse-ids (SparseIDs), honest: Honest, with request ids spread over all
 // 64 bits (ReuseSparse) instead of counting up; the same parameters.
+//
+// server-hop (ServerHop): one account's request flood spread over every
+// game server of a fleet run (RunSpec.Servers), each client reconnecting
+// to the next server after each throttle (a rejection, or a disconnect).
+//
+//	Kind       chat  the request channel it floods (chat or purchase)
+//	PerSecond  200   requests per second per client, ±10%
+//	Size       8     payload bytes
 package behave

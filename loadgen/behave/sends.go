@@ -44,6 +44,8 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 		set[KindChat] = true
 	case *SparseIDs:
 		b.Honest.sends(&set)
+	case *ServerHop:
+		set[b.kind()] = true
 	default:
 		return nil, false
 	}

@@ -500,7 +500,7 @@ func (w *Worker) connect(i int32, cs *clientState, a *behave.Action, now int64) 
 	if a.Addr != 0 && a.Op != behave.OpRetry {
 		addr = a.Addr
 	}
-	if err := w.d.Dial(conn, addr); err != nil {
+	if err := w.dial(conn, addr, a.Server); err != nil {
 		w.Add(now, pop, behave.KindHello, record.Refused, 1)
 		return
 	}
@@ -796,6 +796,9 @@ func (w *Worker) handle(ev *Event) {
 			cs.cutOff(ev.At, true)
 		}
 		w.settle(pop, p, ev.At, o)
+		if o != record.Accepted && p.kind != behave.KindHello {
+			w.throttled(cs, ev.At)
+		}
 		if p.kind != behave.KindHello {
 			cs.doneID = ev.ID
 		} else if o == record.Accepted {
@@ -850,6 +853,7 @@ func (w *Worker) handle(ev *Event) {
 		}
 		w.Add(ev.At, pop, behave.KindSession, o, 1)
 		w.lost(i, cs, true, ev.At)
+		w.throttled(cs, ev.At)
 	case EvClosed:
 		if cs.state == halfClosed {
 			// The close that follows the client's own half-close.
@@ -859,6 +863,7 @@ func (w *Worker) handle(ev *Event) {
 		cs.cutOff(ev.At, false)
 		w.Add(ev.At, pop, behave.KindSession, record.Disconnected, 1)
 		w.lost(i, cs, false, ev.At)
+		w.throttled(cs, ev.At)
 	}
 }
 

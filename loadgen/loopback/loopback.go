@@ -46,8 +46,9 @@ type Loopback struct {
 	stopped bool
 	Bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	WS      bool    // dial over WebSocket (transport.go)
-	WSRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	WS      bool       // dial over WebSocket (transport.go)
+	WSRaw   []uint8    // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	Fleet   *LoopFleet // a run of several servers: which one each client dials (fleet.go)
 }
 
 type loopConn struct {
@@ -127,7 +128,7 @@ func (l *Loopback) Dial(id drive.ConnID, addr uint32) error {
 		if src.IsValid() {
 			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
 		}
-		nc, err = d.DialContext(l.ctx, "tcp", l.server)
+		nc, err = d.DialContext(l.ctx, "tcp", l.target(id))
 	}
 	if err != nil {
 		return err

@@ -72,6 +72,9 @@ type SimConfig struct {
 	// Transport is what the clients speak over (RunSpec.Transport): over
 	// TransportWS each write is read as its messages (sim_ws.go).
 	Transport string
+	// GateOptions are passed to core.NewGate after the sim's own (a
+	// fleet's keyed layers: see fleet.go).
+	GateOptions []core.GateOption
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -287,6 +290,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []behave.Client) (*Sim, error)
 	if cfg.Record != nil {
 		opts = append(opts, core.WithRecorder(cfg.Record))
 	}
+	opts = append(opts, cfg.GateOptions...)
 	g, err := core.NewGate(p, 0, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: sim: %w", err)
