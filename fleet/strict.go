@@ -55,7 +55,7 @@ type strictReq struct {
 	key  string
 	lim  Limit
 	n    int64
-	res  []int64
+	res  [3]int64 // allowed, remaining, retry in µs
 	err  error
 	done chan struct{}
 }
@@ -127,7 +127,7 @@ func (s *Strict) Take(ctx context.Context, key string, lim Limit, n int64, reaso
 			d.Reason, d.RetryAfter = reason, time.Duration(res[2])*time.Microsecond
 		}
 	}
-	r.ctx, r.res = nil, r.res[:0]
+	r.ctx = nil
 	s.pool.Put(r)
 	return d, err
 }
@@ -238,16 +238,14 @@ func (s *Strict) execPerKey(ctx context.Context, b *strictBatch) error {
 	}
 	for i, sp := range spans {
 		reqs := b.reqs[sp.from:sp.to]
-		v, err := b.cmds[i].Int64Slice()
-		if err == nil && len(v) != 3*len(reqs) {
-			err = errors.New("fleet: unexpected take reply")
+		v, err := b.cmds[i].Text()
+		if err == nil {
+			err = decodeTakes(v, reqs)
 		}
-		for k, r := range reqs {
-			if err != nil {
+		if err != nil {
+			for _, r := range reqs {
 				r.err = err
-				continue
 			}
-			r.res, r.err = append(r.res[:0], v[3*k:3*k+3]...), nil
 		}
 	}
 	return nil
@@ -293,15 +291,31 @@ func (b *strictBatch) group(reqs []*strictReq) {
 
 // run sends the grouped batch in one strictScript call and answers reqs.
 func (b *strictBatch) run(ctx context.Context, c redis.Scripter, reqs []*strictReq) error {
-	v, err := strictScript.EvalSha(ctx, c, b.keys, b.args).Int64Slice()
-	if err == nil && len(v) != 3*len(reqs) {
-		err = errors.New("fleet: unexpected take reply")
-	}
+	v, err := strictScript.EvalSha(ctx, c, b.keys, b.args).Text()
 	if err != nil {
 		return err
 	}
+	return decodeTakes(v, reqs)
+}
+
+// le64 is the little-endian uint64 at the start of v.
+func le64(v string) uint64 {
+	_ = v[7]
+	return uint64(v[0]) | uint64(v[1])<<8 | uint64(v[2])<<16 | uint64(v[3])<<24 |
+		uint64(v[4])<<32 | uint64(v[5])<<40 | uint64(v[6])<<48 | uint64(v[7])<<56
+}
+
+// decodeTakes answers reqs from strictScript's reply: per take three
+// little-endian float64, allowed (1 or 0), remaining and retry in µs.
+func decodeTakes(v string, reqs []*strictReq) error {
+	if len(v) != 24*len(reqs) {
+		return errors.New("fleet: unexpected take reply")
+	}
 	for i, r := range reqs {
-		r.res, r.err = append(r.res[:0], v[3*i:3*i+3]...), nil
+		for k := range r.res {
+			r.res[k] = int64(math.Float64frombits(le64(v[24*i+8*k:])))
+		}
+		r.err = nil
 	}
 	return nil
 }
@@ -313,8 +327,10 @@ func (b *strictBatch) run(ctx context.Context, c redis.Scripter, reqs []*strictR
 // decimal float per take. The buckets are read by one MGET, and a bucket
 // several takes hit is written once, with its last state, in the format
 // takeScript and leaseScript use (the theoretical arrival time in µs as
-// %.17g text, expiring when full). Returns the flat {allowed, remaining,
-// retry in µs} of each take.
+// %.17g text, expiring when full). Returns each take's allowed (1 or 0),
+// remaining and retry in µs packed in one string, three little-endian
+// float64 a take (decodeTakes): one bulk reply the client reads without
+// an interface value per number.
 var strictScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -348,5 +364,5 @@ for k in pairs(dirty) do
   local tat = tats[k]
   redis.call('SET', KEYS[k], string.format('%.17g', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
 end
-return out
+return struct.pack('<' .. string.rep('d', #out), unpack(out))
 `)
