@@ -362,7 +362,7 @@ for j = 0, #a / 32 - 1 do
 end
 for k in pairs(dirty) do
   local tat = tats[k]
-  redis.call('SET', KEYS[k], string.format('%.17g', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
+  redis.call('SET', KEYS[k], string.format('%.17g', tat), 'PX', string.format('%d', math.ceil((tat - now) / 1000) + 1))
 end
 return struct.pack('<' .. string.rep('d', #out), unpack(out))
 `)

@@ -131,6 +131,11 @@ func TestStrictBatchKeys(t *testing.T) {
 				least = min(least, int64(l))
 			}
 			assert.Equal(t, burst-taken[k], least, "cluster form %v, key %d: the last allowed take's remainder", cluster, k)
+			// The bucket's key expires when it is full again: in taken
+			// tokens' time (1000 s a token), to within the test's run.
+			ttl, err := c.PTTL(context.Background(), s.Key(fmt.Sprintf("%v:%d", cluster, k))).Result()
+			require.NoError(t, err)
+			assert.InDelta(t, float64(taken[k])*1000, ttl.Seconds(), 10, "cluster form %v, key %d: expiry", cluster, k)
 		}
 	}
 }
