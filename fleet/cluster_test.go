@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,12 +114,28 @@ func TestRedisClusterHashTags(t *testing.T) {
 	defer s.Close()
 	require.True(t, s.cluster)
 	lim := Limit{Rate: 1e-3, Burst: 2}
+	// All 60 takes at once, so that batches hold keys of several slots
+	// (one script call per key) and several takes of one key.
+	var allowed [20]atomic.Int64
+	var wg sync.WaitGroup
 	for k := range 20 {
 		key := s.Key(fmt.Sprintf("buy:%d", k))
-		for i := range 3 {
-			d, err := s.Take(ctx, key, lim, 1, core.AccountLimit)
-			require.NoError(t, err)
-			assert.Equal(t, i < 2, d.Allowed, "key %d take %d", k, i)
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := s.Take(ctx, key, lim, 1, core.AccountLimit)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if d.Allowed {
+					allowed[k].Add(1)
+				}
+			}()
 		}
+	}
+	wg.Wait()
+	for k := range allowed {
+		assert.Equal(t, int64(2), allowed[k].Load(), "key %d", k)
 	}
 }

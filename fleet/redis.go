@@ -62,38 +62,6 @@ redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', math.ceil((tat - n
 return {1, math.floor(avail - n + 1e-9), 0}
 `)
 
-// takeManyScript is takeScript over a batch: take i is KEYS[i] with
-// ARGV[3i-2..3i] (time per token in µs, burst, n), each decided in turn
-// exactly as takeScript decides it (the whole batch is one atomic step).
-// Returns the flat {allowed, remaining, retry} triples. Strict sends a
-// batch of concurrent callers' takes in one call on a single Redis, where
-// every key is on the one node; on a Cluster it pipelines takeScript.
-var takeManyScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local out = {}
-for i = 1, #KEYS do
-  local iv = tonumber(ARGV[3 * i - 2])
-  local burst = tonumber(ARGV[3 * i - 1])
-  local n = tonumber(ARGV[3 * i])
-  local tat = tonumber(redis.call('GET', KEYS[i])) or now
-  if tat < now then tat = now end
-  local avail = (now + burst * iv - tat) / iv
-  if avail + 1e-9 < n then
-    out[3 * i - 2] = 0
-    out[3 * i - 1] = math.max(0, math.floor(avail + 1e-9))
-    out[3 * i] = math.ceil(tat + n * iv - burst * iv - now)
-  else
-    tat = tat + n * iv
-    redis.call('SET', KEYS[i], string.format('%.17g', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
-    out[3 * i - 2] = 1
-    out[3 * i - 1] = math.floor(avail - n + 1e-9)
-    out[3 * i] = 0
-  end
-end
-return out
-`)
-
 // heartbeatScript records ARGV[1] alive for ARGV[2] ms in the sorted set
 // KEYS[1] (score: expiry on Redis's clock), drops the expired, and
 // returns how many are alive.

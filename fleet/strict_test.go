@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,4 +75,67 @@ func TestStrictRedisGone(t *testing.T) {
 	assert.True(t, d.Allowed)
 	d, _ = s.Take(context.Background(), s.Key("k"), lim, 11, core.AccountLimit)
 	assert.Equal(t, core.Oversize, d.Reason)
+}
+
+// Concurrent takes of mixed sizes on keys of different limits, batched
+// together (several takes of one key in one batch, on a single Redis and
+// through the per-key pipeline): each key admits exactly what its bucket
+// holds, every allowed take reports a distinct remainder, and a denial
+// only comes when fewer than n tokens are left.
+func TestStrictBatchKeys(t *testing.T) {
+	r := startRedis(t)
+	for _, cluster := range []bool{false, true} {
+		c := r.client(t)
+		s, err := NewStrict(context.Background(), c, StrictConfig{Prefix: "mix", Senders: 1})
+		require.NoError(t, err)
+		s.cluster = cluster
+		const keys = 8
+		var mu sync.Mutex
+		taken := make([]int64, keys)
+		left := make([]map[uint32]bool, keys)
+		for k := range left {
+			left[k] = map[uint32]bool{}
+		}
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 8 {
+					k, n := (g+i)%keys, int64(1+(g*7+i)%3)
+					lim := Limit{Rate: 1e-3, Burst: float64(10 + 3*k)}
+					d, err := s.Take(context.Background(), s.Key(fmt.Sprintf("%v:%d", cluster, k)), lim, n, core.AccountLimit)
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					if d.Allowed {
+						taken[k] += n
+						assert.False(t, left[k][d.Remaining], "key %d: remainder %d twice", k, d.Remaining)
+						left[k][d.Remaining] = true
+					} else {
+						assert.Less(t, int64(d.Remaining), n, "key %d: denied with %d left for %d", k, d.Remaining, n)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		s.Close()
+		for k := range keys {
+			burst := int64(10 + 3*k)
+			assert.LessOrEqual(t, taken[k], burst, "cluster form %v, key %d", cluster, k)
+			assert.GreaterOrEqual(t, taken[k], burst-2, "cluster form %v, key %d: 64 takes of up to 3 leave under 3", cluster, k)
+			least := burst
+			for l := range left[k] {
+				least = min(least, int64(l))
+			}
+			assert.Equal(t, burst-taken[k], least, "cluster form %v, key %d: the last allowed take's remainder", cluster, k)
+			// The bucket's key expires when it is full again: in taken
+			// tokens' time (1000 s a token), to within the test's run.
+			ttl, err := c.PTTL(context.Background(), s.Key(fmt.Sprintf("%v:%d", cluster, k))).Result()
+			require.NoError(t, err)
+			assert.InDelta(t, float64(taken[k])*1000, ttl.Seconds(), 10, "cluster form %v, key %d: expiry", cluster, k)
+		}
+	}
 }

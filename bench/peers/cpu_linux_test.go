@@ -39,3 +39,13 @@ func (c cpuTimer) stop(b *testing.B) {
 		b.ReportMetric(float64(end-c.start)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// processCPU returns the CPU time (user and system) of the whole process
+// so far in ns, or -1.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return -1
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,7 +142,9 @@ func TestStrictSameDecisions(t *testing.T) {
 // BenchmarkStrict is one strict take (a Redis round trip, the limit in
 // Redis) with 1, 16 or 64 callers at once, each peer on its own go-redis
 // client to the same redis-server. One op is one take; ops/s is the
-// takes per second the fleet sustains.
+// takes per second the fleet sustains. It also reports what a take cost
+// Redis and the client (redisCost.report, client-cpu-ns/op: the whole
+// process's CPU), for a machine whose load makes wall time noisy.
 func BenchmarkStrict(b *testing.B) {
 	addr := startRedis(b)
 	lim := strictLimit{perHour: 1 << 30, burst: 1 << 30}
@@ -153,6 +156,8 @@ func BenchmarkStrict(b *testing.B) {
 				var next atomic.Int64
 				var failed atomic.Int64
 				b.ReportAllocs()
+				before := readRedisCost(b, addr)
+				cpu0 := processCPU()
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				for c := range callers {
@@ -169,10 +174,73 @@ func BenchmarkStrict(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
+				cpu1 := processCPU()
+				readRedisCost(b, addr).report(b, before)
+				if cpu0 >= 0 && cpu1 >= 0 {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "client-cpu-ns/op")
+				}
 				if f := failed.Load(); f > 0 {
 					b.Fatalf("%d takes failed or were denied", f)
 				}
 			})
 		}
 	}
+}
+
+// redisCost is what a redis-server has spent so far: its CPU time, and
+// the calls and time of script commands (EVALSHA, EVAL) and of all
+// commands (those a script calls included), from INFO.
+type redisCost struct {
+	cpuNs                   float64
+	scripts, scriptUs, cmds float64
+}
+
+func readRedisCost(b *testing.B, addr string) redisCost {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rc redisCost
+	for _, line := range strings.Split(info, "\r\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case name == "used_cpu_sys" || name == "used_cpu_user":
+			f, _ := strconv.ParseFloat(val, 64)
+			rc.cpuNs += f * 1e9
+		case strings.HasPrefix(name, "cmdstat_"):
+			var calls, us float64
+			for _, kv := range strings.Split(val, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "calls":
+					calls, _ = strconv.ParseFloat(v, 64)
+				case "usec":
+					us, _ = strconv.ParseFloat(v, 64)
+				}
+			}
+			if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+				rc.scripts += calls
+				rc.scriptUs += us
+			}
+			rc.cmds += calls
+		}
+	}
+	return rc
+}
+
+// report reports per take what Redis spent since before: its CPU
+// (redis-cpu-ns/op), the time inside scripts (script-ns/op), the script
+// calls (scripts/op: below 1 when one call decides several takes) and the
+// commands Redis ran, scripts and the commands they call (cmds/op).
+func (rc redisCost) report(b *testing.B, before redisCost) {
+	n := float64(b.N)
+	b.ReportMetric((rc.cpuNs-before.cpuNs)/n, "redis-cpu-ns/op")
+	b.ReportMetric((rc.scriptUs-before.scriptUs)*1e3/n, "script-ns/op")
+	b.ReportMetric((rc.scripts-before.scripts)/n, "scripts/op")
+	b.ReportMetric((rc.cmds-before.cmds-1)/n, "cmds/op") // less the INFO that read before
 }

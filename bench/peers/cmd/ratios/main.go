@@ -57,6 +57,9 @@ var Tracked = []Ratio{
 	{"keyed 1m sluice-batch64 / fastest peer", "Keyed/sluice-batch64/1m/serial", "Keyed/*/1m/serial"},
 	{"keyed 1m sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1m/serial", "Keyed/sluice-at/1m/serial"},
 	{"keyed 1k sluice-batch64 / sluice-at", "Keyed/sluice-batch64/1k/serial", "Keyed/sluice-at/1k/serial"},
+	// Strict mode against redis_rate on one redis-server, 64 callers
+	// (issue target: at most 1/3, 3× the takes per second).
+	{"strict 64 callers sluice / redis_rate", "Strict/sluice/64", "Strict/redis_rate/64"},
 }
 
 // TrackedCPU is the ratios the project watches in CPU time (cpu-ns/op, the
@@ -122,11 +125,10 @@ func (s *Summary) add(r io.Reader, fileName string) error {
 			}
 			for _, v := range rec.Values {
 				unit, val := v.Unit, v.Value
-				switch unit { // benchfmt reads "ns/op" and "cpu-ns/op" as seconds
-				case "sec/op":
-					unit, val = "ns/op", val*1e9
-				case "cpu-sec/op":
-					unit, val = "cpu-ns/op", val*1e9
+				// benchfmt reads "ns/op" and every "...-ns/op" (cpu-ns/op,
+				// redis-cpu-ns/op) as seconds.
+				if strings.HasSuffix(unit, "sec/op") {
+					unit, val = strings.TrimSuffix(unit, "sec/op")+"ns/op", val*1e9
 				}
 				units[unit] = append(units[unit], val)
 			}
