@@ -49,12 +49,18 @@ type UDPConfig struct {
 	// the server at most this many replies, none larger than the
 	// datagram it answers. Default 10000.
 	HandshakeRate float64
+	// ReadBuffer is the socket's receive buffer (SO_RCVBUF) in bytes: the
+	// datagrams that wait while the reader is busy, beyond which the
+	// kernel drops them. The kernel may cap it (net.core.rmem_max on
+	// Linux). Default 4 MiB; negative leaves the OS default.
+	ReadBuffer int
 }
 
 // Defaults of UDPConfig.
 const (
 	DefaultCookieLifetime = 10 * time.Second
 	DefaultHandshakeRate  = 10000.0
+	DefaultUDPReadBuffer  = 4 << 20
 	// minCookieLifetime keeps the cookie's time buckets at least a
 	// millisecond long.
 	minCookieLifetime = 2 * time.Millisecond
@@ -66,6 +72,7 @@ func (u *UDPConfig) normalize(allowNonLoopback bool) error {
 	}
 	u.CookieLifetime = cmp.Or(u.CookieLifetime, DefaultCookieLifetime)
 	u.HandshakeRate = cmp.Or(u.HandshakeRate, DefaultHandshakeRate)
+	u.ReadBuffer = cmp.Or(u.ReadBuffer, DefaultUDPReadBuffer)
 	if u.CookieLifetime < minCookieLifetime || u.CookieLifetime > MaxTimeout {
 		return &ConfigError{Field: "UDP.CookieLifetime", Msg: fmt.Sprintf("%v is not in [%v, %v]", u.CookieLifetime, minCookieLifetime, MaxTimeout)}
 	}
@@ -194,6 +201,9 @@ func (s *Server) listenUDP() (*net.UDPConn, error) {
 	if !s.cfg.AllowNonLoopback && !ap.Addr().Unmap().IsLoopback() {
 		pc.Close()
 		return nil, &ConfigError{Field: "UDP.Addr", Msg: fmt.Sprintf("%q listens on %v, not a loopback address", s.cfg.UDP.Addr, ap), Err: ErrNonLoopback}
+	}
+	if s.cfg.UDP.ReadBuffer > 0 {
+		pc.SetReadBuffer(s.cfg.UDP.ReadBuffer) // best effort: the kernel caps it
 	}
 	return pc, nil
 }

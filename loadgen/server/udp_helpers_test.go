@@ -36,7 +36,7 @@ func newUClient(srv netip.AddrPort, src netip.Addr) (*uclient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &uclient{pc: pc, srv: srv, id: rand.Uint64() | 1, buf: make([]byte, 64<<10)}, nil
+	return &uclient{pc: pc, srv: srv, id: rand.Uint64() | 1, buf: make([]byte, 512)}, nil
 }
 
 func udpDial(t testing.TB, srv netip.AddrPort) *uclient {
@@ -97,6 +97,25 @@ func (c *uclient) next(d time.Duration) (wire.Msg, error) {
 	return m, nil
 }
 
+// exchange sends b and returns the first datagram of kind k that answers
+// it, resending b up to 5 times when none comes within a second (UDP
+// drops datagrams when a receive buffer overflows).
+func (c *uclient) exchange(b []byte, k wire.DatagramKind) ([]byte, error) {
+	var err error
+	for range 5 {
+		if err = c.send(b); err != nil {
+			return nil, err
+		}
+		var d []byte
+		for d, err = c.datagram(time.Second); err == nil; d, err = c.datagram(time.Second) {
+			if dk, id, rest, perr := wire.ParseDatagram(d); perr == nil && dk == k && id == c.id {
+				return rest, nil
+			}
+		}
+	}
+	return nil, err
+}
+
 // cookie sends a handshake without a cookie and returns the cookie the
 // server answers with.
 func (c *uclient) cookie(token, label string) ([]byte, error) {
@@ -104,32 +123,28 @@ func (c *uclient) cookie(token, label string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.send(hs); err != nil {
-		return nil, err
-	}
-	b, err := c.datagram(5 * time.Second)
+	rest, err := c.exchange(hs, wire.DatagramCookie)
 	if err != nil {
 		return nil, fmt.Errorf("cookie: %w", err)
-	}
-	k, id, rest, err := wire.ParseDatagram(b)
-	if err != nil || k != wire.DatagramCookie || id != c.id {
-		return nil, fmt.Errorf("cookie: datagram kind %d id %x: %v", k, id, err)
 	}
 	return append([]byte(nil), rest...), nil
 }
 
-// hello runs the handshake (cookie, then Hello with it) and waits for the
-// Hello's Reply.
+// hello runs the handshake (cookie, then Hello with it) and returns the
+// Hello's Reply (or the frame that came instead).
 func (c *uclient) hello(token, label string) (wire.Msg, error) {
 	ck, err := c.cookie(token, label)
 	if err != nil {
 		return wire.Msg{}, err
 	}
 	hs, _ := wire.AppendHandshake(nil, c.id, ck, []byte(token), []byte(label))
-	if err := c.send(hs); err != nil {
-		return wire.Msg{}, err
+	rest, err := c.exchange(hs, wire.DatagramData)
+	if err != nil {
+		return wire.Msg{}, fmt.Errorf("hello: %w", err)
 	}
-	return c.next(5 * time.Second)
+	var m wire.Msg
+	_, err = wire.Decode(rest, 0, &m)
+	return m, err
 }
 
 func (c *uclient) mustHello(t testing.TB, token, label string) {
