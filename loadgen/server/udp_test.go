@@ -349,8 +349,10 @@ func TestUDPDatagramFloodIsLimited(t *testing.T) {
 	}
 }
 
-// Garbage from a session's own source is charged to the session as
-// malformed frames; garbage from anywhere else is dropped unanswered.
+// Garbage from a session's own source, in datagrams of kinds a client may
+// not send, is charged to the session as malformed frames (a Data
+// datagram's frame is checked like any frame); garbage from anywhere else
+// is dropped unanswered.
 func TestUDPGarbageDatagrams(t *testing.T) {
 	s := startServer(t, udpConfig())
 	c := udpDial(t, s.UDPAddr())
@@ -363,7 +365,8 @@ func TestUDPGarbageDatagrams(t *testing.T) {
 		}
 		g.send(b)
 		// From the session's own source and id: any kind, any layout.
-		c.send(append(wire.AppendDatagramHeader(nil, wire.DatagramKind(i%5), c.id), b...))
+		kinds := []wire.DatagramKind{0, wire.DatagramCookie, 4, 200}
+		c.send(append(wire.AppendDatagramHeader(nil, kinds[i%len(kinds)], c.id), b...))
 	}
 	if n := g.drain(100 * time.Millisecond); n != 0 {
 		t.Errorf("garbage got %d answers", n)
