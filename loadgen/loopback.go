@@ -47,6 +47,7 @@ type Loopback struct {
 	proto   proto.Protocol
 	ws      bool    // dial over WebSocket (transport.go)
 	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	udp     bool    // dial over UDP (transport_udp.go)
 }
 
 type loopConn struct {
@@ -121,6 +122,8 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	var r io.Reader
 	if l.ws {
 		nc, r, err = l.dialWS(id.Client, src)
+	} else if l.udp {
+		nc, err = l.dialUDP(src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {

@@ -432,6 +432,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
 			NoLimits:       sp.NoLimits,
 			WebSocket:      wsListen(sp.Transport),
+			UDP:            udpListen(sp.Transport),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -448,6 +449,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
 		if sp.Transport == TransportWS {
 			addr = srv.WSAddr()
+		}
+		if sp.Transport == TransportUDP {
+			addr = srv.UDPAddr()
 		}
 	}
 
@@ -471,6 +475,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
+		drivers[i].udp = sp.Transport == TransportUDP
 		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
 			drivers[i].wsRaw = wsDialModes(part)
 		}

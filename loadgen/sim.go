@@ -787,6 +787,10 @@ func (s *Sim) receive(c *simConn, p []byte, now int64) {
 		s.receiveWS(c, p, now)
 		return
 	}
+	if s.cfg.Transport == TransportUDP {
+		s.receiveUDP(c, p, now)
+		return
+	}
 	for len(p) > 0 && c.open {
 		n := min(len(p), s.maxRead, s.readBuf-len(c.buf))
 		var rest []byte

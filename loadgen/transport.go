@@ -16,19 +16,20 @@ import (
 const (
 	TransportTCP = "tcp"
 	TransportWS  = "ws"
+	TransportUDP = "udp" // transport_udp.go
 )
 
 // Transports lists the transport names, for help text and errors.
-var Transports = []string{TransportTCP, TransportWS}
+var Transports = []string{TransportTCP, TransportWS, TransportUDP}
 
 // CheckTransport refuses a transport name that is not one of Transports
 // ("" is TCP).
 func CheckTransport(t string) error {
 	switch t {
-	case "", TransportTCP, TransportWS:
+	case "", TransportTCP, TransportWS, TransportUDP:
 		return nil
 	}
-	return fmt.Errorf("%q is not a transport (have %s, %s)", t, TransportTCP, TransportWS)
+	return fmt.Errorf("%q is not a transport (have %s, %s, %s)", t, TransportTCP, TransportWS, TransportUDP)
 }
 
 // How the loopback driver dials a client over WebSocket (Loopback.wsRaw).

@@ -1,0 +1,30 @@
+package loadgen
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/sluicedev/sluice/loadgen/internal/udpconn"
+	"github.com/sluicedev/sluice/loadgen/server"
+)
+
+// dialUDP is Dial's connection over UDP, from src (when valid): a
+// udpconn.Conn, which carries what the behaviour writes one frame per
+// datagram and runs the cookie handshake around its Hello (see
+// docs/transports.md).
+func (l *Loopback) dialUDP(src netip.Addr) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(l.server)
+	if err != nil {
+		return nil, err
+	}
+	return udpconn.Dial(l.ctx, ap, src)
+}
+
+// udpListen is the in-process server's UDP listener for transport t: a
+// free loopback port for TransportUDP, none otherwise.
+func udpListen(t string) server.UDPConfig {
+	if t != TransportUDP {
+		return server.UDPConfig{}
+	}
+	return server.UDPConfig{Addr: "127.0.0.1:0"}
+}
