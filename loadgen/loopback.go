@@ -48,6 +48,7 @@ type Loopback struct {
 	ws      bool    // dial over WebSocket (transport.go)
 	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
 	udp     bool    // dial over UDP (transport_udp.go)
+	udpRaw  []bool  // over UDP: per client, whether it is dialled a raw socket (hostile_udp.go)
 }
 
 type loopConn struct {
@@ -123,7 +124,7 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if l.ws {
 		nc, r, err = l.dialWS(id.Client, src)
 	} else if l.udp {
-		nc, err = l.dialUDP(src)
+		nc, err = l.dialUDP(id.Client, src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {

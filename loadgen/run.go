@@ -475,7 +475,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if drivers[i], err = newSocketDriver(rctx, addr, rt.Clone(), sp.Config.Timeout, sp.Remote != nil && sp.Remote.AnyAddress, sp.protocol()); err != nil {
 			return nil, err
 		}
-		drivers[i].udp = sp.Transport == TransportUDP
+		if drivers[i].udp = sp.Transport == TransportUDP; drivers[i].udp {
+			drivers[i].udpRaw = udpRawModes(part)
+		}
 		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
 			drivers[i].wsRaw = wsDialModes(part)
 		}

@@ -91,14 +91,14 @@ func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, er
 // WebSocket frames of its own in a run over another transport.
 func checkWSBehaviours(s RunSpec) error {
 	if s.Transport == TransportWS {
-		return nil
+		return checkUDPBehaviours(s)
 	}
 	for _, p := range s.Plan.Populations {
 		if raw, _ := wsOnly(p.Behaviour); raw {
 			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames: it runs over transport ws only"}
 		}
 	}
-	return nil
+	return checkUDPBehaviours(s)
 }
 
 // wsListen is the in-process server's WebSocket listener for transport t:
@@ -119,5 +119,5 @@ func checkSimBehaviours(s RunSpec) error {
 			return &ParamError{"population " + p.Name, "Behaviour", p.Behaviour.Name(), "writes WebSocket frames of its own: it runs on the loopback driver only"}
 		}
 	}
-	return nil
+	return checkSimUDPBehaviours(s)
 }

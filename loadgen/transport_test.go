@@ -54,13 +54,15 @@ func TestTransportIsChecked(t *testing.T) {
 }
 
 // tcpBehaviourNames is BehaviourNames without the behaviours that write
-// WebSocket frames of their own: those run over transport ws only, and
-// never in the sim (TestLoopbackEveryWSBehaviour runs them).
+// WebSocket frames or UDP datagrams of their own: those run over
+// transport ws or udp only, and never in the sim
+// (TestLoopbackEveryWSBehaviour and TestLoopbackEveryUDPBehaviour run
+// them).
 func tcpBehaviourNames() []string {
 	var out []string
 	for _, n := range BehaviourNames() {
 		b, _ := NewBehaviour(n)
-		if raw, _ := wsOnly(b); !raw {
+		if raw, _ := wsOnly(b); !raw && !udpOnly(b) {
 			out = append(out, n)
 		}
 	}

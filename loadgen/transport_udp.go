@@ -8,11 +8,15 @@ import (
 	"github.com/sluicedev/sluice/loadgen/server"
 )
 
-// dialUDP is Dial's connection over UDP, from src (when valid): a
-// udpconn.Conn, which carries what the behaviour writes one frame per
+// dialUDP is Dial's connection over UDP for client, from src (when
+// valid): a raw socket for a behaviour that writes its own datagrams, else
+// a udpconn.Conn, which carries what the behaviour writes one frame per
 // datagram and runs the cookie handshake around its Hello (see
 // docs/transports.md).
-func (l *Loopback) dialUDP(src netip.Addr) (net.Conn, error) {
+func (l *Loopback) dialUDP(client int32, src netip.Addr) (net.Conn, error) {
+	if int(client) < len(l.udpRaw) && l.udpRaw[client] {
+		return l.dialUDPRaw(src)
+	}
 	ap, err := netip.ParseAddrPort(l.server)
 	if err != nil {
 		return nil, err

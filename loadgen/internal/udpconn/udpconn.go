@@ -266,3 +266,52 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 }
 
 func (c *Conn) SetWriteDeadline(t time.Time) error { return c.pc.SetWriteDeadline(t) }
+
+// Raw is a plain UDP socket for behaviours that write datagrams of their
+// own: each Write is one datagram, as it is. Read returns the frames of
+// the Data datagrams the server sends it (none, as a rule: it has no
+// session) and drops every other datagram (cookies). The zero value is
+// not usable: make one with DialRaw.
+type Raw struct {
+	*net.UDPConn
+	buf     []byte
+	pending []byte
+}
+
+// DialRaw opens a UDP socket from src (any local address when not valid)
+// to the server at srv.
+func DialRaw(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*Raw, error) {
+	var laddr *net.UDPAddr
+	if src.IsValid() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+	}
+	d := net.Dialer{LocalAddr: laddr}
+	nc, err := d.DialContext(ctx, "udp", srv.String())
+	if err != nil {
+		return nil, err
+	}
+	return &Raw{UDPConn: nc.(*net.UDPConn), buf: make([]byte, 2048)}, nil
+}
+
+// Write sends p as one datagram; a datagram the socket refuses is lost,
+// as the network loses it.
+func (r *Raw) Write(p []byte) (int, error) {
+	r.UDPConn.Write(p)
+	return len(p), nil
+}
+
+// Read returns the frames of the server's Data datagrams.
+func (r *Raw) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		n, err := r.UDPConn.Read(r.buf)
+		if err != nil {
+			return 0, err
+		}
+		if k, _, rest, err := wire.ParseDatagram(r.buf[:n]); err == nil && k == wire.DatagramData {
+			r.pending = rest
+		}
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	return n, nil
+}

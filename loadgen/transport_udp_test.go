@@ -1,0 +1,65 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// TestLoopbackEveryUDPBehaviour runs every UDP behaviour against the
+// in-process server over udp, beside honest players, and a tiny-flood
+// (a datagram flood on a session): the honest players keep their
+// service (every frame written accepted, none disconnected), the raw
+// behaviours reach no session (the server decides none of their
+// datagrams, and answers them with nothing a frame reader sees), the
+// flood is ended by the gate, and every goroutine ends.
+func TestLoopbackEveryUDPBehaviour(t *testing.T) {
+	pops := []Population{
+		{Name: "honest", Clients: 4, Behaviour: &Honest{ConnectSpread: 100 * time.Millisecond, PingEvery: 100 * time.Millisecond}},
+		{Name: "flood", Clients: 4, Behaviour: &TinyFlood{}, Hostile: true},
+	}
+	var names []string
+	for _, n := range BehaviourNames() {
+		b, _ := NewBehaviour(n)
+		if udpOnly(b) {
+			names = append(names, n)
+			pops = append(pops, Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
+		}
+	}
+	require.Len(t, names, 4)
+	plan := Plan{Seed: 5, Duration: 3 * time.Second, Populations: pops}
+	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: TransportUDP, Config: RunConfig{Timeout: time.Second}}, DefaultPolicy())
+	require.NoError(t, err)
+	goleak.VerifyNone(t)
+	require.True(t, res.Complete)
+	rec := res.Recorder
+	h := pop(t, res, "honest")
+	for _, k := range []Kind{KindHello, KindMove, KindPing} {
+		w := written(rec, h, k)
+		assert.Positive(t, w, "honest wrote %v", k)
+		assert.Equal(t, w, rec.KindDecisions(h, k)[Accepted], "honest %v: every one accepted", k)
+	}
+	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+	f := pop(t, res, "flood")
+	assert.Positive(t, res.Disconnected[f], "the flood's sessions were ended")
+	for _, n := range names {
+		i := pop(t, res, n)
+		assert.Positive(t, written(rec, i, KindRaw), "%s wrote", n)
+		assert.Zero(t, sum(rec.KindDecisions(i, KindRaw)), "%s: no datagram reached a session", n)
+	}
+}
+
+// The UDP behaviours run over transport udp only, and never in the sim.
+func TestUDPBehavioursRefusedElsewhere(t *testing.T) {
+	plan := Plan{Seed: 1, Duration: time.Second, Populations: []Population{{Name: "g", Clients: 1, Behaviour: &UDPGarbage{}, Hostile: true}}}
+	var pe *ParamError
+	_, err := RunLoopback(context.Background(), RunSpec{Plan: plan}, DefaultPolicy())
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "Behaviour", pe.Field)
+	_, err = RunSim(context.Background(), RunSpec{Plan: plan, Transport: TransportUDP}, DefaultPolicy())
+	require.ErrorAs(t, err, &pe)
+}
