@@ -39,9 +39,13 @@ func udpRawModes(clients []Client) []bool {
 	return out
 }
 
-// checkUDPBehaviours refuses a population whose behaviour writes UDP
+// checkUDPBehaviours refuses a network model that is not valid or not
+// over udp (Network.check), and a population whose behaviour writes UDP
 // datagrams of its own in a run over another transport.
 func checkUDPBehaviours(s RunSpec) error {
+	if err := s.Network.check(s.Transport); err != nil {
+		return err
+	}
 	if s.Transport == TransportUDP {
 		return nil
 	}

@@ -45,10 +45,12 @@ type Loopback struct {
 	stopped bool
 	bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	ws      bool    // dial over WebSocket (transport.go)
-	wsRaw   []uint8 // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
-	udp     bool    // dial over UDP (transport_udp.go)
-	udpRaw  []bool  // over UDP: per client, whether it is dialled a raw socket (hostile_udp.go)
+	ws      bool     // dial over WebSocket (transport.go)
+	wsRaw   []uint8  // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	udp     bool     // dial over UDP (transport_udp.go)
+	udpRaw  []bool   // over UDP: per client, whether it is dialled a raw socket (hostile_udp.go)
+	net     Network  // over UDP: the clients' network model (network_udp.go)
+	seeds   []uint64 // over UDP: per client, its seed, for the network model
 }
 
 type loopConn struct {
@@ -124,7 +126,7 @@ func (l *Loopback) Dial(id ConnID, addr uint32) error {
 	if l.ws {
 		nc, r, err = l.dialWS(id.Client, src)
 	} else if l.udp {
-		nc, err = l.dialUDP(id.Client, src)
+		nc, err = l.dialUDP(id, src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {

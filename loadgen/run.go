@@ -72,6 +72,9 @@ type RunSpec struct {
 	// (SimConfig.Transport), but for the behaviours that write WebSocket
 	// frames of their own, which run on the loopback driver only.
 	Transport string
+	// Network is the seeded loss and reorder model of the clients'
+	// datagrams over transport udp (network_udp.go); zero: none.
+	Network Network
 }
 
 // protocol returns the run's protocol.
@@ -284,6 +287,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		OnDecision:      func(pop int, k Kind, o Outcome, at int64) { w.decide(at, pop, k, o, 1) },
 		OnClientOutcome: func(pop int, k Kind, o Outcome, at int64) { w.add(at, pop, k, o, 1) },
 		Transport:       sp.Transport,
+		Network:         sp.Network,
 	}
 	feeds, err := traceFeeds(&sp.Plan)
 	if err != nil {
@@ -477,6 +481,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if drivers[i].udp = sp.Transport == TransportUDP; drivers[i].udp {
 			drivers[i].udpRaw = udpRawModes(part)
+			drivers[i].net, drivers[i].seeds = sp.Network, clientSeeds(part)
 		}
 		if drivers[i].ws = sp.Transport == TransportWS; drivers[i].ws {
 			drivers[i].wsRaw = wsDialModes(part)

@@ -70,6 +70,9 @@ type SimConfig struct {
 	// Transport is what the clients speak over (RunSpec.Transport): over
 	// TransportWS each write is read as its messages (sim_ws.go).
 	Transport string
+	// Network is the clients' network model over TransportUDP
+	// (network_udp.go, sim_udp.go).
+	Network Network
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -118,7 +121,8 @@ type Sim struct {
 	vt     VirtualTime
 	gate   *core.Gate
 	cfg    SimConfig
-	pops   []int // population by client index
+	pops   []int  // population by client index
+	udp    simUDP // transport udp's state (sim_udp.go)
 	stalls []stall
 
 	nchan    int
@@ -179,8 +183,9 @@ type simConn struct {
 	held         []byte // written during a stall
 	addr         netip.AddrPort
 	pingWord     atomic.Uint64
-	owed         int  // requests accepted and not yet answered
-	halfClosed   bool // the client shut down its sending side: closed once owed is 0
+	owed         int       // requests accepted and not yet answered
+	halfClosed   bool      // the client shut down its sending side: closed once owed is 0
+	net          *netModel // over transport udp: its datagrams' fate (sim_udp.go)
 }
 
 // conns are the server's connections by ConnID (those it closed included,
@@ -310,6 +315,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []Client) (*Sim, error) {
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
+	s.udp.seeds = clientSeeds(clients)
 	s.chanIdx = make(map[string]int, len(pol.Channels))
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
@@ -626,6 +632,9 @@ func (s *Sim) nextJob() int64 {
 			t = min(t, f.at)
 		}
 	}
+	if at, ok := s.udp.next(); ok {
+		t = min(t, s.adjust(at))
+	}
 	return t
 }
 
@@ -650,6 +659,7 @@ func (s *Sim) runJobs(t int64) {
 			}
 		}
 	}
+	s.deliverLate(t)
 	for s.dhead < len(s.done) && s.adjust(s.done[s.dhead].at) <= t {
 		d := s.done[s.dhead]
 		s.done[s.dhead] = completion{}

@@ -62,6 +62,10 @@ type Scenario struct {
 	// default) or ws (WebSocket, one binary message per frame; see
 	// docs/transports.md), on either driver.
 	Transport string `yaml:"transport"`
+	// Network is a seeded loss and reorder model of the clients'
+	// datagrams over transport udp, e.g. {loss: 0.02, reorder: 0.01,
+	// reorderDelay: 20ms} (loadgen.Network; docs/transports.md).
+	Network loadgen.Network `yaml:"network,omitempty"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
 	Policy     yaml.Node    `yaml:"policy"`

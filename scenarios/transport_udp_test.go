@@ -57,3 +57,42 @@ func TestSimAgreesWithLoopbackOverUDP(t *testing.T) {
 		})
 	}
 }
+
+// A scenario's network: field reaches the run: the sim over udp loses
+// about its share of the honest moves, reproducibly, and a model over a
+// transport that is not udp is refused, naming the field.
+func TestScenarioNetworkModel(t *testing.T) {
+	src := []byte(`name: lossy
+seed: 3
+duration: 2s
+warmup: 200ms
+transport: udp
+network: {loss: 0.1, reorder: 0.02, reorderDelay: 20ms}
+policy_file: policies/game.yaml
+populations:
+  - name: honest
+    behaviour: honest
+    count: 10
+`)
+	s, err := Parse(src, "lossy.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, loadgen.Network{Loss: 0.1, Reorder: 0.02, ReorderDelay: 20 * time.Millisecond}, s.Network)
+	s, err = Load("quickstart.yaml")
+	require.NoError(t, err)
+	s.Network = loadgen.Network{Loss: 0.1}
+	a, err := Run(context.Background(), s, Options{Transport: loadgen.TransportUDP, Driver: DriverSim, Duration: 2 * time.Second})
+	require.NoError(t, err)
+	b, err := Run(context.Background(), s, Options{Transport: loadgen.TransportUDP, Driver: DriverSim, Duration: 2 * time.Second})
+	require.NoError(t, err)
+	pa, pb := a.Results.Variants[0].Populations[0], b.Results.Variants[0].Populations[0]
+	assert.Equal(t, pa.Kinds, pb.Kinds, "the same seed, the same outcomes")
+	for _, k := range pa.Kinds {
+		if k.Kind == "move" {
+			t.Logf("honest moves: sent %d, accepted %d", k.Sent, k.Accepted)
+			assert.InDelta(t, 0.9, float64(k.Accepted)/float64(k.Sent), 0.03)
+		}
+	}
+	_, err = Run(context.Background(), s, Options{Transport: loadgen.TransportTCP, Driver: DriverSim, Duration: time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Network.Loss")
+}

@@ -47,9 +47,15 @@ const maxQueued = 64 << 10
 // Read is called from one goroutine and Write from another; Close from
 // any. The zero value is not usable: make one with Dial.
 type Conn struct {
-	pc  *net.UDPConn
-	id  uint64
-	srv netip.AddrPort
+	// Fate, when set before the first Write, decides each Data datagram's
+	// fate as the client sends it: lost, or delayed by the duration (0: on
+	// time). Handshakes and the Disconnect of Close are not subject to it.
+	Fate func() (lost bool, delay time.Duration)
+
+	pc   *net.UDPConn
+	id   uint64
+	srv  netip.AddrPort
+	late []*time.Timer // delayed datagrams' timers, stopped by Close
 
 	mu        sync.Mutex
 	state     uint8 // stateNone, stateHandshake, stateOpen
@@ -151,6 +157,23 @@ func (c *Conn) sendHandshakeLocked() {
 func (c *Conn) sendDataLocked(f []byte) {
 	b := wire.AppendDatagramHeader(c.out[:0], wire.DatagramData, c.id)
 	c.out = append(b, f...)
+	if c.Fate != nil {
+		lost, delay := c.Fate()
+		if lost {
+			return
+		}
+		if delay > 0 {
+			d := append([]byte(nil), c.out...)
+			c.late = append(c.late, time.AfterFunc(delay, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if !c.closed {
+					c.pc.Write(d)
+				}
+			}))
+			return
+		}
+	}
 	c.pc.Write(c.out) // UDP: a datagram the socket refuses is lost, as the network loses it
 }
 
@@ -243,9 +266,12 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	for _, t := range c.late {
+		t.Stop()
+	}
 	if c.state == stateOpen {
-		var b [wire.DisconnectSize]byte
-		c.sendDataLocked(wire.AppendDisconnect(b[:0], 0))
+		var b [wire.DatagramHeaderSize + wire.DisconnectSize]byte
+		c.pc.Write(wire.AppendDisconnect(wire.AppendDatagramHeader(b[:0], wire.DatagramData, c.id), 0))
 	}
 	return c.pc.Close()
 }
