@@ -168,9 +168,10 @@ type udpListener struct {
 	pc   *net.UDPConn
 	addr netip.AddrPort
 
-	mac      hash.Hash // reader: HMAC-SHA256 keyed with a secret drawn at Start
-	sum      []byte    // reader: the MAC's output
-	bucketNs int64     // a cookie's time bucket: half of CookieLifetime
+	mac      hash.Hash        // reader: HMAC-SHA256 keyed with a secret drawn at Start
+	macIn    [8 + 16 + 2]byte // reader: the MAC's input (a field: on the stack it would escape through the hash's Write)
+	sum      []byte           // reader: the MAC's output
+	bucketNs int64            // a cookie's time bucket: half of CookieLifetime
 	cookies  *atomicbucket.Limit
 	cookieW  atomic.Uint64 // reader: HandshakeRate's bucket
 
@@ -222,6 +223,14 @@ func (s *Server) startUDPLocked(pc *net.UDPConn) {
 	if pc == nil {
 		return
 	}
+	l := s.newUDPListener(pc)
+	s.udp = l
+	s.wg.Add(1)
+	go l.run()
+}
+
+// newUDPListener returns the listener of pc, its reader not started.
+func (s *Server) newUDPListener(pc *net.UDPConn) *udpListener {
 	var secret [32]byte
 	rand.Read(secret[:]) // never fails (crypto/rand panics rather than return an error)
 	now := atomicbucket.Nanotime()
@@ -245,9 +254,7 @@ func (s *Server) startUDPLocked(pc *net.UDPConn) {
 		sweepNs: int64(min(max(s.cfg.IdleTimeout/8, 5*time.Millisecond), time.Second)),
 	}
 	l.cookieW.Store(lim.FullWord(now))
-	s.udp = l
-	s.wg.Add(1)
-	go l.run()
+	return l
 }
 
 // UDPAddr returns the address the UDP listener is bound to, or the zero
@@ -445,7 +452,7 @@ func (l *udpListener) sendUnverified(b []byte, src netip.AddrPort, n int) bool {
 // mintCookie writes the cookie of src for time bucket b: the first
 // CookieSize bytes of HMAC-SHA256(secret, b | address | port).
 func (l *udpListener) mintCookie(ck *[wire.CookieSize]byte, src netip.AddrPort, b int64) {
-	var in [8 + 16 + 2]byte
+	in := &l.macIn
 	binary.BigEndian.PutUint64(in[:], uint64(b))
 	a := src.Addr().As16()
 	copy(in[8:], a[:])
