@@ -17,13 +17,13 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
-	var policyFile, scenarioFile, variant, listen, wsListen, record, hashKey string
+	var policyFile, scenarioFile, variant, listen, wsListen, udpListen, record, hashKey string
 	var maxConns int
 	var tick float64
 	var expose bool
 	var obs observeFlags
 	c := &cobra.Command{
-		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT] [--ws 127.0.0.1:PORT]",
+		Use:   "serve (--policy FILE | --scenario FILE [--variant NAME]) [--listen 127.0.0.1:PORT] [--ws 127.0.0.1:PORT] [--udp 127.0.0.1:PORT]",
 		Short: "Run the reference game server with a policy, for any client",
 		Long: `serve runs the reference loopback game server (package loadgen/server) with
 the given policy until interrupted (Ctrl-C or SIGTERM), then shuts down
@@ -38,7 +38,8 @@ assumes, so that the run's thresholds are those of the policy served.
 
 --ws ADDR also serves the reference protocol over WebSocket (ws://ADDR/,
 one binary message per frame; see docs/transports.md), under the same
-policy and limits.
+policy and limits. --udp ADDR serves it over UDP (one frame per datagram,
+sessions opened by a stateless cookie handshake; see docs/transports.md).
 
 The listen addresses must be loopback addresses unless --expose is given.
 --expose serves any address, for load generators on other machines: then
@@ -67,6 +68,7 @@ value).`,
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777
   sluice serve --scenario scenarios/quickstart.yaml --variant balanced --listen 127.0.0.1:7777
   sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777 --ws 127.0.0.1:7778
+  sluice serve --policy scenarios/policies/game.yaml --listen 127.0.0.1:7777 --udp 127.0.0.1:7779
   sluice serve --policy scenarios/policies/game.yaml --listen 0.0.0.0:7777 --expose
   sluice serve --policy scenarios/policies/game.yaml --metrics 127.0.0.1:9100 --log-format json
   sluice serve --policy scenarios/policies/game.yaml --record saturday.trace`,
@@ -81,7 +83,7 @@ value).`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose, WebSocket: server.WSConfig{Addr: wsListen}}
+			cfg := server.Config{Policy: p, Addr: listen, MaxConns: maxConns, TickRate: tick, AllowNonLoopback: expose, WebSocket: server.WSConfig{Addr: wsListen}, UDP: server.UDPConfig{Addr: udpListen}}
 			var rec *serveRecording
 			if record != "" {
 				if rec, err = startRecording(record, hashKey, p); err != nil {
@@ -109,6 +111,9 @@ value).`,
 				if a := s.WSAddr(); a.IsValid() {
 					fmt.Fprintf(c.OutOrStdout(), "sluice: WebSocket on ws://%s/\n", a)
 				}
+				if a := s.UDPAddr(); a.IsValid() {
+					fmt.Fprintf(c.OutOrStdout(), "sluice: UDP on %s\n", a)
+				}
 				if o.ln != nil {
 					fmt.Fprintf(c.OutOrStdout(), "sluice: metrics on http://%s/metrics\n", o.ln.Addr())
 				}
@@ -131,6 +136,7 @@ value).`,
 	c.Flags().StringVar(&variant, "variant", "", "with --scenario: the variant to serve (needed when the scenario has several)")
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (loopback unless --expose)")
 	c.Flags().StringVar(&wsListen, "ws", "", "also serve over WebSocket on this address (loopback unless --expose)")
+	c.Flags().StringVar(&udpListen, "udp", "", "also serve over UDP on this address (loopback unless --expose)")
 	c.Flags().BoolVar(&expose, "expose", false, "allow a --listen address that is not loopback (reachable by other machines)")
 	c.Flags().IntVar(&maxConns, "max-conns", 0, "most connections at once (0: the server's default)")
 	c.Flags().Float64Var(&tick, "tick", 0, "tick rate in Hz (0: the server's default, 30)")
@@ -186,6 +192,9 @@ func serveError(c *cobra.Command, listen string, err error) error {
 		if ce := (*server.ConfigError)(nil); errors.As(err, &ce) && ce.Field == "WebSocket.Addr" {
 			flag, addr = "ws", c.Flags().Lookup("ws").Value.String()
 		}
+		if ce := (*server.ConfigError)(nil); errors.As(err, &ce) && ce.Field == "UDP.Addr" {
+			flag, addr = "udp", c.Flags().Lookup("udp").Value.String()
+		}
 		return usageError{fmt.Errorf("--%s %s: sluice serve listens on loopback addresses only (127.0.0.0/8, ::1 or localhost) unless --expose is given, which opens it to whoever can reach it", flag, addr)}
 	}
 	return serveFlagError(c, err)
@@ -193,7 +202,7 @@ func serveError(c *cobra.Command, listen string, err error) error {
 
 // serveFlags maps the server.Config fields that serve's flags set to the
 // flags.
-var serveFlags = map[string]string{"Addr": "listen", "TickRate": "tick", "MaxConns": "max-conns", "WebSocket.Addr": "ws"}
+var serveFlags = map[string]string{"Addr": "listen", "TickRate": "tick", "MaxConns": "max-conns", "WebSocket.Addr": "ws", "UDP.Addr": "udp"}
 
 // serveFlagError returns err as a usage error naming the flag when it is
 // about a flag's value: a *server.ConfigError for a field a flag sets, or

@@ -21,6 +21,8 @@ func TestServeBadFlagValuesAreUsageErrors(t *testing.T) {
 		{[]string{"--max-conns", "-1"}, "--max-conns -1: -1 is negative"},
 		{[]string{"--ws", "0.0.0.0:0"}, "--ws 0.0.0.0:0: sluice serve listens on loopback addresses only"},
 		{[]string{"--ws", "nonsense"}, "--ws nonsense: address nonsense: missing port in address"},
+		{[]string{"--udp", "0.0.0.0:0"}, "--udp 0.0.0.0:0: sluice serve listens on loopback addresses only"},
+		{[]string{"--udp", "nonsense"}, "--udp nonsense: address nonsense: missing port in address"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve", "--policy", policy}, c.args...)...)
 		assert.Equal(t, exitUsage, code, out+errOut)

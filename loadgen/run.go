@@ -83,6 +83,9 @@ type RunSpec struct {
 	// its buckets. See loadgen/sim.Fleet and fleet_loopback.go.
 	Servers int
 	Redis   string
+	// Network is the seeded loss and reorder model of the clients'
+	// datagrams over transport udp (drive.Network); zero: none.
+	Network drive.Network
 }
 
 // protocol returns the run's protocol.
@@ -301,6 +304,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		OnDecision:      func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
 		OnClientOutcome: func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Add(at, pop, k, o, 1) },
 		Transport:       sp.Transport,
+		Network:         sp.Network,
 	}
 	feeds, err := sim.TraceFeeds(&sp.Plan)
 	if err != nil {
@@ -468,6 +472,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
 			NoLimits:       sp.NoLimits,
 			WebSocket:      wsListen(sp.Transport),
+			UDP:            udpListen(sp.Transport),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -484,6 +489,9 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
 		if sp.Transport == drive.TransportWS {
 			addr = srv.WSAddr()
+		}
+		if sp.Transport == drive.TransportUDP {
+			addr = srv.UDPAddr()
 		}
 	}
 
@@ -512,6 +520,10 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		if fl != nil {
 			drivers[i].Fleet = &loopback.LoopFleet{Addrs: fl.addrs, Route: drive.NewServerRoute(sp.Servers, part)}
+		}
+		if drivers[i].UDP = sp.Transport == drive.TransportUDP; drivers[i].UDP {
+			drivers[i].UDPRaw = loopback.UDPRawModes(part)
+			drivers[i].Net, drivers[i].Seeds = sp.Network, drive.ClientSeeds(part)
 		}
 		if drivers[i].WS = sp.Transport == drive.TransportWS; drivers[i].WS {
 			drivers[i].WSRaw = loopback.WSDialModes(part)

@@ -57,13 +57,15 @@ func TestTransportIsChecked(t *testing.T) {
 }
 
 // tcpBehaviourNames is BehaviourNames without the behaviours that write
-// WebSocket frames of their own: those run over transport ws only, and
-// never in the sim (TestLoopbackEveryWSBehaviour runs them).
+// WebSocket frames or UDP datagrams of their own: those run over
+// transport ws or udp only, and never in the sim
+// (TestLoopbackEveryWSBehaviour and TestLoopbackEveryUDPBehaviour run
+// them).
 func tcpBehaviourNames() []string {
 	var out []string
 	for _, n := range behave.BehaviourNames() {
 		b, _ := behave.NewBehaviour(n)
-		if raw, _ := behave.WSOnly(b); !raw {
+		if raw, _ := behave.WSOnly(b); !raw && !behave.UDPOnly(b) {
 			out = append(out, n)
 		}
 	}

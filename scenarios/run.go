@@ -195,7 +195,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (*Outcome, error) {
 	complete := true
 	var runErr error
 	for i, v := range variants {
-		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol, Transport: eff.Transport}
+		spec := loadgen.RunSpec{Plan: plan, Warmup: eff.Warmup, Interval: eff.Interval, Remote: remote, Protocol: protocol, Transport: eff.Transport, Network: eff.Network}
 		spec.Servers, spec.Redis = fleetRun(eff, v)
 		if opt.Progress != nil {
 			name, idx, of := v.Name, i, len(variants)

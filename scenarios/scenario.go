@@ -71,6 +71,10 @@ type Scenario struct {
 	// addresses). See servers.go and docs/fleet.md.
 	Servers int    `yaml:"servers"`
 	Redis   string `yaml:"redis"`
+	// Network is a seeded loss and reorder model of the clients'
+	// datagrams over transport udp, e.g. {loss: 0.02, reorder: 0.01,
+	// reorderDelay: 20ms} (drive.Network; docs/transports.md).
+	Network drive.Network `yaml:"network,omitempty"`
 	// Policy is the base policy, inline; PolicyFile names one instead,
 	// relative to the scenario file.
 	Policy     yaml.Node    `yaml:"policy"`

@@ -19,7 +19,8 @@ import (
 )
 
 // serverEnv, when set in the environment ("gate" or "nolimits", with
-// "-ws" after either for a server that listens for WebSocket), makes
+// "-ws" or "-udp" after either for a server that listens for WebSocket or
+// UDP), makes
 // this test binary a standalone server instead (see serveChild).
 const serverEnv = "SLUICE_HARNESS_SERVER"
 
@@ -42,10 +43,14 @@ type childStats struct {
 // of JSON. At the end it waits up to 5s for its connections to close,
 // prints its childStats as JSON and returns the exit status.
 func serveChild(mode string) int {
+	mode, udp := strings.CutSuffix(mode, "-udp")
 	mode, ws := strings.CutSuffix(mode, "-ws")
 	cfg := server.Config{Policy: policy(), MaxConns: 20000, NoLimits: mode == "nolimits"}
 	if ws {
 		cfg.WebSocket.Addr = "127.0.0.1:0"
+	}
+	if udp {
+		cfg.UDP.Addr = "127.0.0.1:0"
 	}
 	srv, err := server.New(cfg)
 	if err == nil {
@@ -58,6 +63,8 @@ func serveChild(mode string) int {
 	defer srv.Close()
 	if ws {
 		fmt.Println(srv.WSAddr())
+	} else if udp {
+		fmt.Println(srv.UDPAddr())
 	} else {
 		fmt.Println(srv.Addr())
 	}

@@ -35,6 +35,12 @@ var registry = map[string]func() Behaviour{
 	"ws-fragment-flood":  func() Behaviour { return &WSFragmentFlood{} },
 	"ws-ping-flood":      func() Behaviour { return &WSPingFlood{} },
 	"ws-oversize-header": func() Behaviour { return &WSOversizeHeader{} },
+
+	// The UDP transport's own (hostile_udp.go).
+	"udp-handshake-flood": func() Behaviour { return &UDPHandshakeFlood{} },
+	"udp-amplify":         func() Behaviour { return &UDPAmplify{} },
+	"udp-garbage":         func() Behaviour { return &UDPGarbage{} },
+	"udp-id-guess":        func() Behaviour { return &UDPIDGuess{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

@@ -20,7 +20,8 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 		set[b.kind()] = true
 	case *ByteFlood:
 		set[b.kind()] = true
-	case *BadLength, *Malformed, *Slowloris, *MalformedChurn, *WSSlowUpgrade, *WSFragmentFlood, *WSPingFlood, *WSOversizeHeader:
+	case *BadLength, *Malformed, *Slowloris, *MalformedChurn, *WSSlowUpgrade, *WSFragmentFlood, *WSPingFlood, *WSOversizeHeader,
+		*UDPHandshakeFlood, *UDPAmplify, *UDPGarbage, *UDPIDGuess:
 		// Raw bytes only.
 	case *Replay:
 		set[b.kind()] = true

@@ -46,9 +46,13 @@ type Loopback struct {
 	stopped bool
 	Bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	WS      bool       // dial over WebSocket (transport.go)
-	WSRaw   []uint8    // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
-	Fleet   *LoopFleet // a run of several servers: which one each client dials (fleet.go)
+	WS      bool          // dial over WebSocket (transport.go)
+	WSRaw   []uint8       // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	Fleet   *LoopFleet    // a run of several servers: which one each client dials (fleet.go)
+	UDP     bool          // dial over UDP (udp.go)
+	UDPRaw  []bool        // over UDP: per client, whether it is dialled a raw socket (behave/hostile_udp.go)
+	Net     drive.Network // over UDP: the clients' network model (drive/network.go)
+	Seeds   []uint64      // over UDP: per client, its seed, for the network model
 }
 
 type loopConn struct {
@@ -123,6 +127,8 @@ func (l *Loopback) Dial(id drive.ConnID, addr uint32) error {
 	var r io.Reader
 	if l.WS {
 		nc, r, err = l.dialWS(id.Client, src)
+	} else if l.UDP {
+		nc, err = l.dialUDP(id, src)
 	} else {
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {

@@ -92,6 +92,10 @@ type Config struct {
 	// reference protocol over WebSocket (see WSConfig); its zero value
 	// listens on none.
 	WebSocket WSConfig
+	// UDP configures a third listener, for clients that speak the
+	// reference protocol over UDP (see UDPConfig); its zero value listens
+	// on none.
+	UDP UDPConfig
 
 	// MaxConns is the most connections open at once; an extra one is
 	// accepted, sent a Disconnect with reason TableFull and closed at
@@ -236,6 +240,9 @@ func (c *Config) normalize() error {
 		return bad("MaxPopulations", "%d is negative", c.MaxPopulations)
 	}
 	if err := c.WebSocket.normalize(c.AllowNonLoopback); err != nil {
+		return err
+	}
+	if err := c.UDP.normalize(c.AllowNonLoopback); err != nil {
 		return err
 	}
 	return checkListenAddr(c.Addr, c.AllowNonLoopback)

@@ -2,6 +2,10 @@
 // loopback address that speaks the loadgen/wire protocol and puts every
 // read and every frame through a core.Gate. The load harness runs it
 // in-process against its clients; `sluice serve` runs it standalone (Run).
+// It also serves the same protocol over WebSocket (WSConfig, ws.go) and
+// over UDP (UDPConfig, udp.go: one frame per datagram, sessions keyed by
+// connection id and source address after a stateless cookie handshake
+// that never answers an unverified source with more bytes than it sent).
 //
 // # Model
 //

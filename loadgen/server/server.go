@@ -63,7 +63,8 @@ type Server struct {
 	stopping bool
 	ln       net.Listener
 	addr     netip.AddrPort
-	ws       *wsListener // the WebSocket listener (ws.go), if any
+	ws       *wsListener  // the WebSocket listener (ws.go), if any
+	udp      *udpListener // the UDP listener (udp.go), if any
 
 	wg       sync.WaitGroup // accept loop, tick loop, every connection goroutine
 	acceptWG sync.WaitGroup
@@ -234,11 +235,18 @@ func (s *Server) Start() error {
 		ln.Close()
 		return err
 	}
+	udpc, err := s.listenUDP()
+	if err != nil {
+		ln.Close()
+		closeListener(wsln)
+		return err
+	}
 	s.mu.Lock()
 	if s.started || s.stopping {
 		s.mu.Unlock()
 		ln.Close()
 		closeListener(wsln)
+		closeUDPConn(udpc)
 		if s.stopping {
 			return ErrClosed
 		}
@@ -252,6 +260,7 @@ func (s *Server) Start() error {
 	s.wg.Add(2)
 	s.acceptWG.Add(1)
 	s.startWSLocked(wsln)
+	s.startUDPLocked(udpc)
 	s.mu.Unlock()
 	go s.acceptLoop(ln)
 	go s.tickLoop()
@@ -259,11 +268,13 @@ func (s *Server) Start() error {
 }
 
 func addrPortOf(a net.Addr) (netip.AddrPort, bool) {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return netip.AddrPort{}, false
+	switch ta := a.(type) {
+	case *net.TCPAddr:
+		return ta.AddrPort(), true
+	case *net.UDPAddr: // a UDP session's source
+		return ta.AddrPort(), true
 	}
-	return ta.AddrPort(), true
+	return netip.AddrPort{}, false
 }
 
 // Shutdown stops the server gracefully: it closes the listener, runs a
@@ -289,6 +300,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	ln.Close()
 	s.closeWS()
+	s.closeUDP()
 	close(s.acceptStop) // an accept loop backing off returns at once
 	s.acceptWG.Wait()   // no conn is added after this
 	// Nothing is queued after the last tick: a command accepted then

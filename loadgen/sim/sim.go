@@ -75,6 +75,9 @@ type SimConfig struct {
 	// GateOptions are passed to core.NewGate after the sim's own (a
 	// fleet's keyed layers: see fleet.go).
 	GateOptions []core.GateOption
+	// Network is the clients' network model over drive.TransportUDP
+	// (drive/network.go, udp.go).
+	Network drive.Network
 }
 
 // Stall is an interval in which the simulated server does nothing.
@@ -123,7 +126,8 @@ type Sim struct {
 	vt     drive.VirtualTime
 	gate   *core.Gate
 	cfg    SimConfig
-	pops   []int // population by client index
+	pops   []int  // population by client index
+	udp    simUDP // transport udp's state (udp.go)
 	stalls []stall
 
 	nchan    int
@@ -184,8 +188,9 @@ type simConn struct {
 	held         []byte // written during a stall
 	addr         netip.AddrPort
 	pingWord     atomic.Uint64
-	owed         int  // requests accepted and not yet answered
-	halfClosed   bool // the client shut down its sending side: closed once owed is 0
+	owed         int             // requests accepted and not yet answered
+	halfClosed   bool            // the client shut down its sending side: closed once owed is 0
+	net          *drive.NetModel // over transport udp: its datagrams' fate (udp.go)
 }
 
 // conns are the server's connections by ConnID (those it closed included,
@@ -313,6 +318,7 @@ func NewSim(p core.Policy, cfg SimConfig, clients []behave.Client) (*Sim, error)
 	for i, c := range clients {
 		s.pops[i] = c.Population
 	}
+	s.udp.seeds = drive.ClientSeeds(clients)
 	s.chanIdx = make(map[string]int, len(pol.Channels))
 	for i, c := range pol.Channels {
 		s.chanReq[i] = c.Class == core.ClassRequest
@@ -629,6 +635,9 @@ func (s *Sim) nextJob() int64 {
 			t = min(t, f.at)
 		}
 	}
+	if at, ok := s.udp.next(); ok {
+		t = min(t, s.adjust(at))
+	}
 	return t
 }
 
@@ -653,6 +662,7 @@ func (s *Sim) runJobs(t int64) {
 			}
 		}
 	}
+	s.deliverLate(t)
 	for s.dhead < len(s.done) && s.adjust(s.done[s.dhead].at) <= t {
 		d := s.done[s.dhead]
 		s.done[s.dhead] = completion{}
@@ -788,6 +798,10 @@ func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, r
 func (s *Sim) receive(c *simConn, p []byte, now int64) {
 	if s.cfg.Transport == drive.TransportWS {
 		s.receiveWS(c, p, now)
+		return
+	}
+	if s.cfg.Transport == drive.TransportUDP {
+		s.receiveUDP(c, p, now)
 		return
 	}
 	for len(p) > 0 && c.open {

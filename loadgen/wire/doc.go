@@ -62,6 +62,36 @@
 // ErrUnknownType). A malformed frame is still well delimited: the decoder
 // reports its size and skips it, and the stream stays in sync.
 //
+// # Datagrams
+//
+// Over UDP every datagram starts with a 9-byte header, kind u8 | conn u64,
+// where conn is the connection id the client chose for its session
+// (never 0). The server keys a session by its connection id and the
+// source address together, so a datagram naming a session from any other
+// address finds none. By kind, the rest is
+//
+//	kind  name       direction         rest
+//	1     Handshake  client to server  cookieLen u8 (0 or 16) | cookie |
+//	                                   a Hello frame | zero padding
+//	2     Cookie     server to client  cookie (16 bytes)
+//	3     Data       either            exactly one frame
+//
+// A Handshake is padded to at least MinHandshake (64) bytes, and a server
+// drops a shorter one unanswered. Its answer to a Handshake without a
+// cookie it accepts is a Cookie datagram of CookieDatagramSize (25) bytes;
+// to one with a valid cookie (the source has proved it receives what is
+// sent to it), the Hello's Reply and, when the Hello is refused, a
+// Disconnect, 47 bytes in all as Data datagrams. No reply to a handshake
+// is therefore ever larger than the handshake: the server cannot amplify.
+// A cookie is the server's MAC of the source address and a time bucket: the
+// server keeps no state for a source until it echoes a valid one (the
+// cookie exchange of QUIC's Retry and DTLS's HelloVerifyRequest). A
+// client resends its Handshake when no answer comes (datagrams are lost);
+// a Handshake for a session that is already open is answered with the
+// Hello's Reply again. Data datagrams from a client carry Input, Request
+// and Ping frames, the server's carry Reply, Pong and Disconnect frames,
+// one frame each: a datagram is never split or packed.
+//
 // # Decoding
 //
 // Decode reads the frame at the start of a buffer; Decoder walks a buffer
