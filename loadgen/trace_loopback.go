@@ -185,6 +185,8 @@ type traceDemux struct {
 	at     int64                     // run time of the last record read
 	eof    bool
 	enc    frameEncoder
+	queued int // records in queues
+	peak   int // the most ever in queues: the replay's window
 }
 
 // queuedRecord is a record kept for its session, with its run time.
@@ -216,6 +218,8 @@ func (d *traceDemux) readTo(bound int64) {
 		}
 		rec := *r
 		d.queues[r.Session] = append(d.queues[r.Session], queuedRecord{rec, at})
+		d.queued++
+		d.peak = max(d.peak, d.queued)
 		if r.Op == trace.OpClose {
 			delete(d.want, r.Session)
 		}
@@ -236,6 +240,7 @@ func (d *traceDemux) take(s uint64, bound int64) (q queuedRecord, ok, more bool)
 		return q, false, !d.eof && d.want[s]
 	}
 	q = qs[0]
+	d.queued--
 	if len(qs) == 1 {
 		delete(d.queues, s)
 	} else {
@@ -259,6 +264,7 @@ func (d *traceDemux) peek(s uint64, at int64) bool {
 // forget drops what is kept for session s (its stream is done).
 func (d *traceDemux) forget(s uint64) {
 	d.mu.Lock()
+	d.queued -= len(d.queues[s])
 	delete(d.queues, s)
 	delete(d.want, s)
 	d.mu.Unlock()
