@@ -261,7 +261,7 @@ func eachTargetScenario(t *testing.T, f func(t *testing.T, file string, s *scena
 			s, err := scenarios.Load(file)
 			require.NoError(t, err)
 			if replaysATrace(s) {
-				t.Skip("replays a trace, which the sim driver alone does")
+				t.Skip("replays a trace: its loopback replay is checked against the sim in scenarios (TestReplayCompareOnLoopbackAgreesWithSim)")
 			}
 			if s.Servers > 1 {
 				t.Skip("runs several game servers, which the run starts: a target is one server")

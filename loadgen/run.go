@@ -178,7 +178,7 @@ type Result struct {
 	// Server is the server's own view of a loopback run (see ServerView):
 	// nil for RunSim, a remote server and NoLimits.
 	Server *record.ServerView
-	// Traces is what each trace replayed (sim; one per copy of each
+	// Traces is what each trace replayed (sim and loopback; one per copy of each
 	// trace, in the order of the plan's trace populations): its sessions,
 	// frames, the records its recorder had lost, and, for a Partial
 	// replay of a damaged trace, what the damage cost.
@@ -434,11 +434,6 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	for _, pop := range sp.Plan.Populations {
-		if _, ok := pop.Behaviour.(*sim.Trace); ok {
-			return nil, &behave.ParamError{Owner: "population " + pop.Name, Field: "Behaviour", Value: "trace", Reason: "is replayed by the sim driver only"}
-		}
-	}
 	if sp.Record != nil {
 		return nil, &behave.ParamError{Owner: "run", Field: "Record", Value: "a trace", Reason: "is recorded by the sim driver only (sluice serve --record records a server)"}
 	}
@@ -446,7 +441,16 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	clients := sp.Plan.Clients()
+	clients, demuxes, err := loopbackClients(&sp.Plan, &p) // traced sessions too: trace_loopback.go
+	if err != nil {
+		return nil, err
+	}
+	var traces []sim.TraceStats
+	defer func() {
+		if traces == nil {
+			closeDemuxes(demuxes)
+		}
+	}()
 	labels := sp.Plan.Labels()
 	var (
 		addr  netip.AddrPort
@@ -604,6 +608,10 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}
 	if fl != nil {
 		res.Servers = fl.counts(labels, channelKinds(&p, chans), sp.Warmup, sp.Interval, total)
+	}
+	if demuxes != nil {
+		traces = closeDemuxes(demuxes)
+		res.Traces = traces
 	}
 	return res, nil
 }

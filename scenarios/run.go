@@ -302,13 +302,6 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 	if c.Target != "" && c.Driver != DriverLoopback {
 		return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("%s cannot drive the scenario's target %s: a target is driven over sockets (loopback)", c.Driver, c.Target)}
 	}
-	if c.Driver == DriverLoopback {
-		for _, p := range c.Population {
-			if p.Behaviour == traceBehaviour {
-				return nil, &OptionError{Option: "driver", Msg: fmt.Sprintf("population %q replays a trace, which the sim driver alone does", p.Name)}
-			}
-		}
-	}
 	if !opt.Segment.Whole() {
 		for _, p := range c.Population {
 			if p.Behaviour == traceBehaviour {

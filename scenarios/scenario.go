@@ -411,9 +411,6 @@ func (s *Scenario) validate(root *yaml.Node) error {
 		if err := checkBehaviour(s, root, i); err != nil {
 			return err
 		}
-		if s.Population[i].Behaviour == traceBehaviour && s.Driver == DriverLoopback {
-			return s.fail(root, fmt.Sprintf("populations[%d].behaviour", i), []any{"populations", i, "behaviour"}, "a trace is replayed by the sim driver only: use driver: sim")
-		}
 	}
 	s.thresholds = s.thresholds[:0]
 	for i, text := range s.Thresholds {

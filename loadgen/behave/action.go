@@ -195,10 +195,16 @@ const (
 	// still count, and the server's close that follows ends the connection
 	// without counting as a disconnect. Nothing can be sent on it after.
 	OpHalfClose
+	// OpFrames writes Data, whole frames of the reference protocol (a
+	// traced read's, rebuilt), in one write, counting each frame under
+	// its kind (by its type and channel byte, raw when neither names one)
+	// as sent, with no reply awaited: what a replayed session sends is
+	// counted as messages, as in the sim, not as raw writes.
+	OpFrames
 	numOps
 )
 
-var opNames = [numOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush", "half-close"}
+var opNames = [numOps]string{"", "connect", "retry", "dial", "disconnect", "send", "raw", "freeze", "flush", "half-close", "frames"}
 
 // String returns the operation's name.
 func (o Op) String() string {

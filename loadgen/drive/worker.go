@@ -361,6 +361,8 @@ func (w *Worker) overdue(now int64) {
 			}
 			w.Record(now, pop, kind, record.SendLag, now-a.At)
 			w.Add(now, pop, kind, o, count)
+		case behave.OpFrames:
+			w.framesOverdue(a, pop, c.up, now) // worker_frames.go
 		case behave.OpRaw:
 			o := record.HeldAtEnd
 			if !c.up {
@@ -472,6 +474,8 @@ func (w *Worker) exec(i int32, cs *clientState, a *behave.Action, now int64) {
 		w.flush(i, cs, now)
 	case behave.OpHalfClose:
 		w.halfClose(i, cs, now)
+	case behave.OpFrames:
+		w.frames(i, cs, a, now) // worker_frames.go
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 // its sessions are counted in Result.Clients and Active.
 //
 // Only the sim driver replays traces exactly (the same inbound sequence
-// into the gate): RunLoopback refuses a plan with one.
+// into the gate); RunLoopback makes each traced session a client of its
+// own over a real socket (loadgen's trace_loopback.go, docs/traces.md).
 //
 //	File    the trace file (required)
 //	Group   only the sessions labelled with this group (a population name when
@@ -128,6 +129,7 @@ type TraceFeed struct {
 	err     error
 	stats   TraceStats
 	sample  uint64 // keep a session when its hash is below
+	walkState
 }
 
 // NewTraceFeed opens copy number copy (from 0) of a trace, whose window in
