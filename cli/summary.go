@@ -65,7 +65,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
 				p.Name, p.Role, p.Clients, s.Scheduled, s.Sent, s.NotSent, s.Accepted, rate, loss,
-				p50, p99, s.AdmittedPerSec, discText, lockText, topReasons(p, 3))
+				p50, p99, admittedGame(r, v, p), discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()
 		printServers(w, &r.Run, v)
@@ -102,7 +102,7 @@ func printSummary(w io.Writer, r *reports.Results) {
 
 // countsLegend says once what the table's counts are, so that a message
 // never written is not read as a send or a drop.
-const countsLegend = "counts: scheduled = sent + not sent (never written: the client's connection was down); drop rate = dropped / sent; loss = (dropped + not sent) / scheduled, which thresholds call drop_rate"
+const countsLegend = "counts: scheduled = sent + not sent (never written: the client's connection was down); drop rate = dropped / sent; loss = (dropped + not sent) / scheduled, which thresholds call drop_rate; admitted/s = accepted game messages per second (hellos and pings are not; thresholds' admitted_per_s counts them)"
 
 // sortedPops lists honest populations before hostile ones, keeping order.
 func sortedPops(ps []*reports.Population) []*reports.Population {
@@ -197,6 +197,19 @@ func latency(ns int64) string {
 }
 
 // hasResponses reports whether any kind of p measured a response time.
+// admittedGame is p's accepted game messages per second of v's measured
+// window, as the report's admitted: hellos and pings are not game messages
+// (see reports.KindStats.IsGame), so a client that reconnects more does
+// not look as if it got more through. 0 when nothing was measured.
+func admittedGame(r *reports.Results, v *reports.Variant, p *reports.Population) float64 {
+	sec := r.MeasuredOf(v).Seconds()
+	if sec <= 0 {
+		return 0
+	}
+	n, _ := p.GameAccepted()
+	return float64(n) / sec
+}
+
 func hasResponses(p *reports.Population) bool {
 	for _, k := range p.Kinds {
 		if k.ResponseTime != nil && k.ResponseTime.Count > 0 {

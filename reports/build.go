@@ -316,7 +316,7 @@ func (r *Results) Finalize() error {
 			// (for the page); derived here, they are 0.
 			s.AdmittedPerSec, s.AdmittedBytesPerSec = 0, 0
 			if measured > 0 {
-				s.AdmittedPerSec, s.AdmittedBytesPerSec = ps.admittedPS, ps.admittedBS
+				s.AdmittedPerSec, s.AdmittedBytesPerSec = ps.allPS, ps.allBS
 			}
 			s.ResponseP50, s.ResponseP99 = ps.q.P50, ps.q.P99
 		}

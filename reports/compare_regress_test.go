@@ -73,7 +73,7 @@ func TestVariantThatMeasuredNothingIsNotBetter(t *testing.T) {
 		r.Variants[1].Stopped = time.Second // interrupted during the warm-up
 		r.Variants[1].Invalid = []string{"stopped"}
 		c := comparisonOf(t, r)
-		for _, m := range [][2]string{{"all honest", "loss"}, {"all hostile", "admitted messages"}, {"all hostile", "admitted bytes"}, {"flood (hostile)", "admitted messages"}} {
+		for _, m := range [][2]string{{"all honest", "loss"}, {"all hostile", "admitted game messages"}, {"all hostile", "admitted game bytes"}, {"flood (hostile)", "admitted game messages"}} {
 			cell := findRow(t, c.Rows, m[0], m[1]).Cells[1]
 			assert.Empty(t, cell.Class, "%s %s (counted %v): %q %q", m[0], m[1], counted, cell.Value, cell.Delta)
 		}
@@ -159,7 +159,7 @@ func TestHostileDropRateIsNotColoured(t *testing.T) {
 	set(r.Variants[1], 18371, 176, 18195)
 	c := comparisonOf(t, r)
 	dr := findRow(t, c.Rows, "flood (hostile)", "drop rate (of sent)").Cells[1]
-	ad := findRow(t, c.Rows, "flood (hostile)", "admitted messages").Cells[1]
+	ad := findRow(t, c.Rows, "flood (hostile)", "admitted game messages").Cells[1]
 	assert.Equal(t, "worse", ad.Class)
 	assert.Empty(t, dr.Class, "a hostile drop rate %s (%s) is coloured, while admitted %s (%s) is %s", dr.Value, dr.Delta, ad.Value, ad.Delta, ad.Class)
 	// 13 times as much admitted, drop rate within a point: flagged.
@@ -167,7 +167,7 @@ func TestHostileDropRateIsNotColoured(t *testing.T) {
 	c = comparisonOf(t, r)
 	dr = findRow(t, c.Rows, "flood (hostile)", "drop rate (of sent)").Cells[1]
 	assert.Equal(t, "worse", dr.Class, "drop rate %s (%s) while admitted rose 13x", dr.Value, dr.Delta)
-	assert.Contains(t, dr.Note, "barely moved while admitted messages rose 13")
+	assert.Contains(t, dr.Note, "barely moved while admitted game messages rose 13")
 }
 
 // A latency delta on a population that lost players or messages is not

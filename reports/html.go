@@ -70,11 +70,18 @@ type popStats struct {
 	admittedPS, admittedBS float64
 	resp                   *hdrhistogram.Histogram // all kinds merged; nil if none
 	q                      Quantiles
+	// admittedPS and admittedBS are the accepted game messages (see
+	// KindStats.IsGame) and their bytes per second: what the report calls
+	// admitted. handshakesPS is the accepted hellos per second, shown apart
+	// from the game messages. allPS and allBS count every message kind,
+	// hellos and pings too: Summary.AdmittedPerSec and AdmittedBytesPerSec.
+	handshakesPS float64
+	allPS, allBS float64
 }
 
 func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	s := &popStats{pop: p}
-	var acceptedBytes int64
+	var acceptedBytes, game, gameBytes, hellos int64
 	var rts []*Histogram
 	for k := range p.MessageKinds() {
 		s.sent += k.Sent
@@ -82,6 +89,13 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 		s.accepted += k.Accepted
 		s.drop += k.Dropped()
 		acceptedBytes += k.AcceptedBytes
+		if k.IsGame() {
+			game += k.Accepted
+			gameBytes += k.AcceptedBytes
+		}
+		if k.Kind == HelloKind {
+			hellos += k.Accepted
+		}
 		rts = append(rts, k.ResponseTime)
 	}
 	s.noRate = p.NoDropRate()
@@ -92,10 +106,15 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 		s.lossRate = float64(s.drop+s.notSent) / float64(sched)
 	}
 	if sec := measured.Seconds(); sec > 0 {
-		s.admittedPS = float64(s.accepted) / sec
-		s.admittedBS = float64(acceptedBytes) / sec
+		s.allPS = float64(s.accepted) / sec
+		s.allBS = float64(acceptedBytes) / sec
+		s.admittedPS, s.admittedBS = float64(game)/sec, float64(gameBytes)/sec
+		s.handshakesPS = float64(hellos) / sec
 	} else {
-		s.admittedPS, s.admittedBS = p.Summary.AdmittedPerSec, p.Summary.AdmittedBytesPerSec
+		// No window to divide by: the summary's own rates, of every kind,
+		// each kind taking its share of the accepted messages (bytes).
+		s.allPS, s.allBS = p.Summary.AdmittedPerSec, p.Summary.AdmittedBytesPerSec
+		s.admittedPS, s.handshakesPS, s.admittedBS = share(s.allPS, game, s.accepted), share(s.allPS, hellos, s.accepted), share(s.allBS, gameBytes, acceptedBytes)
 	}
 	h, err := MergeHistograms(rts...)
 	if err != nil {
@@ -103,6 +122,15 @@ func computePop(p *Population, measured time.Duration) (*popStats, error) {
 	}
 	s.resp, s.q = h, Percentiles(h)
 	return s, nil
+}
+
+// share returns the part of rate that n of total stand for: 0 when total
+// is.
+func share(rate float64, n, total int64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return rate * float64(n) / float64(total)
 }
 
 // variantStats aggregates one variant's populations by role.
@@ -113,8 +141,9 @@ type variantStats struct {
 	honestNotSent          int64
 	honestNoRate           []*Population // honest populations with no drop rate: then the honest total has none
 	honestResp             *hdrhistogram.Histogram
-	hostileAdmittedPS      float64
+	hostileAdmittedPS      float64 // game messages (see popStats)
 	hostileAdmittedBS      float64
+	hostileHandshakesPS    float64
 	falseDisc, falseLock   int64
 	hasHonest, hasHostile  bool
 	measured               time.Duration // the window its rates are over: 0 if it measured nothing
@@ -135,6 +164,7 @@ func computeVariant(v *Variant, measured time.Duration) (*variantStats, error) {
 			vs.hostileSent += ps.sent
 			vs.hostileAdmittedPS += ps.admittedPS
 			vs.hostileAdmittedBS += ps.admittedBS
+			vs.hostileHandshakesPS += ps.handshakesPS
 			continue
 		}
 		vs.hasHonest = true
@@ -668,11 +698,16 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		measure{group: "all honest", name: "false lockouts", kind: mCount, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return float64(vs.falseLock), vs.hasHonest
 		}},
-		measure{group: "all hostile", name: "admitted messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+		measure{group: "all hostile", name: "admitted game messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedPS, vs.hostileSent > 0 && vs.measured > 0
 		}},
-		measure{group: "all hostile", name: "admitted bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+		measure{group: "all hostile", name: "admitted game bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 			return vs.hostileAdmittedBS, vs.hostileSent > 0 && vs.measured > 0
+		}},
+		// Not a verdict: a session is no play, and a client that is cut
+		// off more reconnects more; shown so that nothing is hidden.
+		measure{group: "all hostile", name: "admitted handshakes", kind: mPerSec, headline: true, get: func(vs *variantStats) (float64, bool) {
+			return vs.hostileHandshakesPS, vs.hostileSent > 0 && vs.measured > 0
 		}},
 		serverTime,
 	)
@@ -697,13 +732,17 @@ func makeComparison(stats []*variantStats, r *Results) comparison {
 		if hostile {
 			g := name + " (" + string(Hostile) + ")"
 			ms = append(ms,
-				measure{group: g, pop: name, name: "admitted messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "admitted game messages", kind: mPerSec, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					return pf(p, func(p *popStats) float64 { return p.admittedPS }), p != nil && p.sent > 0 && vs.measured > 0
 				}},
-				measure{group: g, pop: name, name: "admitted bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
+				measure{group: g, pop: name, name: "admitted game bytes", kind: mBytes, better: -1, headline: true, get: func(vs *variantStats) (float64, bool) {
 					p := find(vs, name)
 					return pf(p, func(p *popStats) float64 { return p.admittedBS }), p != nil && p.sent > 0 && vs.measured > 0
+				}},
+				measure{group: g, pop: name, name: "admitted handshakes", kind: mPerSec, get: func(vs *variantStats) (float64, bool) {
+					p := find(vs, name)
+					return pf(p, func(p *popStats) float64 { return p.handshakesPS }), p != nil && p.sent > 0 && vs.measured > 0
 				}},
 				// Not a verdict: dropped ÷ sent can stay put while far more
 				// gets through; it is flagged when it does.

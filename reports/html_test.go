@@ -128,7 +128,7 @@ func TestHTMLSections(t *testing.T) {
 		// sections
 		`id="verdict"`, `id="run"`, `id="summary"`, `id="comparison"`, `id="variant-1"`, `id="variant-2"`, `id="outcomes"`, `id="environment"`,
 		// verdict and headline
-		`<p class="verdict">`, "disconnected / locked out", "admitted messages", "admitted bytes",
+		`<p class="verdict">`, "disconnected / locked out", "admitted game messages", "admitted game bytes",
 		// every outcome defined
 		"<dt>scheduled</dt>", "<dt>not sent</dt>", "<dt>drop rate</dt>", "<dt>loss</dt>", "<dt>no outcome</dt>", "<dt>n=</dt>",
 		"PASS 3/3", "FAIL 2/3",
@@ -646,7 +646,7 @@ func TestHTMLShowsExpectedFailures(t *testing.T) {
 // players at 28 ms with laggy ones at 732 ms.
 func TestHTMLHeadlinePerPopulation(t *testing.T) {
 	page := renderHTML(t, synthCopy(t, 1))
-	for _, want := range []string{"<th>honest</th><th class=\"num\">loss</th><th class=\"num\">p99</th>", "<th>hostile</th><th class=\"num\">admitted messages</th><th class=\"num\">admitted bytes</th>"} {
+	for _, want := range []string{"<th>honest</th><th class=\"num\">loss</th><th class=\"num\">p99</th>", "<th>hostile</th><th class=\"num\">admitted game messages</th><th class=\"num\">admitted game bytes</th>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("headline lacks %q", want)
 		}

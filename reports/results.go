@@ -354,6 +354,42 @@ const RawKind = "raw"
 // IsRaw reports whether k is the RawKind record.
 func (k *KindStats) IsRaw() bool { return k.Kind == RawKind }
 
+// HelloKind and PingKind are the kinds under which a harness records a
+// session's handshake and its keep-alive pings. They are messages (sent,
+// accepted, dropped) but not game messages: what a client gets through
+// by sending them is a session, not play (see IsGame).
+const (
+	HelloKind = "hello"
+	PingKind  = "ping"
+)
+
+// IsGame reports whether k counts game messages: the inputs and requests a
+// client plays with (move, ability, chat, purchase, and the raw row, whose
+// accepted frames are inputs and requests on channels no other kind
+// describes: a frame the server could not read is never accepted). The
+// session row, hellos and pings are not. "Admitted" on the report and in
+// the CLI's summary is accepted game messages per second of the measured
+// window: for a hostile population, what its attack got through. A client
+// that reconnects more sends more hellos, and counting them would hide
+// that it got less play through; the report shows accepted hellos apart
+// (admitted handshakes).
+func (k *KindStats) IsGame() bool {
+	return !k.IsSessions() && k.Kind != HelloKind && k.Kind != PingKind
+}
+
+// GameAccepted returns the game messages of p the server accepted and
+// their bytes (see KindStats.IsGame): over the measured window, what the
+// report calls admitted.
+func (p *Population) GameAccepted() (msgs, bytes int64) {
+	for _, k := range p.Kinds {
+		if k.IsGame() {
+			msgs += k.Accepted
+			bytes += k.AcceptedBytes
+		}
+	}
+	return msgs, bytes
+}
+
 // NoRateRaw is Summary.NoDropRate for a population that wrote raw bytes.
 // Validate holds a file to this exact text, so it is part of the file
 // format: rewording it is a change of SchemaVersion.
@@ -505,8 +541,11 @@ type Summary struct {
 	FalseDisconnects int64 `json:"false_disconnects,omitempty"`
 	FalseLockouts    int64 `json:"false_lockouts,omitempty"`
 	// AdmittedPerSec and AdmittedBytesPerSec are the accepted messages and
-	// bytes per second of the measurement window (derived; the report
-	// features them for hostile populations).
+	// bytes per second of the measurement window, of every kind but the
+	// session row, hellos and pings included (derived), as a threshold's
+	// admitted_per_s reads them. The report and the CLI's summary do not
+	// show these: their "admitted" is game messages only (see
+	// KindStats.IsGame), computed from the kinds.
 	AdmittedPerSec      float64 `json:"admitted_per_s"`
 	AdmittedBytesPerSec float64 `json:"admitted_bytes_per_s"`
 	// CutOff says how quickly hostile clients were cut off (disconnected

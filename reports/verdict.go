@@ -47,7 +47,8 @@ func countDefs() []kv {
 		{"no outcome", "sent less accepted and dropped: held or on their way when the run ended, or inputs lost in a connection the server closed"},
 		{"drop rate", "dropped ÷ sent"},
 		{"loss", "(dropped + not sent) ÷ scheduled: what the players meant to send and lost, whoever lost it; a threshold's drop_rate is this share"},
-		{"admitted", "accepted messages (and their bytes) per second of the measured window: for a hostile population, what got through"},
+		{"admitted", "accepted game messages (inputs and requests: move, ability, chat, purchase, and frames on other channels) and their bytes per second of the measured window: for a hostile population, what its attack got through; hellos and pings are not game messages"},
+		{"admitted handshakes", "accepted hellos per second of the measured window: sessions, not play, shown apart (a client cut off more often reconnects more); a threshold's admitted_per_s counts them with the game messages"},
 		{"disconnected / locked out", "honest clients the server disconnected or locked out at least once (false positives)"},
 		{"cut off", "hostile clients the server disconnected or locked out, of those that connected, with the time from each one's first message"},
 		{"n=", "in a chart's legend: how many response times the line is drawn from"},
@@ -216,8 +217,8 @@ func honestEqual(a, b *variantStats) bool {
 	return len(honestCost(a, b)) == 0 && len(honestCost(b, a)) == 0
 }
 
-// hostileAdmitted is a variant's hostile traffic admitted: messages per
-// second, and whether it has any hostile population to measure.
+// hostileAdmitted is a variant's hostile traffic admitted: game messages
+// per second (hellos and pings are not: see KindStats.IsGame), and whether it has any hostile population to measure.
 func hostileAdmitted(vs *variantStats) (float64, bool) {
 	return vs.hostileAdmittedPS, vs.hasHostile && vs.hostileSent > 0 && vs.measured > 0
 }
@@ -323,9 +324,9 @@ func verdict(stats []*variantStats, r *Results) []string {
 					others = append(others, fmt.Sprintf("%s %s/s (%s more)", vs.v.Name, formatCount(a), ratioText(a, lo)))
 				}
 			}
-			s := fmt.Sprintf("Least hostile traffic admitted: %s, %s/s of hostile messages", names(least), formatCount(least[0].hostileAdmittedPS))
+			s := fmt.Sprintf("Least hostile traffic admitted: %s, %s/s of hostile game messages", names(least), formatCount(least[0].hostileAdmittedPS))
 			if len(least) > 1 {
-				s = fmt.Sprintf("Least hostile traffic admitted: %s tie at about %s/s of hostile messages", names(least), formatCount(least[0].hostileAdmittedPS))
+				s = fmt.Sprintf("Least hostile traffic admitted: %s tie at about %s/s of hostile game messages", names(least), formatCount(least[0].hostileAdmittedPS))
 			}
 			if len(others) > 0 {
 				s += ", against " + strings.Join(others, ", ")
@@ -409,7 +410,7 @@ func headlineSentence(vs *variantStats) string {
 		s = "Honest players: " + honestSummary(vs) + "."
 	}
 	if a, ok := hostileAdmitted(vs); ok {
-		s += fmt.Sprintf(" Hostile messages admitted: %s/s.", formatCount(a))
+		s += fmt.Sprintf(" Hostile game messages admitted: %s/s.", formatCount(a))
 	}
 	return strings.TrimSpace(s)
 }
@@ -456,7 +457,7 @@ func hostileDropNote(base, vs *variantStats, name string, baseRate, rate float64
 	if b == nil || v == nil || math.Abs(rate-baseRate) >= 0.01 || v.admittedPS < 2*b.admittedPS || v.admittedPS == 0 {
 		return ""
 	}
-	return fmt.Sprintf("not neutral: barely moved while admitted messages rose %s", ratioText(v.admittedPS, b.admittedPS))
+	return fmt.Sprintf("not neutral: barely moved while admitted game messages rose %s", ratioText(v.admittedPS, b.admittedPS))
 }
 
 // Verdict returns the report's verdict on r's variants, in plain sentences
