@@ -41,12 +41,11 @@ var agreeTransports = []struct {
 	{drive.TransportWS, "flood-mix"},
 }
 
-// unexplained lists the scenarios whose disagreement is not yet
-// explained, and what it is: they run, and their differences are logged,
-// but not asserted. Each is a defect of the sim's model or of the loopback
-// driver still to find (docs/transports.md, "Sim against loopback").
-var unexplained = map[string]string{
-	"key-churn": "over loopback most hellos of the churning populations (churn, garbage, wide) end Disconnected, and the sessions the server refused (TableFull, Malformed) are not seen, where the sim's clients hear every refusal: not yet explained",
+// unasserted lists the scenarios whose comparison is not asserted yet,
+// and why: they run, and their differences are logged (docs/transports.md,
+// "Sim against loopback").
+var unasserted = map[string]string{
+	"key-churn": "its churning populations connect again every 10 to 75 ms, and a hello or a refusal still in flight then is Disconnected over sockets (in a valid TCP run: 23 of 2,300 hellos, 18 churn chats against 9, TableFull sessions 173 against 180, 4%); on a shared machine that answers within the validity rule's 20 ms p99 that is inherent, but whether a faster machine brings it within 2% is not measured yet",
 }
 
 // Every shipped scenario, run in the sim and over loopback sockets with
@@ -100,7 +99,7 @@ func TestSimAgreesWithLoopback(t *testing.T) {
 					lv := loop.Results.Variants[i]
 					why := notComparable(lv)
 					assert := why == ""
-					if reason, ok := unexplained[name]; ok && assert {
+					if reason, ok := unasserted[name]; ok && assert {
 						t.Logf("%s/%s %s: compared, not asserted: %s", tr.Name, name, sv.Name, reason)
 						assert = false
 					}
