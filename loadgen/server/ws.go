@@ -320,6 +320,7 @@ type wsConn struct {
 	buf     []byte       // reader: the message being read, maxFrame bytes
 	readV   core.Verdict // reader: the byte budget's verdict on the latest read; a message completed by a refused read is dropped unseen
 	pending int          // reader: bytes read and not yet counted (endRead)
+	readAt  int64        // reader: when the latest read was made: the time of the gate's decisions on the messages it completes
 
 	wmu sync.Mutex // out, wdl and every write to the socket
 	out []byte     // the writer's WebSocket-framed copy of the frames it writes
@@ -404,13 +405,14 @@ func (w *wsConn) SetWriteDeadline(t time.Time) error {
 func (w *wsConn) charge(n int) bool {
 	c, s := w.c, w.c.s
 	w.pending += n
+	w.readAt = atomicbucket.Nanotime()
 	if s.noLimits {
 		return true
 	}
 	if c.closing.Load() {
 		return false
 	}
-	v := s.gate.Read(c.h, uint32(n), atomicbucket.Nanotime())
+	v := s.gate.Read(c.h, uint32(n), w.readAt)
 	if v.Reason != core.None {
 		c.noteStage(v.Stage)
 	}
@@ -546,7 +548,13 @@ func (w *wsConn) message(mt int, b []byte, now int64) {
 	if w.readV.Action != core.Accept {
 		t.drop(w.readV.Reason) // the byte budget refused the read that completed it
 	} else {
-		c.frame(m, err, now)
+		// Decided at the time of the read that completed it, as the
+		// frames of one read over TCP are decided at that read's time:
+		// the messages of one read see the same strike score, not one
+		// decayed by the microseconds between them (four malformed
+		// messages in one read reach the ladder's fourth stage, as the
+		// same four frames over TCP do, not its third).
+		c.frame(m, err, w.readAt)
 	}
 	w.endRead(now)
 }

@@ -544,6 +544,9 @@ func (s *Sim) CloseWrite(id drive.ConnID) error {
 	if c == nil {
 		return drive.ErrConnClosed
 	}
+	if s.cfg.Transport == drive.TransportWS {
+		return errWSHalfClose
+	}
 	if !c.open {
 		return nil
 	}

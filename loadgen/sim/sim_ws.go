@@ -5,8 +5,17 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
+
+// errWSHalfClose is CloseWrite's answer over WebSocket, as the loopback
+// driver's: WebSocket has no half-close (a client that stops sending
+// closes the connection, and the reference server reads the end of its
+// stream over WebSocket as a peer close, answering nothing more), so the
+// worker closes the connection instead and the replies awaited are
+// Disconnected.
+var errWSHalfClose = drive.ErrConnClosed
 
 // wsClientHeader is the size of the header of a client's WebSocket frame
 // carrying n payload bytes: 2, 4 or 10 bytes, and the 4-byte mask every
