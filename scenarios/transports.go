@@ -19,9 +19,11 @@ func (s *Scenario) transportOf(i int) string {
 	return t
 }
 
-// mixedTransports reports whether the populations do not all speak one
-// transport.
-func (s *Scenario) mixedTransports() bool {
+// MixedTransports reports whether the populations do not all speak one
+// transport (a population's transport: key); such a scenario cannot run
+// against a target, which is one address of one transport, unless
+// --transport (Options.Transport) names one for all.
+func (s *Scenario) MixedTransports() bool {
 	for i := range s.Population {
 		if s.transportOf(i) != s.transportOf(0) {
 			return true
