@@ -105,7 +105,7 @@ latencies fell outside the histograms), 4 interrupted, 1 error, 2 usage.`,
 	fl.StringVar(&f.policy, "policy", "", "run only this policy variant")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	fl.StringVar(&f.target, "target", "", "HOST:PORT of a server sluice did not start, driven over sockets (default: the scenario's target, else the reference server in-process)")
-	fl.StringVar(&f.transport, "transport", "", "what the clients speak the protocol over: tcp, ws (WebSocket) or udp; default the scenario's, tcp")
+	fl.StringVar(&f.transport, "transport", "", "what every client speaks the protocol over: tcp, ws (WebSocket) or udp, overriding the scenario's and every population's own transport; default theirs, else tcp")
 	fl.StringVar(&f.protocol, "protocol", "", "with --target: the registered protocol the clients speak (default: sluice's reference protocol)")
 	fl.StringVar(&f.segment, "segment", "", "I/N: run only segment I (from 0) of N of every population, for a run split over N generators (merge them with sluice merge)")
 	fl.StringVar(&f.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339) before the first variant, so that segments start together")

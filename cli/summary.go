@@ -63,8 +63,12 @@ func printSummary(w io.Writer, r *reports.Results) {
 			if hasResponses(p) {
 				p50, p99 = latency(s.ResponseP50), latency(s.ResponseP99)
 			}
+			role := string(p.Role)
+			if p.Transport != "" { // populations on transports of their own
+				role += " over " + p.Transport
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n",
-				p.Name, p.Role, p.Clients, s.Scheduled, s.Sent, s.NotSent, s.Accepted, rate, loss,
+				p.Name, role, p.Clients, s.Scheduled, s.Sent, s.NotSent, s.Accepted, rate, loss,
 				p50, p99, admittedGame(r, v, p), discText, lockText, topReasons(p, 3))
 		}
 		tw.Flush()

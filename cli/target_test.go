@@ -266,6 +266,9 @@ func eachTargetScenario(t *testing.T, f func(t *testing.T, file string, s *scena
 			if s.Servers > 1 {
 				t.Skip("runs several game servers, which the run starts: a target is one server")
 			}
+			if s.MixedTransports() {
+				t.Skip("its populations speak several transports: a target is one address, of one")
+			}
 			vs, err := s.Policies()
 			require.NoError(t, err)
 			variant := vs[0]

@@ -47,7 +47,7 @@ type fleetRead struct {
 
 // startFleetLoopback starts sp.Servers servers of policy p built from cfg.
 func startFleetLoopback(ctx context.Context, sp RunSpec, p core.Policy, cfg server.Config) (*fleetLoopback, error) {
-	if sp.Transport == drive.TransportWS {
+	if sp.uses(drive.TransportWS) {
 		return nil, &behave.ParamError{Owner: "run", Field: "Servers", Value: sp.Servers, Reason: "run over TCP: a run of several servers does not speak WebSocket"}
 	}
 	fl := &fleetLoopback{}

@@ -70,12 +70,16 @@ type RunSpec struct {
 	// package trace): RunSim attaches a recorder to its gate and closes
 	// Record at the end of the run. Sim only.
 	Record *trace.Writer
-	// Transport is what a loopback run's clients speak the protocol over:
-	// TransportTCP ("" too) or TransportWS (the in-process server then
-	// listens for WebSocket too and the clients dial ws://; a Remote's
-	// Addr must then be its WebSocket address). The sim models either
-	// (SimConfig.Transport), but for the behaviours that write WebSocket
-	// frames of their own, which run on the loopback driver only.
+	// Transport is what a run's clients speak the protocol over, but for
+	// the populations that name their own (behave.Population.Transport):
+	// TransportTCP ("" too), TransportWS or TransportUDP. The in-process
+	// server listens on TCP and on every other transport some population
+	// speaks, and each client dials its population's; a Remote's Addr is
+	// the address of the one transport every population must then speak.
+	// The sim models each connection over its own transport
+	// (SimConfig.Transports), but for the behaviours that write WebSocket
+	// frames or UDP datagrams of their own, which run on the loopback
+	// driver only.
 	Transport string
 	// Servers is the number of game servers (default 1; at most
 	// MaxServers), with their own gates, that share the policy's fleet
@@ -229,6 +233,8 @@ func (s RunSpec) normalize() (RunSpec, error) {
 		return s, &behave.ParamError{Owner: "run", Field: "Protocol", Value: s.Protocol.Name(), Reason: "is spoken only to a Remote server: the in-process server and the sim speak the reference protocol"}
 	case drive.CheckTransport(s.Transport) != nil:
 		return s, &behave.ParamError{Owner: "run", Field: "Transport", Value: s.Transport, Reason: drive.CheckTransport(s.Transport).Error()}
+	case checkPopTransports(s) != nil:
+		return s, checkPopTransports(s)
 	case checkWSBehaviours(s) != nil:
 		return s, checkWSBehaviours(s)
 	case s.Remote != nil && s.NoLimits:
@@ -304,6 +310,7 @@ func RunSim(ctx context.Context, spec RunSpec, p core.Policy) (*Result, error) {
 		OnDecision:      func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Decide(at, pop, k, o, 1) },
 		OnClientOutcome: func(pop int, k behave.Kind, o record.Outcome, at int64) { w.Add(at, pop, k, o, 1) },
 		Transport:       sp.Transport,
+		Transports:      sp.popTransports(),
 		Network:         sp.Network,
 	}
 	feeds, err := sim.TraceFeeds(&sp.Plan)
@@ -453,10 +460,13 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}()
 	labels := sp.Plan.Labels()
 	var (
-		addr  netip.AddrPort
-		stats func(context.Context) (server.Stats, error)
-		view  *record.ViewReads // the in-process server's gate, read for Result.Server
-		fl    *fleetLoopback
+		addr netip.AddrPort // the server's TCP listener; a Remote's only one
+		// the in-process server's WebSocket and UDP listeners, when some
+		// population speaks them (unset: addr, a Remote's)
+		wsAddr, udpAddr netip.AddrPort
+		stats           func(context.Context) (server.Stats, error)
+		view            *record.ViewReads // the in-process server's gate, read for Result.Server
+		fl              *fleetLoopback
 	)
 	if sp.Remote != nil {
 		addr, stats = sp.Remote.Addr, sp.Remote.Stats
@@ -475,8 +485,8 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			MaxConns:       serverMaxConns(len(clients)),
 			MaxPopulations: max(server.DefaultMaxPopulations, len(labels)),
 			NoLimits:       sp.NoLimits,
-			WebSocket:      wsListen(sp.Transport),
-			UDP:            udpListen(sp.Transport),
+			WebSocket:      wsListen(sp),
+			UDP:            udpListen(sp),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: %w", err)
@@ -491,11 +501,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		}
 		defer srv.Close()
 		addr, stats = srv.Addr(), func(context.Context) (server.Stats, error) { return srv.Stats(), nil }
-		if sp.Transport == drive.TransportWS {
-			addr = srv.WSAddr()
+		if sp.uses(drive.TransportWS) {
+			wsAddr = srv.WSAddr()
 		}
-		if sp.Transport == drive.TransportUDP {
-			addr = srv.UDPAddr()
+		if sp.uses(drive.TransportUDP) {
+			udpAddr = srv.UDPAddr()
 		}
 	}
 
@@ -525,11 +535,13 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 		if fl != nil {
 			drivers[i].Fleet = &loopback.LoopFleet{Addrs: fl.addrs, Route: drive.NewServerRoute(sp.Servers, part)}
 		}
-		if drivers[i].UDP = sp.Transport == drive.TransportUDP; drivers[i].UDP {
+		drivers[i].Transports = sp.clientTransports(part)
+		drivers[i].WSAddr, drivers[i].UDPAddr = wsAddr, udpAddr
+		if sp.uses(drive.TransportUDP) {
 			drivers[i].UDPRaw = loopback.UDPRawModes(part)
 			drivers[i].Net, drivers[i].Seeds = sp.Network, drive.ClientSeeds(part)
 		}
-		if drivers[i].WS = sp.Transport == drive.TransportWS; drivers[i].WS {
+		if sp.uses(drive.TransportWS) {
 			drivers[i].WSRaw = loopback.WSDialModes(part)
 		}
 		if workers[i], err = drive.NewWorker(drivers[i], recs[i], part, sp.Config); err != nil {

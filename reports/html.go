@@ -1133,7 +1133,7 @@ func makeVariantView(i int, vs *variantStats, r *Results, others, colorOf map[st
 	for _, p := range vs.pops {
 		pp := p.pop
 		row := popRow{
-			Name: pp.Name, Color: colorOf[pp.Name], Behaviour: pp.Behaviour, Role: string(pp.Role),
+			Name: pp.Name, Color: colorOf[pp.Name], Behaviour: pp.Behaviour + transportNote(pp.Transport), Role: string(pp.Role),
 			Clients: fmtInt(int64(pp.Clients)), Sent: fmtInt(p.sent), Accepted: fmtInt(p.accepted),
 			Dropped: fmtInt(p.drop), DropRate: FormatPercent(p.dropRate),
 			Scheduled: fmtInt(p.sent + p.notSent), NotSent: fmtInt(p.notSent), Loss: FormatPercent(p.lossRate),
@@ -1225,4 +1225,13 @@ func hasSeries(ls []seriesLine) bool {
 		}
 	}
 	return false
+}
+
+// transportNote is what a population's row adds to its behaviour for
+// its own transport (Population.Transport): nothing when it has none.
+func transportNote(t string) string {
+	if t == "" {
+		return ""
+	}
+	return ", over " + t
 }

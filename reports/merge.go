@@ -152,7 +152,7 @@ func sameShape(first, r *Results) error {
 			return fmt.Errorf("variant %q has %d populations", v.Name, len(v.Populations))
 		}
 		for pi, p := range v.Populations {
-			if fp := fv.Populations[pi]; p.Name != fp.Name || p.Behaviour != fp.Behaviour || p.Role != fp.Role {
+			if fp := fv.Populations[pi]; p.Name != fp.Name || p.Behaviour != fp.Behaviour || p.Role != fp.Role || p.Transport != fp.Transport {
 				return fmt.Errorf("variant %q has population %q (%s, %s) where %q (%s, %s) is", v.Name, p.Name, p.Behaviour, p.Role, fp.Name, fp.Behaviour, fp.Role)
 			}
 		}
@@ -186,6 +186,7 @@ func mergeVariant(v, from *Variant, seg string) error {
 		p := v.Population(fp.Name)
 		if p == nil {
 			p = v.AddPopulation(fp.Name, fp.Behaviour, fp.Role, 0)
+			p.Transport = fp.Transport
 		}
 		if err := mergePopulation(p, fp); err != nil {
 			return fmt.Errorf("population %q: %w", fp.Name, err)

@@ -266,6 +266,10 @@ type Population struct {
 	Role Role `json:"role"`
 	// Clients is the number of clients in the population.
 	Clients int `json:"clients"`
+	// Transport is what the population's clients spoke the protocol over
+	// (tcp, ws, udp), set only in a run whose populations did not all
+	// speak one (Run.Transport is the run's, the others').
+	Transport string `json:"transport,omitempty"`
 	// Kinds holds per message kind counts and latencies, in first-seen
 	// order.
 	Kinds []*KindStats `json:"kinds"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicedev/sluice/internal/suggest"
 	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/sim"
 )
 
@@ -67,6 +68,9 @@ func checkBehaviour(s *Scenario, root *yaml.Node, i int) error {
 			return s.fail(root, path+".params."+keys, append(at, into...), fmt.Sprintf("%v: %s", pe.Value, pe.Reason))
 		}
 		return s.fail(root, path+".params", at, err.Error())
+	}
+	if err := drive.CheckTransport(p.Transport); err != nil {
+		return s.fail(root, path+".transport", []any{"populations", i, "transport"}, err.Error())
 	}
 	if p.PerAddress < 0 || p.PerAccount < 0 {
 		return s.fail(root, path, []any{"populations", i}, "per_address and per_account must not be negative")

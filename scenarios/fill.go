@@ -34,6 +34,9 @@ func fill(v *reports.Variant, s *Scenario, r *loadgen.Result) error {
 			behaviour += " (sessions labelled " + sp.roleFromLabel + ")"
 		}
 		p := v.AddPopulation(label, behaviour, role, r.Clients[pi])
+		if s.MixedTransports() {
+			p.Transport = s.transportOf(pi)
+		}
 		for k := behave.Kind(0); k < behave.NumKinds; k++ {
 			server := rec.KindDecisions(pi, k)
 			client := rec.Outcomes(pi, k)

@@ -50,8 +50,8 @@ type Options struct {
 	// can speak another: the in-process server and the sim speak the
 	// reference protocol.
 	Protocol string
-	// Transport, when not empty, replaces the scenario's transport: tcp,
-	// or ws (WebSocket).
+	// Transport, when not empty, replaces the scenario's transport and
+	// every population's own: tcp, ws (WebSocket) or udp.
 	Transport string
 	// Segment, when its Of is more than 1, runs only that share of every
 	// population (see behave.Segment): one of several load generators
@@ -294,7 +294,16 @@ func (s *Scenario) withOptions(opt Options) (*Scenario, error) {
 		c.Target, c.Driver = opt.Target, DriverLoopback
 	}
 	if opt.Transport != "" {
+		// The flag is every population's transport: it overrides theirs.
 		c.Transport = opt.Transport
+		for i := range c.Population {
+			c.Population[i].Transport = ""
+		}
+	}
+	if c.Target != "" {
+		if err := c.oneTransport(); err != nil {
+			return nil, err
+		}
 	}
 	if opt.Protocol != "" && opt.Protocol != proto.ReferenceName && c.Target == "" {
 		return nil, &OptionError{Option: "protocol", Msg: fmt.Sprintf("%s is spoken only to a target (--target, or target: in the scenario): the in-process server and the sim speak the reference protocol", opt.Protocol)}
@@ -357,6 +366,7 @@ func (s *Scenario) plan() behave.Plan {
 			Start:      pop.Start,
 			Stop:       pop.Stop,
 			Hostile:    *pop.Hostile,
+			Transport:  pop.Transport,
 		})
 		p.Populations[len(p.Populations)-1].SameAddressAs = pop.SameAddressAs
 	}
@@ -491,7 +501,9 @@ func (s *Scenario) prepare(opt Options) (*Scenario, []NamedPolicy, behave.Plan, 
 // checkRun checks a run of plan under p against the load generator's
 // bounds, with the scenario's warm-up and interval.
 func (s *Scenario) checkRun(plan behave.Plan, p core.Policy) error {
-	err := loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval}, p)
+	// The transports and the network model too: which behaviour runs over
+	// which transport is checked per population.
+	err := loadgen.CheckRun(loadgen.RunSpec{Plan: plan, Warmup: s.Warmup, Interval: s.Interval, Transport: s.Transport, Network: s.Network}, p)
 	var pe *behave.ParamError
 	if errors.As(err, &pe) && pe.Owner == "run" {
 		// The run's fields that the file sets, by the file's names.

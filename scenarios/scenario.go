@@ -60,8 +60,9 @@ type Scenario struct {
 	// Options.Target); empty for the reference server a run starts itself.
 	Target string `yaml:"target"`
 	// Transport is what the clients speak the protocol over: tcp (the
-	// default) or ws (WebSocket, one binary message per frame; see
-	// docs/transports.md), on either driver.
+	// default), ws (WebSocket, one binary message per frame) or udp (one
+	// frame per datagram; see docs/transports.md), on either driver, but
+	// for the populations that name their own (Population.Transport).
 	Transport string `yaml:"transport"`
 	// Servers is the number of game servers the clients spread over
 	// (default 1), each with its own gate, sharing the policy's fleet
@@ -134,6 +135,10 @@ type Population struct {
 	// address this one's clients all dial from (a host behind the same
 	// NAT as a crowd).
 	SameAddressAs string `yaml:"same_address_as"`
+	// Transport is what this population's clients speak the protocol
+	// over (tcp, ws or udp), when not the scenario's; --transport
+	// (Options.Transport) overrides it.
+	Transport string `yaml:"transport"`
 	// Params are the behaviour's parameters; see the loadgen package doc.
 	Params yaml.Node `yaml:"params"`
 

@@ -19,7 +19,7 @@ func shipped(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
-	want := []string{"channel-hop", "fleet-hop", "flood-mix", "honest-only", "key-churn", "lag-storm", "nat-crowd", "policy-compare", "quickstart", "reconnect-reset", "replay-compare", "slot-hold"}
+	want := []string{"channel-hop", "fleet-hop", "flood-mix", "honest-only", "key-churn", "lag-storm", "mixed-transports", "nat-crowd", "policy-compare", "quickstart", "reconnect-reset", "replay-compare", "slot-hold"}
 	var names []string
 	for _, f := range files {
 		names = append(names, strings.TrimSuffix(f, ".yaml"))

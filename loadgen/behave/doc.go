@@ -10,8 +10,9 @@
 // A Plan is a seed, a duration and populations; each Population is a
 // number of clients of one Behaviour, with an identity layout (PerAddress
 // clients share a source address, PerAccount an account), an active window
-// (Start, Stop) and an Arrival ("all" at Start, "ramp" evenly over Over,
-// "poisson" at Rate clients per second). Plan.Clients expands it; each
+// (Start, Stop), an Arrival ("all" at Start, "ramp" evenly over Over,
+// "poisson" at Rate clients per second) and a Transport (tcp, ws or udp;
+// "" is the run's). Plan.Clients expands it; each
 // Client has its own seed (ClientSeed), so the same plan always yields the
 // same traffic whatever the driver.
 //

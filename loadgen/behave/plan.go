@@ -111,6 +111,10 @@ type Population struct {
 	// Hostile marks the population's role for reports (its admitted
 	// traffic counts against the policy); the run itself ignores it.
 	Hostile bool
+	// Transport is what the population's clients speak the protocol over
+	// (a transport name of loadgen/drive: tcp, ws, udp); "" is the run's
+	// (loadgen.RunSpec.Transport).
+	Transport string
 }
 
 // Window returns the population's window in ns within a run of length d.

@@ -4,7 +4,9 @@
 //
 // The loopback driver (Loopback, loadgen.RunLoopback) starts a loadgen/server in-process on
 // 127.0.0.1 (a free port) with the policy and tick rate, and runs the plan
-// on loadgen.RunSpec.Workers workers (default GOMAXPROCS) over real TCP: each connection
+// on loadgen.RunSpec.Workers workers (default GOMAXPROCS) over real TCP (or WebSocket
+// or UDP: each client its population's transport, the in-process server
+// listening on every one some population speaks): each connection
 // dials from its address group's own 127.x.y.z (LoopbackAddr; all of
 // 127.0.0.0/8 loops back on Linux), so the server's pre-auth limits see
 // distinct hosts; one goroutine per connection reads the server's frames

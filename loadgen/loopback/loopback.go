@@ -46,13 +46,18 @@ type Loopback struct {
 	stopped bool
 	Bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
-	WS      bool          // dial over WebSocket (transport.go)
-	WSRaw   []uint8       // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
-	Fleet   *LoopFleet    // a run of several servers: which one each client dials (fleet.go)
-	UDP     bool          // dial over UDP (udp.go)
-	UDPRaw  []bool        // over UDP: per client, whether it is dialled a raw socket (behave/hostile_udp.go)
-	Net     drive.Network // over UDP: the clients' network model (drive/network.go)
-	Seeds   []uint64      // over UDP: per client, its seed, for the network model
+	// Transports is, per client, the transport it dials: drive.TransportWS
+	// (transport.go), drive.TransportUDP (udp.go), else TCP (a client
+	// past its end too).
+	Transports []string
+	// WSAddr and UDPAddr are the server's WebSocket and UDP addresses;
+	// unset, the driver's own (a server of one transport).
+	WSAddr, UDPAddr netip.AddrPort
+	WSRaw           []uint8       // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
+	Fleet           *LoopFleet    // a run of several servers: which one each client dials (fleet.go)
+	UDPRaw          []bool        // over UDP: per client, whether it is dialled a raw socket (behave/hostile_udp.go)
+	Net             drive.Network // over UDP: the clients' network model (drive/network.go)
+	Seeds           []uint64      // over UDP: per client, its seed, for the network model
 }
 
 type loopConn struct {
@@ -125,11 +130,12 @@ func (l *Loopback) Dial(id drive.ConnID, addr uint32) error {
 	var nc net.Conn
 	var err error
 	var r io.Reader
-	if l.WS {
+	switch l.transportOf(id.Client) {
+	case drive.TransportWS:
 		nc, r, err = l.dialWS(id.Client, src)
-	} else if l.UDP {
+	case drive.TransportUDP:
 		nc, err = l.dialUDP(id, src)
-	} else {
+	default:
 		d := net.Dialer{Timeout: l.timeout}
 		if src.IsValid() {
 			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
@@ -144,6 +150,26 @@ func (l *Loopback) Dial(id drive.ConnID, addr uint32) error {
 	l.wg.Add(1)
 	go l.read(id, c)
 	return nil
+}
+
+// transportOf is the transport client dials (Transports).
+func (l *Loopback) transportOf(client int32) string {
+	if client >= 0 && int(client) < len(l.Transports) {
+		return l.Transports[client]
+	}
+	return drive.TransportTCP
+}
+
+// addrOf is the server's address for transport t: WSAddr, UDPAddr, or
+// the driver's own.
+func (l *Loopback) addrOf(t string) string {
+	switch {
+	case t == drive.TransportWS && l.WSAddr.IsValid():
+		return l.WSAddr.String()
+	case t == drive.TransportUDP && l.UDPAddr.IsValid():
+		return l.UDPAddr.String()
+	}
+	return l.server
 }
 
 // read hands the server's frames on conn to Poll until the connection

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/sluicedev/sluice/loadgen/behave"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/internal/wsraw"
 )
 
@@ -34,7 +35,8 @@ func WSDialModes(clients []behave.Client) []uint8 {
 // valid), and the reader of the server's frames when it is not the
 // connection itself.
 func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, error) {
-	ap, err := netip.ParseAddrPort(l.server)
+	server := l.addrOf(drive.TransportWS)
+	ap, err := netip.ParseAddrPort(server)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,7 +52,7 @@ func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, er
 	if src.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
 	}
-	nc, err := d.DialContext(l.ctx, "tcp", l.server)
+	nc, err := d.DialContext(l.ctx, "tcp", server)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,7 @@ func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
 	if int(id.Client) < len(l.UDPRaw) && l.UDPRaw[id.Client] {
 		return l.dialUDPRaw(src)
 	}
-	ap, err := netip.ParseAddrPort(l.server)
+	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
 // dialUDPRaw is Dial's raw UDP socket for a behaviour that writes its own
 // datagrams.
 func (l *Loopback) dialUDPRaw(src netip.Addr) (*udpconn.Raw, error) {
-	ap, err := netip.ParseAddrPort(l.server)
+	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
 	if err != nil {
 		return nil, err
 	}

@@ -70,8 +70,12 @@ type SimConfig struct {
 	// a session the replay's server had already cut off is Disconnected.
 	OnClientOutcome func(pop int, k behave.Kind, o record.Outcome, at int64)
 	// Transport is what the clients speak over (RunSpec.Transport): over
-	// TransportWS each write is read as its messages (sim_ws.go).
-	Transport string
+	// TransportWS each write is read as its messages (sim_ws.go), over
+	// TransportUDP as its datagrams (udp.go). Transports, if set, is each
+	// population's instead ("" there: Transport), each connection read
+	// over its client's.
+	Transport  string
+	Transports []string
 	// GateOptions are passed to core.NewGate after the sim's own (a
 	// fleet's keyed layers: see fleet.go).
 	GateOptions []core.GateOption
@@ -799,11 +803,11 @@ func (s *Sim) reply(c *simConn, id uint64, st wire.Status, reason core.Reason, r
 // at its end is copied into the framer's buffer: the same bytes, decoded
 // the same way, as if the whole read had gone through the buffer.
 func (s *Sim) receive(c *simConn, p []byte, now int64) {
-	if s.cfg.Transport == drive.TransportWS {
+	switch s.transportOf(c) {
+	case drive.TransportWS:
 		s.receiveWS(c, p, now)
 		return
-	}
-	if s.cfg.Transport == drive.TransportUDP {
+	case drive.TransportUDP:
 		s.receiveUDP(c, p, now)
 		return
 	}
