@@ -79,14 +79,7 @@ func (u *UDPConfig) normalize(allowNonLoopback bool) error {
 	if math.IsNaN(u.HandshakeRate) || u.HandshakeRate <= 0 || math.IsInf(u.HandshakeRate, 0) {
 		return &ConfigError{Field: "UDP.HandshakeRate", Msg: fmt.Sprintf("%v is not a positive rate", u.HandshakeRate)}
 	}
-	if err := checkListenAddr(u.Addr, allowNonLoopback); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			ce.Field = "UDP.Addr"
-		}
-		return err
-	}
-	return nil
+	return checkListenAddr("UDP.Addr", u.Addr, allowNonLoopback)
 }
 
 // UDPStats counts what the UDP listener saw and sent, beside the

@@ -55,14 +55,7 @@ func (w *WSConfig) normalize(allowNonLoopback bool) error {
 	if w.UpgradeTimeout < 0 || w.UpgradeTimeout > MaxTimeout {
 		return &ConfigError{Field: "WebSocket.UpgradeTimeout", Msg: fmt.Sprintf("%v is not in [0, %v]", w.UpgradeTimeout, MaxTimeout)}
 	}
-	if err := checkListenAddr(w.Addr, allowNonLoopback); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			ce.Field = "WebSocket.Addr"
-		}
-		return err
-	}
-	return nil
+	return checkListenAddr("WebSocket.Addr", w.Addr, allowNonLoopback)
 }
 
 // wsListener is the server's WebSocket front: an http.Server that only
