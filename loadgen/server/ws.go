@@ -521,19 +521,7 @@ func readMessage(r io.Reader, buf []byte) (int, error) {
 func (w *wsConn) message(mt int, b []byte, now int64) {
 	c, s := w.c, w.c.s
 	t, m := &c.t, &c.m
-	var err error
-	if mt != websocket.BinaryMessage {
-		*m, err = wire.Msg{}, wire.ErrMalformed
-	} else {
-		var n int
-		n, err = wire.Decode(b, s.maxFrame, m)
-		if err == nil && n != len(b) || err == wire.ErrIncomplete || err == wire.ErrOversize {
-			err = wire.ErrMalformed // not exactly one frame
-		}
-	}
-	if err != nil {
-		m.Size = len(b)
-	}
+	err := decodeWhole(b, mt == websocket.BinaryMessage, s.maxFrame, m)
 	t.frames++
 	t.row = s.rowOf(m, err)
 	if w.readV.Action != core.Accept {
