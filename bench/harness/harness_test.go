@@ -347,17 +347,22 @@ func cpuPlan() behave.Plan {
 //	        TickService: the monotonic time spent handling reads and ticks,
 //	        not in system calls), where the gate's share is largest
 func BenchmarkServerCPU(b *testing.B) {
+	benchServerCPU(b, "", "")
+}
+
+// benchServerCPU is BenchmarkServerCPU over transport ("" for TCP, as a
+// RunSpec leaves it): the child server listens for it (childMode) and the
+// clients speak it. over names the transport in the target's line ("" for
+// TCP, " over WebSocket" for instance).
+func benchServerCPU(b *testing.B, transport, over string) {
 	var cpu, svc [2]float64 // gate, nolimits
 	var cpuRatio, svcRatio float64
 	for i := 0; i < b.N; i++ {
 		var c, s [2]float64
 		for j := range 2 {
 			k := (i + j) % 2 // 1: no limits
-			mode := "gate"
-			if k == 1 {
-				mode = "nolimits"
-			}
-			_, st := runChild(b, loadgen.RunSpec{Plan: cpuPlan()}, mode, false)
+			mode := childMode(transport, k == 1)
+			_, st := runChild(b, loadgen.RunSpec{Plan: cpuPlan(), Transport: transport}, mode, false)
 			if st.Refused != 0 {
 				b.Fatalf("the server refused %d honest frames (no-limits %v): the runs would not do the same work", st.Refused, k == 1)
 			}
@@ -381,6 +386,25 @@ func BenchmarkServerCPU(b *testing.B) {
 	b.ReportMetric(svc[0]/n, "gate-service-ns/frame")
 	b.ReportMetric(svc[1]/n, "nolimits-service-ns/frame")
 	b.ReportMetric(svcRatio/n, "service-ratio")
-	target(b, cpuRatio/n <= targetCPURatio, "server CPU per frame with the gate ≤ %g× without (got %.2f×: %.0f vs %.0f ns/frame; service time alone %.2f×)",
-		targetCPURatio, cpuRatio/n, cpu[0]/n, cpu[1]/n, svcRatio/n)
+	target(b, cpuRatio/n <= targetCPURatio, "server CPU per frame%s with the gate ≤ %g× without (got %.2f×: %.0f vs %.0f ns/frame; service time alone %.2f×)",
+		over, targetCPURatio, cpuRatio/n, cpu[0]/n, cpu[1]/n, svcRatio/n)
+}
+
+// benchTransports runs the mixed plan at 25k and 50k offered frames/s over
+// each of transports, the server in a child process (childMode, gate on)
+// at the lowest priority, one sub-benchmark
+// "offered=<fps>k/transport=<transport>" each, with BenchmarkLoopback's
+// metrics.
+func benchTransports(b *testing.B, transports ...string) {
+	for _, fps := range []int{25_000, 50_000} {
+		for _, tr := range transports {
+			b.Run(fmt.Sprintf("offered=%dk/transport=%s", fps/1000, tr), func(b *testing.B) {
+				benchLoopback(b, fps, func(spec loadgen.RunSpec) *loadgen.Result {
+					spec.Transport = tr
+					res, _ := runChild(b, spec, childMode(tr, false), true)
+					return res
+				})
+			})
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen"
+	"github.com/sluicedev/sluice/loadgen/drive"
 	"github.com/sluicedev/sluice/loadgen/server"
 )
 
@@ -34,6 +35,23 @@ type childStats struct {
 	Refused    uint64        // frames dropped or rejected, every population
 	ProcessCPU time.Duration // user + system CPU time since Start
 	Service    time.Duration // ReadService + TickService
+}
+
+// childMode is the serverEnv mode of a child server that listens for
+// transport ("" or "tcp", "ws", "udp"), with the gate on or, if noLimits,
+// off (see serveChild).
+func childMode(transport string, noLimits bool) string {
+	mode := "gate"
+	if noLimits {
+		mode = "nolimits"
+	}
+	switch transport {
+	case drive.TransportWS:
+		mode += "-ws"
+	case drive.TransportUDP:
+		mode += "-udp"
+	}
+	return mode
 }
 
 // serveChild runs a server on 127.0.0.1 (a free port) with policy(), the

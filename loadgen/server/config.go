@@ -245,15 +245,15 @@ func (c *Config) normalize() error {
 	if err := c.UDP.normalize(c.AllowNonLoopback); err != nil {
 		return err
 	}
-	return checkListenAddr(c.Addr, c.AllowNonLoopback)
+	return checkListenAddr("Addr", c.Addr, c.AllowNonLoopback)
 }
 
 // checkListenAddr refuses a host that is not a loopback IP literal or
-// "localhost", unless allow is set.
-func checkListenAddr(addr string, allow bool) error {
+// "localhost", unless allow is set; field names addr in the error.
+func checkListenAddr(field, addr string, allow bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return &ConfigError{Field: "Addr", Msg: err.Error(), Err: err}
+		return &ConfigError{Field: field, Msg: err.Error(), Err: err}
 	}
 	if allow {
 		return nil
@@ -263,7 +263,7 @@ func checkListenAddr(addr string, allow bool) error {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.Unmap().IsLoopback() {
-		return &ConfigError{Field: "Addr", Msg: fmt.Sprintf("%q is not a loopback address (set AllowNonLoopback to listen on it)", addr), Err: ErrNonLoopback}
+		return &ConfigError{Field: field, Msg: fmt.Sprintf("%q is not a loopback address (set AllowNonLoopback to listen on it)", addr), Err: ErrNonLoopback}
 	}
 	return nil
 }

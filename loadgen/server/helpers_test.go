@@ -212,7 +212,16 @@ func (c *tclient) mustHello(t testing.TB, token, label string) {
 }
 
 // waitReply reads until the reply to id, skipping pongs.
-func (c *tclient) waitReply(id uint64) (wire.Msg, error) {
+func (c *tclient) waitReply(id uint64) (wire.Msg, error) { return waitReply(c, id) }
+
+// frameReader is a test client of any transport: next returns the next
+// frame the server sends, waiting at most d.
+type frameReader interface {
+	next(d time.Duration) (wire.Msg, error)
+}
+
+// waitReply reads frames from c until the reply to id, skipping pongs.
+func waitReply(c frameReader, id uint64) (wire.Msg, error) {
 	for {
 		m, err := c.next(10 * time.Second)
 		if err != nil {
@@ -265,14 +274,24 @@ func honest(addr netip.AddrPort, token string, n int) error {
 		return err
 	}
 	var b []byte
+	return honestRounds(c, n, func(in, req, ping []byte) error {
+		b = append(append(append(b[:0], in...), req...), ping...)
+		return c.write(b)
+	})
+}
+
+// honestRounds plays n honest rounds on a client that has said hello:
+// round i sends, with send, an input, request i and ping i, then reads
+// from c until request i's reply, which must be StatusOK, and pauses
+// 15ms.
+func honestRounds(c frameReader, n int, send func(in, req, ping []byte) error) error {
 	for i := 1; i <= n; i++ {
-		b, _ = wire.AppendInput(b[:0], kMove, []byte{1, 2, 3, 4})
-		b, _ = wire.AppendRequest(b, kReq, uint64(i), []byte("buy"))
-		b = wire.AppendPing(b, uint64(i))
-		if err := c.write(b); err != nil {
+		in, _ := wire.AppendInput(nil, kMove, []byte{1, 2, 3, 4})
+		req, _ := wire.AppendRequest(nil, kReq, uint64(i), []byte("buy"))
+		if err := send(in, req, wire.AppendPing(nil, uint64(i))); err != nil {
 			return fmt.Errorf("round %d: %w", i, err)
 		}
-		m, err := c.waitReply(uint64(i))
+		m, err := waitReply(c, uint64(i))
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i, err)
 		}
@@ -287,10 +306,16 @@ func honest(addr netip.AddrPort, token string, n int) error {
 // honestGroup runs k honest players of n rounds in the background; wait
 // returns their errors joined.
 func honestGroup(addr netip.AddrPort, k, n int) (wait func() error) {
+	return playerGroup(k, func(i int) error { return honest(addr, fmt.Sprintf("honest-%d", i), n) })
+}
+
+// playerGroup runs play(0) to play(k-1) in the background; wait returns
+// their errors joined.
+func playerGroup(k int, play func(i int) error) (wait func() error) {
 	var wg sync.WaitGroup
 	errs := make([]error, k)
 	for i := range k {
-		wg.Go(func() { errs[i] = honest(addr, fmt.Sprintf("honest-%d", i), n) })
+		wg.Go(func() { errs[i] = play(i) })
 	}
 	return func() error {
 		wg.Wait()

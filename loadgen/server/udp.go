@@ -79,14 +79,7 @@ func (u *UDPConfig) normalize(allowNonLoopback bool) error {
 	if math.IsNaN(u.HandshakeRate) || u.HandshakeRate <= 0 || math.IsInf(u.HandshakeRate, 0) {
 		return &ConfigError{Field: "UDP.HandshakeRate", Msg: fmt.Sprintf("%v is not a positive rate", u.HandshakeRate)}
 	}
-	if err := checkListenAddr(u.Addr, allowNonLoopback); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			ce.Field = "UDP.Addr"
-		}
-		return err
-	}
-	return nil
+	return checkListenAddr("UDP.Addr", u.Addr, allowNonLoopback)
 }
 
 // UDPStats counts what the UDP listener saw and sent, beside the
@@ -575,18 +568,8 @@ func (l *udpListener) serve(u *udpSession, frame []byte, ok bool, n int, now int
 		return
 	}
 	t, m := &c.t, &c.m
-	var err error
-	if !ok {
-		*m, err = wire.Msg{}, wire.ErrMalformed
-	} else {
-		var k int
-		k, err = wire.Decode(frame, s.maxFrame, m)
-		if err == nil && k != len(frame) || err == wire.ErrIncomplete || err == wire.ErrOversize {
-			err = wire.ErrMalformed // not exactly one frame
-		}
-	}
+	err := decodeWhole(frame, ok, s.maxFrame, m)
 	if err != nil {
-		m.Size = len(frame)
 		if n > wire.DatagramHeaderSize+s.maxFrame {
 			m.Size = s.maxFrame + 1 // truncated by the read: larger than any frame served, which the gate says is Oversize
 		}

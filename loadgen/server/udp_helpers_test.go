@@ -1,16 +1,13 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -156,21 +153,7 @@ func (c *uclient) mustHello(t testing.TB, token, label string) {
 }
 
 // waitReply reads until the reply to id, skipping pongs.
-func (c *uclient) waitReply(id uint64) (wire.Msg, error) {
-	for {
-		m, err := c.next(10 * time.Second)
-		if err != nil {
-			return m, err
-		}
-		switch {
-		case m.Type == wire.TypePong:
-		case m.Type == wire.TypeReply && m.ID == id:
-			return m, nil
-		default:
-			return m, fmt.Errorf("waiting for reply %d: got %v id %d status %v reason %v", id, m.Type, m.ID, m.Status, core.Reason(m.Reason))
-		}
-	}
-}
+func (c *uclient) waitReply(id uint64) (wire.Msg, error) { return waitReply(c, id) }
 
 // leave sends a Disconnect frame: the client ends its session.
 func (c *uclient) leave() error { return c.sendFrame(wire.AppendDisconnect(nil, 0)) }
@@ -187,22 +170,16 @@ func udpHonest(srv netip.AddrPort, token string, n int) error {
 	if m, err := c.hello(token, "honest"); err != nil || m.Status != wire.StatusOK {
 		return fmt.Errorf("hello: %v %+v", err, m)
 	}
-	for i := 1; i <= n; i++ {
-		in, _ := wire.AppendInput(nil, kMove, []byte{1, 2, 3, 4})
-		req, _ := wire.AppendRequest(nil, kReq, uint64(i), []byte("buy"))
-		for _, f := range [][]byte{in, req, wire.AppendPing(nil, uint64(i))} {
+	err = honestRounds(c, n, func(in, req, ping []byte) error {
+		for _, f := range [][]byte{in, req, ping} {
 			if err := c.sendFrame(f); err != nil {
-				return fmt.Errorf("round %d: %w", i, err)
+				return err
 			}
 		}
-		m, err := c.waitReply(uint64(i))
-		if err != nil {
-			return fmt.Errorf("round %d: %w", i, err)
-		}
-		if m.Status != wire.StatusOK {
-			return fmt.Errorf("round %d: status %v reason %v", i, m.Status, core.Reason(m.Reason))
-		}
-		time.Sleep(15 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return c.leave()
 }
@@ -210,13 +187,5 @@ func udpHonest(srv netip.AddrPort, token string, n int) error {
 // udpHonestGroup runs k honest UDP players of n rounds in the background;
 // wait returns their errors joined.
 func udpHonestGroup(srv netip.AddrPort, k, n int) (wait func() error) {
-	var wg sync.WaitGroup
-	errs := make([]error, k)
-	for i := range k {
-		wg.Go(func() { errs[i] = udpHonest(srv, fmt.Sprintf("honest-%d", i), n) })
-	}
-	return func() error {
-		wg.Wait()
-		return errors.Join(errs...)
-	}
+	return playerGroup(k, func(i int) error { return udpHonest(srv, fmt.Sprintf("honest-%d", i), n) })
 }

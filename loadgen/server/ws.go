@@ -55,14 +55,7 @@ func (w *WSConfig) normalize(allowNonLoopback bool) error {
 	if w.UpgradeTimeout < 0 || w.UpgradeTimeout > MaxTimeout {
 		return &ConfigError{Field: "WebSocket.UpgradeTimeout", Msg: fmt.Sprintf("%v is not in [0, %v]", w.UpgradeTimeout, MaxTimeout)}
 	}
-	if err := checkListenAddr(w.Addr, allowNonLoopback); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			ce.Field = "WebSocket.Addr"
-		}
-		return err
-	}
-	return nil
+	return checkListenAddr("WebSocket.Addr", w.Addr, allowNonLoopback)
 }
 
 // wsListener is the server's WebSocket front: an http.Server that only
@@ -530,19 +523,7 @@ func readMessage(r io.Reader, buf []byte) (int, error) {
 func (w *wsConn) message(mt int, b []byte, now int64) {
 	c, s := w.c, w.c.s
 	t, m := &c.t, &c.m
-	var err error
-	if mt != websocket.BinaryMessage {
-		*m, err = wire.Msg{}, wire.ErrMalformed
-	} else {
-		var n int
-		n, err = wire.Decode(b, s.maxFrame, m)
-		if err == nil && n != len(b) || err == wire.ErrIncomplete || err == wire.ErrOversize {
-			err = wire.ErrMalformed // not exactly one frame
-		}
-	}
-	if err != nil {
-		m.Size = len(b)
-	}
+	err := decodeWhole(b, mt == websocket.BinaryMessage, s.maxFrame, m)
 	t.frames++
 	t.row = s.rowOf(m, err)
 	if w.readV.Action != core.Accept {

@@ -81,6 +81,16 @@ const (
 // Dial opens a UDP socket from src (any local address when not valid) to
 // the server at srv. No datagram is sent until the first Write.
 func Dial(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*Conn, error) {
+	pc, err := dial(ctx, srv, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{pc: pc, id: rand.Uint64() | 1, srv: srv, rbuf: make([]byte, 2048)}, nil
+}
+
+// dial opens a UDP socket from src (any local address when not valid),
+// connected to srv.
+func dial(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*net.UDPConn, error) {
 	var laddr *net.UDPAddr
 	if src.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
@@ -90,7 +100,7 @@ func Dial(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{pc: nc.(*net.UDPConn), id: rand.Uint64() | 1, srv: srv, rbuf: make([]byte, 2048)}, nil
+	return nc.(*net.UDPConn), nil
 }
 
 // ID returns the connection id the session is keyed by (with the source
@@ -307,16 +317,11 @@ type Raw struct {
 // DialRaw opens a UDP socket from src (any local address when not valid)
 // to the server at srv.
 func DialRaw(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*Raw, error) {
-	var laddr *net.UDPAddr
-	if src.IsValid() {
-		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
-	}
-	d := net.Dialer{LocalAddr: laddr}
-	nc, err := d.DialContext(ctx, "udp", srv.String())
+	pc, err := dial(ctx, srv, src)
 	if err != nil {
 		return nil, err
 	}
-	return &Raw{UDPConn: nc.(*net.UDPConn), buf: make([]byte, 2048)}, nil
+	return &Raw{UDPConn: pc, buf: make([]byte, 2048)}, nil
 }
 
 // Write sends p as one datagram; a datagram the socket refuses is lost,
