@@ -1,6 +1,10 @@
 package shardmap
 
-import "github.com/sluicedev/sluice/atomicbucket"
+import (
+	"unsafe"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
 
 // Took is what TakeAt returns for one key, as TakeBatchAt writes it.
 type Took struct {
@@ -100,23 +104,32 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 const smallTable = 1 << 20
 
 // touch is TakeBatchAt's first pass: it stores each key's hash in hs and
-// loads the key of its home cell (and, while its shard counts a held key,
-// its mark), independent plain loads whose misses overlap.
+// asks for the line of its home cell with a write prefetch (prefetchWrite;
+// and, while its shard counts a held key, loads its mark), requests that
+// do not wait for each other, so their misses overlap. A write prefetch
+// rather than a plain load: a plain load brings the line in a state the
+// CompareAndSwap must still upgrade, which in BenchmarkBatchHypotheses
+// (own/load+cas against own/prefw+cas, fix/load-pre against
+// fix/prefw-pre) cost the second pass more than the prefetch saves; a
+// locked no-op (own/lockor) takes ownership too, but its misses overlap
+// far less.
 func (m *Map) touch(keys []uint64, hs []uint64) {
 	hs = hs[:len(keys)]
-	for i, key := range keys {
-		hs[i] = m.hash(key)
-	}
+	var ps [BatchChunk]unsafe.Pointer
+	pc := ps[:len(keys)]
 	var sink uint64
-	for _, h := range hs {
+	for i, key := range keys {
+		h := m.hash(key)
+		hs[i] = h
 		sh := m.shardOf(h)
 		t := sh.tab.Load()
 		j := t.home(h)
-		sink += t.cell(j).key.Load()
+		pc[i] = unsafe.Pointer(t.cell(j))
 		if sh.held.Load() != 0 {
 			sink += t.marks[j].Load()
 		}
 	}
+	prefetchWrite(pc)
 	touchSink(sink)
 }
 
