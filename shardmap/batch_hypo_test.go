@@ -72,9 +72,9 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 				}
 				fence.Add(sink) // locked: waits for every load before it
 			case "prefw":
-				var ps [64]unsafe.Pointer
+				var ps [64]uintptr
 				for j, k := range idx {
-					ps[j] = unsafe.Pointer(&aw[k])
+					ps[j] = uintptr(unsafe.Pointer(&aw[k]))
 				}
 				prefetchWrite(ps[:])
 			case "lockor":
@@ -184,13 +184,15 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 }
 
 // TestBatchTouchLines is hypothesis (b) of BenchmarkBatchHypotheses: for
-// every key of the 1M-key fixture it compares the cache line the first
-// pass loads (the line of the home cell's key; marks are not loaded while
-// no key is held) with the lines the second pass reads (every cell the
-// probe reads up to the key's, and the key's word), by address. It reports
-// the shares of keys whose probe or word leaves the touched line, and
-// asserts that no cell straddles two lines (cells are 16 bytes and the
-// cells array 16-byte aligned).
+// every key of the 1M-key fixture it compares the cache lines the first
+// pass asks for (the line of the home cell; marks are not loaded while no
+// key is held) with the lines the second pass reads (every cell the probe
+// reads up to the key's, and the key's word), by address, with and without
+// the next line for a home that is the last cell of its line (touch's
+// write-prefetch path). It reports the shares of keys whose probe leaves
+// the touched lines, and asserts that no cell straddles two lines (cells
+// are 16 bytes and the cells arrays 16-byte aligned) and that the next
+// line covers some of them.
 func TestBatchTouchLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a 1M-key map")
@@ -198,14 +200,19 @@ func TestBatchTouchLines(t *testing.T) {
 	m := newMap(t, 1e6, 1000, Config{MaxKeys: 1 << 20})
 	keys := fillTable(t, m, 0, 1, rand.New(rand.NewPCG(1, 2)))
 	line := func(p unsafe.Pointer) uintptr { return uintptr(p) &^ 63 }
-	var other, twoLines, unaligned int
+	var other, twoLines, otherNext, unaligned, lastCell int
 	for _, k := range keys {
 		h := m.hash(k)
 		tab := m.shardOf(h).tab.Load()
 		if uintptr(unsafe.Pointer(unsafe.SliceData(tab.cells)))%16 != 0 {
 			unaligned++
 		}
-		touched := line(unsafe.Pointer(&tab.cell(tab.home(h)).key))
+		home := tab.cell(tab.home(h))
+		touched := line(unsafe.Pointer(home))
+		last := uintptr(unsafe.Pointer(home))%64 == 48
+		if last {
+			lastCell++
+		}
 		c, _ := tab.find(k, h)
 		if c == nil {
 			t.Fatalf("key %d not found", k)
@@ -213,10 +220,10 @@ func TestBatchTouchLines(t *testing.T) {
 		if line(unsafe.Pointer(&c.key)) != line(unsafe.Pointer(&c.word)) {
 			t.Fatalf("key %d: its cell straddles two lines", k)
 		}
-		seen := map[uintptr]bool{touched: true}
+		read := map[uintptr]bool{}
 		for i := tab.home(h); ; {
 			cc := tab.cell(i)
-			seen[line(unsafe.Pointer(cc))] = true
+			read[line(unsafe.Pointer(cc))] = true
 			if cc == c {
 				break
 			}
@@ -224,19 +231,29 @@ func TestBatchTouchLines(t *testing.T) {
 				i = 0
 			}
 		}
-		if len(seen) > 1 {
+		delete(read, touched)
+		if len(read) > 0 {
 			other++
 		}
-		if len(seen) > 2 {
+		if len(read) > 1 {
 			twoLines++
+		}
+		if last {
+			delete(read, touched+64)
+		}
+		if len(read) > 0 {
+			otherNext++
 		}
 	}
 	if unaligned != 0 {
 		t.Errorf("%d keys' tables are not 16-byte aligned", unaligned)
 	}
+	if otherNext >= other {
+		t.Errorf("the next line of a last-cell home covers no probe: %d keys leave the touched lines with it, %d without", otherNext, other)
+	}
 	n := float64(len(keys))
-	t.Logf("keys %d: the second pass reads a line the first did not load for %.1f%% (two or more such lines: %.1f%%); the word is always on its key's line",
-		len(keys), 100*float64(other)/n, 100*float64(twoLines)/n)
+	t.Logf("keys %d: the second pass reads a line the first did not ask for for %.1f%% (two or more such lines: %.1f%%); with the next line of a last-cell home (%.1f%% of keys) also asked for, %.1f%%; the word is always on its key's line",
+		len(keys), 100*float64(other)/n, 100*float64(twoLines)/n, 100*float64(lastCell)/n, 100*float64(otherNext)/n)
 }
 
 // touchOwned is touch by an atomic Or of 0 on each home cell's key: a

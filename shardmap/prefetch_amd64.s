@@ -1,9 +1,9 @@
 #include "textflag.h"
 
-// func prefetchWrite(ps []unsafe.Pointer)
+// func prefetchWrite(ls []uintptr)
 TEXT ·prefetchWrite(SB), NOSPLIT, $0-24
-	MOVQ ps_base+0(FP), SI
-	MOVQ ps_len+8(FP), CX
+	MOVQ ls_base+0(FP), SI
+	MOVQ ls_len+8(FP), CX
 	TESTQ CX, CX
 	JZ done
 loop:

@@ -2,17 +2,10 @@
 
 package shardmap
 
-import (
-	"sync/atomic"
-	"unsafe"
-)
+// haveWritePrefetch reports that no write prefetch is wired here:
+// TakeBatchAt's first pass loads its lines instead.
+const haveWritePrefetch = false
 
-// prefetchWrite loads the first word of each of ps: where no write
-// prefetch is wired (amd64 has PREFETCHW), plain loads bring the lines in.
-func prefetchWrite(ps []unsafe.Pointer) {
-	var sink uint64
-	for _, p := range ps {
-		sink += (*atomic.Uint64)(p).Load()
-	}
-	touchSink(sink)
-}
+// prefetchWrite does nothing where no write prefetch is wired; touch does
+// not call it there.
+func prefetchWrite(ls []uintptr) {}

@@ -7,18 +7,19 @@ import (
 
 // TestPrefetchWriteChangesNothing holds prefetchWrite to a hint: on words
 // anywhere in a table's cells (first and last included) and on none, it
-// returns and leaves every word as it was.
+// returns and leaves every word as it was; an address past the cells and
+// address 0 do not fault.
 func TestPrefetchWriteChangesNothing(t *testing.T) {
 	cells := make([]cell, 4096)
 	for i := range cells {
 		cells[i].key.Store(uint64(i) + 1)
 		cells[i].word.Store(^uint64(i))
 	}
-	var ps []unsafe.Pointer
+	var ps []uintptr
 	for i := 0; i < len(cells); i += 37 {
-		ps = append(ps, unsafe.Pointer(&cells[i]), unsafe.Pointer(&cells[i].word))
+		ps = append(ps, uintptr(unsafe.Pointer(&cells[i])), uintptr(unsafe.Pointer(&cells[i].word)))
 	}
-	ps = append(ps, unsafe.Pointer(&cells[len(cells)-1].word))
+	ps = append(ps, uintptr(unsafe.Pointer(&cells[len(cells)-1].word)), uintptr(unsafe.Pointer(&cells[len(cells)-1]))+64, 0)
 	prefetchWrite(ps)
 	prefetchWrite(nil)
 	for i := range cells {
