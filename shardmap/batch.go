@@ -38,9 +38,11 @@ const BatchChunk = 64
 // its key's cell, and its CompareAndSwap (a locked instruction) lets no
 // later load complete before it, so the cache misses of successive takes
 // never overlap. TakeBatchAt works in chunks: a first pass hashes every key
-// of the chunk and loads its home cell with plain loads, whose misses
-// overlap; a second pass runs the takes on lines already in cache, with the
-// hashes and the clock conversion of the first. Like TakeAt it neither
+// of the chunk and asks for its home cell's line (a write prefetch where
+// the CPU has one, which also takes the line's ownership for the
+// CompareAndSwap; plain loads elsewhere), requests whose misses overlap; a
+// second pass runs the takes on lines already in cache, with the hashes
+// and the clock conversion of the first. Like TakeAt it neither
 // locks nor allocates for tracked keys.
 func (m *Map) TakeBatchAt(keys []uint64, now int64, n uint64, out []Took) {
 	for len(keys) > 0 {
