@@ -19,21 +19,25 @@ import (
 // CompareAndSwap then needs another trip for ownership. On a 32 MiB array
 // of words (BenchmarkBatchPhysics's), 64 random lines a round:
 //
-//   - own/load, own/lockor, own/failcas: the touch alone (plain loads;
-//     own/loadfence: plain loads and then one locked Add on a word of its
-//     own, which waits for them all to complete; atomic Or of 0, a locked read-modify-write that takes ownership and
-//     changes nothing; a CompareAndSwap whose expected value the word
-//     never holds, which fails and also takes ownership);
-//   - own/load+cas, own/lockor+cas, own/failcas+cas: that touch on word 0
-//     of each line, then a Load and CompareAndSwap of word 1 of the same
-//     line; own/none+cas: the CompareAndSwaps alone on cold lines;
+//   - own/load, own/loadfence, own/prefw, own/lockor, own/failcas: the
+//     touch alone: plain loads; plain loads and then one locked Add on a
+//     word of its own, which waits for them all to complete; a write
+//     prefetch of each line (prefetchWrite); an atomic Or of 0, a locked
+//     read-modify-write that takes ownership and changes nothing; a
+//     CompareAndSwap whose expected value the word never holds, which
+//     fails and also takes ownership;
+//   - own/<touch>+cas: that touch on word 0 of each line, then a Load and
+//     CompareAndSwap of word 1 of the same line; own/none+cas: the
+//     CompareAndSwaps alone on cold lines;
 //   - own/hot+cas: the CompareAndSwaps on 64 lines that stay in cache (the
 //     same 64 every round): the price of the second pass with no memory.
 //
-// On the 1M fixture: fix/load-pre and fix/own-pre run the first pass by
-// plain loads (touch) or by an atomic Or of 0 on each home cell's key
-// (touchOwned), then TakeBatchAt with its own first pass skipped (the keys
-// hashed again in the second), so that only the kind of touch differs.
+// On the 1M fixture: fix/load-pre, fix/prefw-pre and fix/own-pre run the
+// first pass by plain loads (touchLoads), by TakeBatchAt's own first pass
+// (touch: write prefetches on amd64) or by an atomic Or of 0 on each home
+// cell's key (touchOwned), then TakeBatchAt with its own first pass
+// skipped (the keys hashed again in the second), so that only the kind of
+// touch differs; fix/none-pre skips the first pass.
 //
 // (c) Arithmetic: arith/next is IsFull and NextFull or NextPartial on 64
 // words in cache, the bucket arithmetic of a take without its loads'
