@@ -21,7 +21,7 @@ import (
 // every key, as a single take that loads the closed flag before Close may.
 //
 // On a large table it is faster per key than TakeAt in a loop: the keys'
-// cells are loaded first with plain loads, whose cache misses overlap, and
+// cells are asked for first, requests whose cache misses overlap, and
 // the takes then find them in cache (see shardmap.Map.TakeBatchAt). With
 // escalation on, an ordinary denial ends the map's batch there (its soft
 // violation is recorded before the keys after it are taken), and the keys

@@ -1,6 +1,10 @@
 package shardmap
 
-import "github.com/sluicedev/sluice/atomicbucket"
+import (
+	"unsafe"
+
+	"github.com/sluicedev/sluice/atomicbucket"
+)
 
 // Took is what TakeAt returns for one key, as TakeBatchAt writes it.
 type Took struct {
@@ -34,9 +38,11 @@ const BatchChunk = 64
 // its key's cell, and its CompareAndSwap (a locked instruction) lets no
 // later load complete before it, so the cache misses of successive takes
 // never overlap. TakeBatchAt works in chunks: a first pass hashes every key
-// of the chunk and loads its home cell with plain loads, whose misses
-// overlap; a second pass runs the takes on lines already in cache, with the
-// hashes and the clock conversion of the first. Like TakeAt it neither
+// of the chunk and asks for its home cell's line (a write prefetch where
+// the CPU has one, which also takes the line's ownership for the
+// CompareAndSwap; plain loads elsewhere), requests whose misses overlap; a
+// second pass runs the takes on lines already in cache, with the hashes
+// and the clock conversion of the first. Like TakeAt it neither
 // locks nor allocates for tracked keys.
 func (m *Map) TakeBatchAt(keys []uint64, now int64, n uint64, out []Took) {
 	for len(keys) > 0 {
@@ -100,23 +106,62 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 const smallTable = 1 << 20
 
 // touch is TakeBatchAt's first pass: it stores each key's hash in hs and
-// loads the key of its home cell (and, while its shard counts a held key,
-// its mark), independent plain loads whose misses overlap.
+// asks for the line of its home cell (and, while its shard counts a held
+// key, loads its mark), requests that do not wait for each other, so their
+// misses overlap.
+//
+// Where the CPU has a write prefetch (haveWritePrefetch), the lines are
+// asked for with it rather than loaded: a plain load brings a line in a
+// state the CompareAndSwap must still upgrade, which in
+// BenchmarkBatchHypotheses cost the second pass more than the prefetch
+// saves (own/load+cas against own/prefw+cas). A home cell that is the last
+// of its line also has the next line asked for: its probe leaves the line
+// for any key not at home (TestBatchTouchLines counts what that covers),
+// and a prefetch, unlike a load, does not hold up the pass while it waits.
+// An address past the end of the cells is harmless there: a prefetch never
+// faults, and a uintptr keeps nothing alive.
 func (m *Map) touch(keys []uint64, hs []uint64) {
 	hs = hs[:len(keys)]
-	for i, key := range keys {
-		hs[i] = m.hash(key)
-	}
 	var sink uint64
-	for _, h := range hs {
+	if !haveWritePrefetch {
+		for i, key := range keys {
+			h := m.hash(key)
+			hs[i] = h
+			sh := m.shardOf(h)
+			t := sh.tab.Load()
+			j := t.home(h)
+			sink += t.cell(j).key.Load()
+			if sh.held.Load() != 0 {
+				sink += t.marks[j].Load()
+			}
+		}
+		touchSink(sink)
+		return
+	}
+	const lineBytes = 64
+	var ls [2 * BatchChunk]uintptr // the lines to prefetch: at most two a key
+	n := 0
+	for i, key := range keys {
+		h := m.hash(key)
+		hs[i] = h
 		sh := m.shardOf(h)
 		t := sh.tab.Load()
 		j := t.home(h)
-		sink += t.cell(j).key.Load()
+		a := uintptr(unsafe.Pointer(t.cell(j)))
+		// Both written, the second counted only for a last cell: no
+		// branch on an address the predictor cannot know. The masks keep
+		// the indexes in range for the compiler (n < 2·i+2 always).
+		ls[n&(2*BatchChunk-1)] = a
+		ls[(n+1)&(2*BatchChunk-1)] = a + lineBytes
+		n++
+		if a%lineBytes == lineBytes-unsafe.Sizeof(cell{}) {
+			n++
+		}
 		if sh.held.Load() != 0 {
 			sink += t.marks[j].Load()
 		}
 	}
+	prefetchWrite(ls[:n])
 	touchSink(sink)
 }
 
