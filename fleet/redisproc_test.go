@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicedev/sluice/internal/redisproc"
 )
 
 // redisProc is a redis-server of a test's own on a free loopback port,
@@ -27,14 +27,7 @@ type redisProc struct {
 // needRedis returns the path of redis-server, skipping the test when it is
 // absent, except in CI (CI=true), where its absence fails the test.
 func needRedis(t testing.TB) string {
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skip("redis-server not installed: skipping a test that needs a real Redis (apt-get install redis-server)")
-	}
-	return p
+	return redisproc.Need(t, "a test of the fleet")
 }
 
 func freePort(t testing.TB) int {

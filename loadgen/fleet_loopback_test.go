@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -15,12 +14,7 @@ import (
 // needRedisServer skips a test that needs redis-server where it is not
 // installed, except in CI (CI=true), where its absence fails the test.
 func needRedisServer(t *testing.T) {
-	if _, err := redisproc.Path(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skip("redis-server not installed: skipping a loopback fleet test that needs a real Redis (apt-get install redis-server)")
-	}
+	redisproc.Need(t, "a loopback fleet test")
 }
 
 // Four reference servers on loopback ports, their account layers on one

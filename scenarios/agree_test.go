@@ -71,12 +71,7 @@ func TestSimAgreesWithLoopback(t *testing.T) {
 				s, err := Load(f)
 				require.NoError(t, err)
 				if s.Servers > 1 || s.Redis != "" {
-					if _, err := redisproc.Path(); err != nil {
-						if os.Getenv("CI") == "true" {
-							t.Fatalf("redis-server is required in CI: %v", err)
-						}
-						t.Skipf("redis-server not installed: %s needs a real Redis over loopback", name)
-					}
+					redisproc.Need(t, name+" over loopback")
 				}
 				opt := Options{Transport: tr.Name, Duration: agreeDuration, Driver: DriverSim}
 				units := writeUnits(t, s, opt)

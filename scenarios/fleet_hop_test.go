@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -19,12 +18,7 @@ func TestFleetHopOnLoopbackAgreesWithSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs fleet-hop twice over loopback sockets and a real Redis")
 	}
-	if _, err := redisproc.Path(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skip("redis-server not installed: skipping fleet-hop on loopback, which needs a real Redis (apt-get install redis-server)")
-	}
+	redisproc.Need(t, "fleet-hop on loopback")
 	s, err := Load("fleet-hop.yaml")
 	require.NoError(t, err)
 	opt := Options{Duration: 8 * time.Second}

@@ -85,3 +85,27 @@ func (p *Proc) Stop() {
 	}
 	os.RemoveAll(p.dir)
 }
+
+// TB is the part of testing.TB that Need uses (so that this package, which
+// the harness imports, does not import testing).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// Need returns the path of redis-server for a test that needs it. Where it
+// is not installed the test is skipped, saying what needed it, except in
+// CI (CI=true), where tests that need Redis must run: there its absence
+// fails the test.
+func Need(tb TB, what string) string {
+	tb.Helper()
+	p, err := Path()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redis-server is required in CI: %v", err)
+		}
+		tb.Skipf("skipping %s, which needs a real Redis: %v", what, err)
+	}
+	return p
+}
