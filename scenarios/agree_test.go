@@ -157,6 +157,19 @@ func notComparable(lv *reports.Variant) string {
 // time, hears first. 2% of a count under 100 is less than one event.
 func agree(a, b, unit int64) bool { return abs(a-b) <= max(2, unit, max(a, b)/50) }
 
+// runSimAndLoopback runs s with opt on the sim driver, then on the
+// loopback driver, and returns both outcomes; either run's error fails t.
+func runSimAndLoopback(t *testing.T, s *Scenario, opt Options) (sim, loop *Outcome) {
+	t.Helper()
+	opt.Driver = DriverSim
+	sim, err := Run(context.Background(), s, opt)
+	require.NoError(t, err)
+	opt.Driver = DriverLoopback
+	loop, err = Run(context.Background(), s, opt)
+	require.NoError(t, err)
+	return sim, loop
+}
+
 // churnFloor is the shortest gap between a client's connects for which
 // its population's counts are compared: a client that moves to a new
 // connection sooner than a loopback round trip (through the server's

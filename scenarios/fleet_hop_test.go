@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,14 +21,7 @@ func TestFleetHopOnLoopbackAgreesWithSim(t *testing.T) {
 	s, err := Load("fleet-hop.yaml")
 	require.NoError(t, err)
 	opt := Options{Duration: 8 * time.Second}
-	loop := opt
-	loop.Driver = DriverLoopback
-	lo, err := Run(context.Background(), s, loop)
-	require.NoError(t, err)
-	sim := opt
-	sim.Driver = DriverSim
-	so, err := Run(context.Background(), s, sim)
-	require.NoError(t, err)
+	so, lo := runSimAndLoopback(t, s, opt)
 	// What the variants show, whatever the machine's load: the fleet holds
 	// the hopper to the bound the thresholds state (59.4 a second), per
 	// process limits admit several times that.

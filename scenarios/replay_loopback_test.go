@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -46,14 +45,7 @@ func TestReplayCompareOnLoopbackAgreesWithSim(t *testing.T) {
 	s, err := Load("replay-compare.yaml")
 	require.NoError(t, err)
 	opt := Options{Duration: 6 * time.Second}
-	loop := opt
-	loop.Driver = DriverLoopback
-	lo, err := Run(context.Background(), s, loop)
-	require.NoError(t, err)
-	sim := opt
-	sim.Driver = DriverSim
-	so, err := Run(context.Background(), s, sim)
-	require.NoError(t, err)
+	so, lo := runSimAndLoopback(t, s, opt)
 	require.Equal(t, "loopback", lo.Results.Run.Driver)
 	compared := 0
 	for i, lv := range lo.Results.Variants {

@@ -23,15 +23,9 @@ func TestMixedTransportsSimAgreesWithLoopback(t *testing.T) {
 	}
 	s, err := Load("mixed-transports.yaml")
 	require.NoError(t, err)
-	opt := Options{Duration: 4 * time.Second, Driver: DriverSim}
-	sim, err := Run(context.Background(), s, opt)
-	require.NoError(t, err)
-	opt.Driver = DriverLoopback
-	loop, err := Run(context.Background(), s, opt)
-	require.NoError(t, err)
+	sim, loop := runSimAndLoopback(t, s, Options{Duration: 4 * time.Second})
 	want := map[string]string{"tcp": "tcp", "ws": "ws", "udp": "udp", "ws-flood": "ws", "udp-flood": "udp"}
 	invalid := loop.Results.Variants[0].Invalid
-	near := func(a, b int64) bool { return abs(a-b) <= max(2, max(a, b)/50) }
 	for i, sp := range sim.Results.Variants[0].Populations {
 		lp := loop.Results.Variants[0].Populations[i]
 		assert.Equal(t, want[sp.Name], sp.Transport, "%s's transport in the sim's results", sp.Name)
@@ -43,9 +37,9 @@ func TestMixedTransportsSimAgreesWithLoopback(t *testing.T) {
 				continue
 			}
 			if !strings.Contains(sp.Name, "flood") { // a flooder may write once more before its Disconnect arrives
-				assert.True(t, near(sk.Sent, lk.Sent), "%s %s: sent %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Sent, lk.Sent)
+				assert.True(t, agree(sk.Sent, lk.Sent, 0), "%s %s: sent %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Sent, lk.Sent)
 			}
-			assert.True(t, near(sk.Accepted, lk.Accepted), "%s %s: accepted %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Accepted, lk.Accepted)
+			assert.True(t, agree(sk.Accepted, lk.Accepted, 0), "%s %s: accepted %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Accepted, lk.Accepted)
 		}
 	}
 	if len(invalid) > 0 {

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -23,16 +22,10 @@ func TestSimAgreesWithLoopbackOverWebSocket(t *testing.T) {
 	s, err := Load("honest-only.yaml")
 	require.NoError(t, err)
 	opt := Options{Transport: drive.TransportWS, Duration: 4 * time.Second}
-	opt.Driver = DriverSim
-	sim, err := Run(context.Background(), s, opt)
-	require.NoError(t, err)
-	opt.Driver = DriverLoopback
-	loop, err := Run(context.Background(), s, opt)
-	require.NoError(t, err)
+	sim, loop := runSimAndLoopback(t, s, opt)
 	assert.Equal(t, "ws", sim.Results.Run.Transport)
 	assert.Equal(t, "ws", loop.Results.Run.Transport)
 	invalid := loop.Results.Variants[0].Invalid
-	near := func(a, b int64) bool { return abs(a-b) <= max(2, max(a, b)/50) }
 	for i, sp := range sim.Results.Variants[0].Populations {
 		lp := loop.Results.Variants[0].Populations[i]
 		for j, sk := range sp.Kinds {
@@ -41,8 +34,8 @@ func TestSimAgreesWithLoopbackOverWebSocket(t *testing.T) {
 			if len(invalid) > 0 {
 				continue
 			}
-			assert.True(t, near(sk.Sent, lk.Sent), "%s %s: sent %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Sent, lk.Sent)
-			assert.True(t, near(sk.Accepted, lk.Accepted), "%s %s: accepted %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Accepted, lk.Accepted)
+			assert.True(t, agree(sk.Sent, lk.Sent, 0), "%s %s: sent %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Sent, lk.Sent)
+			assert.True(t, agree(sk.Accepted, lk.Accepted, 0), "%s %s: accepted %d in the sim, %d over loopback", sp.Name, sk.Kind, sk.Accepted, lk.Accepted)
 		}
 	}
 	if len(invalid) > 0 {
