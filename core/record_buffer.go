@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/sluicedev/sluice/internal/relstore"
 )
 
 // RecordBuffer is a bounded, lock-free, multi-producer single-consumer
@@ -26,11 +28,14 @@ import (
 // groups; later ones are recorded as ""). A producer claims a position
 // with one CompareAndSwap on the tail, after checking against the
 // consumer's published head that the position's slot is free, fills the
-// slot and publishes it with a store of its sequence number; the consumer
+// slot and publishes it with a release store of its sequence number
+// (internal/relstore: on amd64 a plain store, where sync/atomic's Store
+// is a locked XCHG that costs a push as much as its claim); the consumer
 // publishes its head once every 256 records it takes, so it never writes
-// to a slot's line and the line does not travel back to it. The atomic
-// store and load of the sequence (and of the head) order the slot's plain
-// words between producer and consumer.
+// to a slot's line and the line does not travel back to it. The release
+// store and the atomic load of the sequence (and the atomic store and
+// load of the head) order the slot's plain words between producer and
+// consumer.
 //
 // Make one with NewRecordBuffer; the zero value is not usable. Push is
 // safe for concurrent use; Drain must be called by one goroutine at a
@@ -96,7 +101,7 @@ func (b *RecordBuffer) Push(r GateRecord) bool {
 		return false
 	}
 	packRecord(&slot.w, &r, g)
-	slot.seq.Store(pos + 1) // publish: the consumer reads w after seeing this
+	relstore.Store(&slot.seq, pos+1) // publish: the consumer reads w after seeing this
 	return true
 }
 
@@ -130,7 +135,7 @@ func (b *RecordBuffer) pushCheck(m Message, v Verdict, now int64) {
 		verdictWord(v.Action, v.Reason, v.Shadow),
 		0,
 	}
-	slot.seq.Store(pos + 1)
+	relstore.Store(&slot.seq, pos+1)
 }
 
 // Drain appends to dst the records published so far, in the order their
