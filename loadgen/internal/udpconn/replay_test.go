@@ -106,6 +106,7 @@ func TestReplaySocketReplaysTheCookieFromAnotherPort(t *testing.T) {
 	assert.Equal(t, uint64(rounds*replays), u.BadCookies, "every replay refused as a bad cookie")
 	assert.Equal(t, st.Received, st.Cookies, "the replaying port got cookies only")
 	assert.LessOrEqual(t, st.RecvBytes, st.SentBytes, "no more sent to the replaying port than received from it")
+	assert.Equal(t, uint64(rounds*replays*wire.MinHandshake), st.SentBytes)
 	assert.Equal(t, uint64(rounds*replays*wire.CookieDatagramSize), st.RecvBytes)
 	assert.LessOrEqual(t, u.UnverifiedSent, u.UnverifiedBytes)
 
