@@ -33,7 +33,7 @@ func TestLoopbackEveryUDPBehaviour(t *testing.T) {
 			pops = append(pops, behave.Population{Name: n, Clients: 20, Behaviour: b, Hostile: true})
 		}
 	}
-	require.Len(t, names, 4)
+	require.Len(t, names, 5)
 	plan := behave.Plan{Seed: 5, Duration: 3 * time.Second, Populations: pops}
 	res, err := RunLoopback(context.Background(), RunSpec{Plan: plan, Workers: 2, Transport: drive.TransportUDP, Config: drive.RunConfig{Timeout: time.Second}}, behave.DefaultPolicy())
 	require.NoError(t, err)

@@ -41,6 +41,7 @@ var registry = map[string]func() Behaviour{
 	"udp-amplify":         func() Behaviour { return &UDPAmplify{} },
 	"udp-garbage":         func() Behaviour { return &UDPGarbage{} },
 	"udp-id-guess":        func() Behaviour { return &UDPIDGuess{} },
+	"udp-cookie-replay":   func() Behaviour { return &UDPCookieReplay{} },
 }
 
 // NewBehaviour returns a pointer to the named behaviour with every

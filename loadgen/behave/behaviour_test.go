@@ -48,7 +48,7 @@ func allBehaviours(t *testing.T) []Behaviour {
 }
 
 func TestEveryBehaviourIsDeterministicAndWellFormed(t *testing.T) {
-	require.Len(t, BehaviourNames(), 28)
+	require.Len(t, BehaviourNames(), 29)
 	for _, b := range allBehaviours(t) {
 		t.Run(b.Name(), func(t *testing.T) {
 			require.NoError(t, b.Validate())
@@ -659,5 +659,6 @@ func TestWritesRawMatchesTheActions(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"bad-length": true, "malformed": true, "malformed-churn": true, "slowloris": true,
 		"ws-slow-upgrade": true, "ws-fragment-flood": true, "ws-ping-flood": true, "ws-oversize-header": true,
-		"udp-handshake-flood": true, "udp-amplify": true, "udp-garbage": true, "udp-id-guess": true}, raw)
+		"udp-handshake-flood": true, "udp-amplify": true, "udp-garbage": true, "udp-id-guess": true,
+		"udp-cookie-replay": true}, raw)
 }

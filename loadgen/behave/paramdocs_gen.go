@@ -86,6 +86,8 @@ var fieldDocs = map[string]string{
 	"TinyFlood.Kind":                   "Kind: what the frames are. Default move (an empty Input, 6 bytes).",
 	"TinyFlood.WritesPerSecond":        "WritesPerSecond: writes per second (±10% jitter). Default 100.",
 	"UDPAmplify.Every":                 "Every: time between handshakes (±10% jitter). Default 10ms.",
+	"UDPCookieReplay.Every":            "Every: time between the handshake and its first replay, between replays and before the next round (±10% jitter). Default 10ms.",
+	"UDPCookieReplay.Replays":          "Replays: replays of each cookie, after the handshake that obtains it. Default 10.",
 	"UDPGarbage.Every":                 "Every: time between datagrams (±10% jitter). Default 10ms.",
 	"UDPGarbage.MaxSize":               "MaxSize: the largest datagram, in bytes. Default 200.",
 	"UDPHandshakeFlood.Every":          "Every: time between handshakes (±10% jitter). Default 10ms.",

@@ -21,7 +21,7 @@ func Sends(b Behaviour) (kinds []Kind, ok bool) {
 	case *ByteFlood:
 		set[b.kind()] = true
 	case *BadLength, *Malformed, *Slowloris, *MalformedChurn, *WSSlowUpgrade, *WSFragmentFlood, *WSPingFlood, *WSOversizeHeader,
-		*UDPHandshakeFlood, *UDPAmplify, *UDPGarbage, *UDPIDGuess:
+		*UDPHandshakeFlood, *UDPAmplify, *UDPGarbage, *UDPIDGuess, *UDPCookieReplay:
 		// Raw bytes only.
 	case *Replay:
 		set[b.kind()] = true

@@ -55,7 +55,7 @@ type Loopback struct {
 	WSAddr, UDPAddr netip.AddrPort
 	WSRaw           []uint8       // over WebSocket: per client, how a behaviour writing frames of its own is dialled (wsDialMode)
 	Fleet           *LoopFleet    // a run of several servers: which one each client dials (fleet.go)
-	UDPRaw          []bool        // over UDP: per client, whether it is dialled a raw socket (behave/hostile_udp.go)
+	UDPRaw          []uint8       // over UDP: per client, how a behaviour writing datagrams of its own is dialled (udpDialRaw, udpDialReplay; behave/hostile_udp.go)
 	Net             drive.Network // over UDP: the clients' network model (drive/network.go)
 	Seeds           []uint64      // over UDP: per client, its seed, for the network model
 }

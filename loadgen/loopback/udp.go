@@ -16,8 +16,8 @@ import (
 // datagram and runs the cookie handshake around its Hello (see
 // docs/transports.md).
 func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
-	if int(id.Client) < len(l.UDPRaw) && l.UDPRaw[id.Client] {
-		return l.dialUDPRaw(src)
+	if int(id.Client) < len(l.UDPRaw) && l.UDPRaw[id.Client] != udpDialSession {
+		return l.dialUDPRaw(src, l.UDPRaw[id.Client])
 	}
 	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
 	if err != nil {
@@ -37,22 +37,38 @@ func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
 	return c, nil
 }
 
+// How the loopback driver dials a client over UDP (Loopback.UDPRaw).
+const (
+	udpDialSession uint8 = iota // a udpconn.Conn: a session, opened by the cookie handshake
+	udpDialRaw                  // a udpconn.Raw: the behaviour writes datagrams of its own
+	udpDialReplay               // a udpconn.Raw with a replay socket (udpconn.DialReplay): a cookie replayer's
+)
+
 // dialUDPRaw is Dial's raw UDP socket for a behaviour that writes its own
-// datagrams.
-func (l *Loopback) dialUDPRaw(src netip.Addr) (*udpconn.Raw, error) {
+// datagrams, with a replay socket in mode udpDialReplay.
+func (l *Loopback) dialUDPRaw(src netip.Addr, mode uint8) (*udpconn.Raw, error) {
 	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
 	if err != nil {
 		return nil, err
 	}
+	if mode == udpDialReplay {
+		return udpconn.DialReplay(l.ctx, ap, src)
+	}
 	return udpconn.DialRaw(l.ctx, ap, src)
 }
 
-// UDPRawModes returns, for each client of a worker, whether it is dialled
-// a raw UDP socket.
-func UDPRawModes(clients []behave.Client) []bool {
-	out := make([]bool, len(clients))
+// UDPRawModes returns, for each client of a worker, how it is dialled
+// over UDP: a session, a raw socket, or a raw socket with a replay
+// socket.
+func UDPRawModes(clients []behave.Client) []uint8 {
+	out := make([]uint8, len(clients))
 	for i := range clients {
-		out[i] = behave.UDPOnly(clients[i].Behaviour)
+		switch b := clients[i].Behaviour; {
+		case behave.UDPReplaysCookies(b):
+			out[i] = udpDialReplay
+		case behave.UDPOnly(b):
+			out[i] = udpDialRaw
+		}
 	}
 	return out
 }

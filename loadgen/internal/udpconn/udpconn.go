@@ -306,12 +306,21 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { return c.pc.SetWriteDeadlin
 // Raw is a plain UDP socket for behaviours that write datagrams of their
 // own: each Write is one datagram, as it is. Read returns the frames of
 // the Data datagrams the server sends it (none, as a rule: it has no
-// session) and drops every other datagram (cookies). The zero value is
-// not usable: make one with DialRaw.
+// session) and drops every other datagram, keeping the last Cookie
+// datagram's cookie (see Cookie). A Raw made by DialReplay has a second
+// socket, which the handshakes that carry a cookie go out from (see
+// DialReplay). Read is called from one goroutine and Write from another;
+// Close and Cookie from any. The zero value is not usable: make one with
+// DialRaw or DialReplay.
 type Raw struct {
 	*net.UDPConn
 	buf     []byte
 	pending []byte
+	replay  *replay // nil but for DialReplay
+
+	mu      sync.Mutex
+	cookie  [wire.CookieSize]byte // the last cookie the server sent this socket
+	cookies uint64                // how many it has sent
 }
 
 // DialRaw opens a UDP socket from src (any local address when not valid)
@@ -325,10 +334,34 @@ func DialRaw(ctx context.Context, srv netip.AddrPort, src netip.Addr) (*Raw, err
 }
 
 // Write sends p as one datagram; a datagram the socket refuses is lost,
-// as the network loses it.
+// as the network loses it. On a Raw made by DialReplay, a Handshake
+// datagram that carries a cookie is replayed instead (see DialReplay).
 func (r *Raw) Write(p []byte) (int, error) {
+	if r.replay != nil && carriesCookie(p) {
+		r.replay.send(p, r)
+		return len(p), nil
+	}
 	r.UDPConn.Write(p)
 	return len(p), nil
+}
+
+// Cookie returns the last cookie the server sent this socket, and how
+// many Cookie datagrams it has sent it (0: none, and the cookie is
+// zeros).
+func (r *Raw) Cookie() (ck [wire.CookieSize]byte, n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cookie, r.cookies
+}
+
+// Close closes the socket and, on a Raw made by DialReplay, the replay
+// socket, once its reader has ended.
+func (r *Raw) Close() error {
+	err := r.UDPConn.Close()
+	if r.replay != nil {
+		r.replay.close()
+	}
+	return err
 }
 
 // Read returns the frames of the server's Data datagrams.
@@ -338,8 +371,15 @@ func (r *Raw) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if k, _, rest, err := wire.ParseDatagram(r.buf[:n]); err == nil && k == wire.DatagramData {
+		switch k, _, rest, err := wire.ParseDatagram(r.buf[:n]); {
+		case err != nil:
+		case k == wire.DatagramData:
 			r.pending = rest
+		case k == wire.DatagramCookie:
+			r.mu.Lock()
+			copy(r.cookie[:], rest)
+			r.cookies++
+			r.mu.Unlock()
 		}
 	}
 	n := copy(p, r.pending)
