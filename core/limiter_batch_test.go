@@ -24,6 +24,11 @@ import (
 // keys deleted; with sweeps, both are swept at the same points. afterBatch
 // is called with the latest clock reading after each batch.
 func batchLimiterOps(t *testing.T, seed uint64, bl, tl *Limiter, keySpace uint64, rounds int, sweeps bool, afterBatch func(hi int64)) {
+	batchLimiterOpsWith(t, (*Limiter).TakeBatchAt, seed, bl, tl, keySpace, rounds, sweeps, afterBatch)
+}
+
+// batchLimiterOpsWith is batchLimiterOps with bl's batches taken by batch.
+func batchLimiterOpsWith(t *testing.T, batch func(*Limiter, []uint64, int64, uint64, []Decision), seed uint64, bl, tl *Limiter, keySpace uint64, rounds int, sweeps bool, afterBatch func(hi int64)) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 11))
 	keys := make([]uint64, 200)
@@ -55,7 +60,7 @@ func batchLimiterOps(t *testing.T, seed uint64, bl, tl *Limiter, keySpace uint64
 			ks[i] = 1 + r.Uint64N(keySpace)
 		}
 		n := r.Uint64N(5)
-		bl.TakeBatchAt(ks, now, n, out)
+		batch(bl, ks, now, n, out[:len(ks)])
 		for i, k := range ks {
 			if d := tl.TakeAt(k, now, n); out[i] != d {
 				t.Fatalf("seed %d round %d: key %d (#%d of %d) at %d, n %d: batch %v, one by one %v", seed, round, k, i, len(ks), now, n, out[i], d)
@@ -93,17 +98,24 @@ func TestLimiterTakeBatchMatchesTakes(t *testing.T) {
 		{"full-open", 400, func(c *LimiterConfig) { c.MaxKeys = 64; c.FailOpen = true }},
 		{"no-escalation", 100, func(c *LimiterConfig) { c.MaxKeys = 2000; c.DisableEscalation = true }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			for seed := range uint64(4) {
-				cfg := base
-				c.mod(&cfg)
-				bl, tl := twinLimiters(t, cfg)
-				batchLimiterOps(t, seed, bl, tl, c.keySpace, 300, true, nil)
-				if a, b := bl.ReportAt(2e9), tl.ReportAt(2e9); a != b {
-					t.Fatalf("seed %d: reports differ:\n%v\n%v", seed, a, b)
+		// TakeBatchAt itself (on a table in cache, a loop of TakeAt), and
+		// its path through the map's batches, whatever the table's size.
+		for _, p := range []struct {
+			name  string
+			batch func(*Limiter, []uint64, int64, uint64, []Decision)
+		}{{"", (*Limiter).TakeBatchAt}, {"/chunked", (*Limiter).takeBatchChunked}} {
+			t.Run(c.name+p.name, func(t *testing.T) {
+				for seed := range uint64(4) {
+					cfg := base
+					c.mod(&cfg)
+					bl, tl := twinLimiters(t, cfg)
+					batchLimiterOpsWith(t, p.batch, seed, bl, tl, c.keySpace, 300, true, nil)
+					if a, b := bl.ReportAt(2e9), tl.ReportAt(2e9); a != b {
+						t.Fatalf("seed %d: reports differ:\n%v\n%v", seed, a, b)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -156,6 +168,12 @@ func TestLimiterTakeBatchZeroAllocs(t *testing.T) {
 		l.TakeBatchAt(keys, now, 1, out)
 	}); a != 0 {
 		t.Fatalf("TakeBatchAt: %v allocs per batch", a)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		now += 1000
+		l.takeBatchChunked(keys, now, 1, out)
+	}); a != 0 {
+		t.Fatalf("takeBatchChunked: %v allocs per batch", a)
 	}
 	for i, d := range out {
 		if !d.Allowed {
@@ -211,8 +229,10 @@ type limBatchIn struct {
 }
 
 // TestLimiterBatchLinearizable is TestLimiterLinearizable with batches of
-// 1 to 6 keys (duplicates included) through TakeBatchAt: each key's take is
-// an operation over its batch's interval, partitioned by key.
+// 1 to 6 keys (duplicates included) through the map's batches
+// (takeBatchChunked: TakeBatchAt on this table, which fits in cache, takes
+// the keys one by one with TakeAt): each key's take is an operation over
+// its batch's interval, partitioned by key.
 func TestLimiterBatchLinearizable(t *testing.T) {
 	for _, procs := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
@@ -265,7 +285,7 @@ func limBatchLinRound(t *testing.T, seed uint64) {
 		func(input any) (any, bool) {
 			in := input.(limBatchIn)
 			out := make([]Decision, len(in.keys))
-			l.TakeBatchAt(in.keys, in.now, in.n, out)
+			l.takeBatchChunked(in.keys, in.now, in.n, out)
 			return out, true
 		})
 	stop.Store(true)

@@ -98,6 +98,13 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 	return c
 }
 
+// Cached reports whether every shard's cells together fit in a core's
+// cache (smallTable): a table on which a batch has no misses to overlap,
+// so that TakeBatchAt skips its first pass, and a caller that converts
+// each outcome (core.Limiter.TakeBatchAt) may as well take the keys one by
+// one with TakeAt.
+func (m *Map) Cached() bool { return m.small }
+
 // smallTable is the most bytes of cells (over all shards) for which a
 // batch skips its first pass: a table that small stays in a core's cache
 // (the 1k-key tables of the benchmarks are 24 KiB), where the first pass
