@@ -22,6 +22,22 @@ func written(rec *record.Recorder, pop int, k behave.Kind) int64 {
 	return sum(o) - o[record.NotSent] - o[record.Refused] - o[record.HeldAtEnd]
 }
 
+// assertHonestServed checks that the population "honest" of res kept its
+// service beside whatever else ran: every hello, move and ping it wrote
+// was decided, and accepted, and none of its clients was disconnected.
+func assertHonestServed(t *testing.T, res *Result) {
+	t.Helper()
+	rec := res.Recorder
+	h := pop(t, res, "honest")
+	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindPing} {
+		w := written(rec, h, k)
+		assert.Positive(t, w, "honest wrote %v", k)
+		assert.Equal(t, w, sum(rec.KindDecisions(h, k)), "honest %v: decided as written", k)
+		assert.Equal(t, w, rec.KindDecisions(h, k)[record.Accepted], "honest %v: every one accepted", k)
+	}
+	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+}
+
 // TestLoopbackKindDecisionsExact: over loopback, the server's decisions by
 // kind come from its per-channel counters, so for honest clients they match
 // what the clients wrote, kind by kind.

@@ -97,15 +97,7 @@ func TestLoopbackEveryWSBehaviour(t *testing.T) {
 	require.NoError(t, err)
 	goleak.VerifyNone(t)
 	require.True(t, res.Complete)
-	rec := res.Recorder
-	h := pop(t, res, "honest")
-	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindPing} {
-		w := written(rec, h, k)
-		assert.Positive(t, w, "honest wrote %v", k)
-		assert.Equal(t, w, sum(rec.KindDecisions(h, k)), "honest %v: decided as written", k)
-		assert.Equal(t, w, rec.KindDecisions(h, k)[record.Accepted], "honest %v: every one accepted", k)
-	}
-	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+	assertHonestServed(t, res)
 	for _, n := range names {
 		i := pop(t, res, n)
 		assert.Positive(t, res.Disconnected[i], "%s: the server ended its connections", n)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/loadgen/drive"
-	"github.com/sluicedev/sluice/loadgen/record"
 	"github.com/sluicedev/sluice/loadgen/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,14 +42,7 @@ func TestLoopbackUDPCookieReplay(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 	require.True(t, res.Complete)
 	rec := res.Recorder
-
-	h := pop(t, res, "honest")
-	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindPing} {
-		w := written(rec, h, k)
-		assert.Positive(t, w, "honest wrote %v", k)
-		assert.Equal(t, w, rec.KindDecisions(h, k)[record.Accepted], "honest %v: every one accepted", k)
-	}
-	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+	assertHonestServed(t, res)
 
 	u := srv.UDPStats()
 	t.Logf("udp stats %+v", u)
@@ -58,7 +50,7 @@ func TestLoopbackUDPCookieReplay(t *testing.T) {
 	w := written(rec, r, behave.KindRaw) // handshakes: rounds × (1 + replays), the last round of each client perhaps cut short
 	require.Positive(t, w)
 	assert.Zero(t, sum(rec.KindDecisions(r, behave.KindRaw)), "no replay reached a session")
-	assert.Equal(t, uint64(written(rec, h, behave.KindHello)), u.Opened, "every session opened is an honest player's: no replay opened one")
+	assert.Equal(t, uint64(written(rec, pop(t, res, "honest"), behave.KindHello)), u.Opened, "every session opened is an honest player's: no replay opened one")
 	// Each client's handshakes are rounds of 1 + replays, all but its last
 	// whole: its replays are its handshakes less its rounds, and its
 	// rounds at most one more than its whole rounds.

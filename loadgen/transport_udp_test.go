@@ -40,13 +40,7 @@ func TestLoopbackEveryUDPBehaviour(t *testing.T) {
 	goleak.VerifyNone(t)
 	require.True(t, res.Complete)
 	rec := res.Recorder
-	h := pop(t, res, "honest")
-	for _, k := range []behave.Kind{behave.KindHello, behave.KindMove, behave.KindPing} {
-		w := written(rec, h, k)
-		assert.Positive(t, w, "honest wrote %v", k)
-		assert.Equal(t, w, rec.KindDecisions(h, k)[record.Accepted], "honest %v: every one accepted", k)
-	}
-	assert.Zero(t, res.Disconnected[h], "no honest client disconnected")
+	assertHonestServed(t, res)
 	f := pop(t, res, "flood")
 	assert.Positive(t, res.Disconnected[f], "the flood's sessions were ended")
 	for _, n := range names {
