@@ -552,29 +552,41 @@ func (ResetReconnect) Name() string { return "reset-reconnect" }
 
 // Validate checks the parameters.
 func (p ResetReconnect) Validate() error {
-	c := checker{owner: p.Name()}
-	p.Persist.check(&c)
-	if p.Kind != 0 {
-		c.kind("Kind", p.Kind)
-	}
-	c.intIn("Burst", p.Burst, 0, maxCount)
-	c.dur("Every", p.Every, false)
-	return c.err
+	return validateReconnectBursts(p.Name(), p.Persist, p.Kind, p.Burst, p.Every)
 }
 
 // Stream returns the reconnects and bursts.
 func (p ResetReconnect) Stream(c *Client) Stream {
-	subs, t0 := p.Persist.streams(c, false)
-	kind := p.kind()
 	every := orDur(p.Every, 500*time.Millisecond)
-	burst := orInt(p.Burst, 20)
+	return reconnectBursts(c, p.Persist, p.kind(), 4, orInt(p.Burst, 20), spreadGap(every))
+}
+
+// validateReconnectBursts checks the parameters ResetReconnect and
+// PacedReset share, for the behaviour owner.
+func validateReconnectBursts(owner string, persist Persist, kind Kind, burst int, every time.Duration) error {
+	c := checker{owner: owner}
+	persist.check(&c)
+	if kind != 0 {
+		c.kind("Kind", kind)
+	}
+	c.intIn("Burst", burst, 0, maxCount)
+	c.dur("Every", every, false)
+	return c.err
+}
+
+// reconnectBursts is the stream of ResetReconnect and PacedReset: the
+// client's persistence, and from its first connect a burst of burst frames
+// of kind (size bytes each) in one write, gap apart, each burst after the
+// first on a new connection (the same account).
+func reconnectBursts(c *Client, persist Persist, kind Kind, size, burst int, gap func(*Rand) int64) Stream {
+	subs, t0 := persist.streams(c, false)
 	// The first burst comes with the first connect.
-	subs = append(subs, newEpisodes(subRand(c, subAttack), t0, c.End, spreadGap(every),
+	subs = append(subs, newEpisodes(subRand(c, subAttack), t0, c.End, gap,
 		func(r *Rand, at int64, q []Action) []Action {
 			if at > t0 {
 				q = append(q, Action{At: at, Op: OpConnect})
 			}
-			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: 4, Count: burst})
+			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: size, Count: burst})
 		}))
 	return newMerge(subs...)
 }

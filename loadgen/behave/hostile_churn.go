@@ -28,32 +28,14 @@ func (PacedReset) Name() string { return "paced-reset" }
 
 // Validate checks the parameters.
 func (p PacedReset) Validate() error {
-	c := checker{owner: p.Name()}
-	p.Persist.check(&c)
-	if p.Kind != 0 {
-		c.kind("Kind", p.Kind)
-	}
-	c.intIn("Burst", p.Burst, 0, maxCount)
-	c.dur("Every", p.Every, false)
-	return c.err
+	return validateReconnectBursts(p.Name(), p.Persist, p.Kind, p.Burst, p.Every)
 }
 
 // Stream returns the reconnects and bursts.
 func (p PacedReset) Stream(c *Client) Stream {
-	subs, t0 := p.Persist.streams(c, false)
-	kind := p.kind()
 	every := orDur(p.Every, 125*time.Millisecond)
-	burst := orInt(p.Burst, 5)
-	// The first burst comes with the first connect.
-	subs = append(subs, newEpisodes(subRand(c, subAttack), t0, c.End,
-		func(r *Rand) int64 { return every + r.Between(-every/10, every/10) },
-		func(r *Rand, at int64, q []Action) []Action {
-			if at > t0 {
-				q = append(q, Action{At: at, Op: OpConnect})
-			}
-			return append(q, Action{At: at, Op: OpSend, Kind: kind, Size: 16, Count: burst})
-		}))
-	return newMerge(subs...)
+	return reconnectBursts(c, p.Persist, p.kind(), 16, orInt(p.Burst, 5),
+		func(r *Rand) int64 { return every + r.Between(-every/10, every/10) })
 }
 
 // kind is the kind of the bursts, its default filled in.
