@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/fleet"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // fleetBenchLimiter is the configuration of both sides of BenchmarkFleet:
@@ -34,13 +35,13 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		b.ReportAllocs()
 		ok := 0
-		m := serialCPU()
+		m := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			if l.TakeAt(key, 0, 1).Allowed {
 				ok++
 			}
 		}
-		m.stop(b)
+		m.Stop(b)
 		if ok != b.N {
 			b.Fatalf("%d of %d takes denied", b.N-ok, b.N)
 		}
@@ -54,13 +55,13 @@ func BenchmarkFleet(b *testing.B) {
 		l.TakeAt(key, 0, 1)
 		b.ReportAllocs()
 		ok := 0
-		m := serialCPU()
+		m := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			if l.TakeAt(key, 0, 1).Allowed {
 				ok++
 			}
 		}
-		m.stop(b)
+		m.Stop(b)
 		if ok != b.N {
 			b.Fatalf("%d of %d takes denied", b.N-ok, b.N)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // gateSessions is how many sessions (and accounts, one each) the -100k
@@ -75,7 +76,7 @@ func benchGate100k(b *testing.B, batch int) {
 	now, ok := f.now, 0
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := serialCPU()
+	cpu := cputime.Serial()
 	if batch == 0 {
 		for i := 0; i < b.N; i++ {
 			now += 1000
@@ -98,7 +99,7 @@ func benchGate100k(b *testing.B, batch int) {
 			i -= c - len(ms)
 		}
 	}
-	cpu.stop(b)
+	cpu.Stop(b)
 	b.StopTimer()
 	f.now = now
 	if ok != b.N {

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/internal/benchcheck"
 	"github.com/sluicedev/sluice/internal/benchkeys"
+	"github.com/sluicedev/sluice/internal/cputime"
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
@@ -49,20 +50,20 @@ func BenchmarkFloor(b *testing.B) {
 		b.ReportAllocs()
 		var w atomic.Uint64
 		ok := 0
-		m := serialCPU()
+		m := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			old := w.Load()
 			if w.CompareAndSwap(old, old+3) {
 				ok++
 			}
 		}
-		m.stop(b)
+		m.Stop(b)
 		sinkInt = ok
 	})
 	b.Run("cas-shared", func(b *testing.B) {
 		b.ReportAllocs()
 		var w atomic.Uint64
-		m := parallelCPU()
+		m := cputime.Parallel()
 		b.RunParallel(func(pb *testing.PB) {
 			ok := 0
 			for pb.Next() {
@@ -73,16 +74,16 @@ func BenchmarkFloor(b *testing.B) {
 			}
 			sinkPar.Add(int64(ok))
 		})
-		m.stop(b)
+		m.Stop(b)
 	})
 	b.Run("clock", func(b *testing.B) {
 		b.ReportAllocs()
 		var t int64
-		m := serialCPU()
+		m := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			t += atomicbucket.Nanotime()
 		}
-		m.stop(b)
+		m.Stop(b)
 		sinkI64 = t
 	})
 	for _, sz := range keySizes {
@@ -99,12 +100,12 @@ func BenchmarkFloor(b *testing.B) {
 			x := benchkeys.Start
 			var sum uint64
 			b.ResetTimer()
-			cpu := serialCPU()
+			cpu := cputime.Serial()
 			for i := 0; i < b.N; i++ {
 				x = benchkeys.Next(x)
 				sum += m[keys[benchkeys.Pick(x, len(keys))]]
 			}
-			cpu.stop(b)
+			cpu.Stop(b)
 			sinkU64 = sum
 		})
 	}
@@ -145,16 +146,16 @@ func BenchmarkBucket(b *testing.B) {
 			bk, twin := fresh(b), fresh(b)
 			b.ReportAllocs()
 			b.ResetTimer()
-			m := serialCPU()
+			m := cputime.Serial()
 			sinkInt = serialTakes(bk, b.N) + serialTakes(twin, extraTakes(b.N))
-			m.stop(b)
+			m.Stop(b)
 		})
 		b.Run(c.name+"/parallel", func(b *testing.B) {
 			bk, twin := fresh(b), fresh(b)
 			b.ReportAllocs()
 			b.ResetTimer()
-			m := parallelCPU()
-			defer m.stop(b)
+			m := cputime.Parallel()
+			defer m.Stop(b)
 			b.RunParallel(func(pb *testing.PB) {
 				now, ok, n := int64(0), 0, 0
 				for pb.Next() {
@@ -174,7 +175,7 @@ func BenchmarkBucket(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		ok := 0
-		m := serialCPU()
+		m := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			if bk.Take(1).OK() {
 				ok++
@@ -185,7 +186,7 @@ func BenchmarkBucket(b *testing.B) {
 				ok++
 			}
 		}
-		m.stop(b)
+		m.Stop(b)
 		sinkInt = ok
 	})
 }
@@ -249,7 +250,7 @@ func BenchmarkKeyed(b *testing.B) {
 			x, now, ok := benchkeys.Start, f.now, 0
 			b.ReportAllocs()
 			b.ResetTimer()
-			m := serialCPU()
+			m := cputime.Serial()
 			for i := 0; i < b.N; i++ {
 				x = benchkeys.Next(x)
 				now += 1000
@@ -257,7 +258,7 @@ func BenchmarkKeyed(b *testing.B) {
 					ok++
 				}
 			}
-			m.stop(b)
+			m.Stop(b)
 			sinkInt, f.now = ok, now
 			benchcheck.AllPassed(b, ok, b.N)
 		})
@@ -271,8 +272,8 @@ func BenchmarkKeyed(b *testing.B) {
 			var passed atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
-			m := parallelCPU()
-			defer m.stop(b)
+			m := cputime.Parallel()
+			defer m.Stop(b)
 			b.RunParallel(func(pb *testing.PB) {
 				x, ok := seed.Add(benchkeys.Stride)|1, 0
 				var now int64
@@ -357,14 +358,14 @@ func BenchmarkGate(b *testing.B) {
 			now, ok := int64(1000), 0
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := serialCPU()
+			cpu := cputime.Serial()
 			for i := 0; i < b.N; i++ {
 				now += 1000
 				if g.Check(m, now).OK() {
 					ok++
 				}
 			}
-			cpu.stop(b)
+			cpu.Stop(b)
 			sinkInt = ok
 			if rec != nil {
 				rec.stop(b)
@@ -393,14 +394,14 @@ func BenchmarkWire(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := serialCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			d.Reset(buf)
 			for d.Next(&m) == nil {
 				frames++
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		sinkInt = frames
 	})
 }

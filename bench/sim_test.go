@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedev/sluice/internal/cputime"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/loadgen/behave"
 )
@@ -32,7 +33,7 @@ func BenchmarkSim(b *testing.B) {
 		var frames int64
 		b.ReportAllocs()
 		b.ResetTimer()
-		m := parallelCPU() // the process's CPU time: it counts the garbage collector's background work
+		m := cputime.Parallel() // the process's CPU time: it counts the garbage collector's background work
 		for i := 0; i < b.N; i++ {
 			r, err := loadgen.RunSim(ctx, loadgen.RunSpec{Plan: plan}, pol)
 			if err != nil {
@@ -40,7 +41,7 @@ func BenchmarkSim(b *testing.B) {
 			}
 			frames = r.Frames
 		}
-		m.stop(b)
+		m.Stop(b)
 		b.ReportMetric(float64(frames), "frames/op")
 		if frames > 0 {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*frames), "ns/frame")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/core"
+	"github.com/sluicedev/sluice/internal/cputime"
 	"github.com/sluicedev/sluice/loadgen"
 	"github.com/sluicedev/sluice/loadgen/behave"
 	"github.com/sluicedev/sluice/loadgen/sim"
@@ -114,13 +115,13 @@ func BenchmarkTrace(b *testing.B) {
 		pol := behave.DefaultPolicy()
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := serialCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			if _, err := loadgen.RunSim(context.Background(), spec, pol); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		b.ReportMetric(float64(b.N*msgs)/b.Elapsed().Seconds(), "msgs/s")
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*msgs), "ns/msg")
 	})
@@ -133,7 +134,7 @@ func BenchmarkTrace(b *testing.B) {
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := serialCPU()
+		cpu := cputime.Serial()
 		span := recs[len(recs)-1].Time
 		for i := 0; i < b.N; i++ {
 			r := recs[i&(len(recs)-1)]
@@ -148,7 +149,7 @@ func BenchmarkTrace(b *testing.B) {
 		if err := w.Close(); err != nil {
 			b.Fatal(err)
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		b.ReportMetric(float64(w.Bytes())/float64(b.N), "bytes/record")
 	})
 	b.Run("read", func(b *testing.B) {
@@ -171,7 +172,7 @@ func BenchmarkTrace(b *testing.B) {
 		per := float64(len(data)) / float64(16*len(recs))
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := serialCPU()
+		cpu := cputime.Serial()
 		var r *trace.Reader
 		for i := 0; i < b.N; i++ {
 			if r == nil {
@@ -190,7 +191,7 @@ func BenchmarkTrace(b *testing.B) {
 			}
 			sinkInt += int(rec.Size)
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		b.ReportMetric(per, "bytes/record")
 	})
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"sync/atomic"
 	"testing"
+
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // skim is a Drain that reads each record's line (its sequence and first
@@ -37,7 +39,7 @@ func BenchmarkRecordBuffer(b *testing.B) {
 	b.Run("push-hot", func(b *testing.B) {
 		buf, _ := NewRecordBuffer(1 << 10)
 		b.ResetTimer()
-		defer cpuPerOp(b)()
+		defer cputime.Serial().Stop(b)
 		for i := 0; i < b.N; i++ {
 			buf.pushCheck(m, v, int64(i))
 			if i&1023 == 1023 {
@@ -56,11 +58,11 @@ func BenchmarkRecordBuffer(b *testing.B) {
 			}
 		}()
 		b.ResetTimer()
-		cpu := cpuPerOp(b)
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i++ {
 			buf.pushCheck(m, v, int64(i))
 		}
-		cpu()
+		cpu.Stop(b)
 		b.StopTimer()
 		stop.Store(true)
 		<-done

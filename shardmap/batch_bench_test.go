@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicedev/sluice/internal/benchcheck"
 	"github.com/sluicedev/sluice/internal/benchkeys"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // BenchmarkTakeBatch is BenchmarkTakeExisting/serial through TakeBatchAt, in
@@ -145,12 +146,12 @@ func BenchmarkTakeBatchAnatomy(b *testing.B) {
 			b.Run(sz.name+"/"+p.name, func(b *testing.B) {
 				now := f.now
 				b.ResetTimer()
-				cpu := startCPU()
+				cpu := cputime.Serial()
 				for i := 0; i < b.N; i += batch {
 					now += 1000 * batch
 					p.run(now)
 				}
-				cpu.stop(b)
+				cpu.Stop(b)
 				b.StopTimer()
 				f.now = now
 			})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/internal/benchkeys"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // BenchmarkBatchHypotheses tests three explanations of why, at 1M keys,
@@ -56,7 +57,7 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 		var idx [64]uint64
 		x := benchkeys.Start
 		var sink uint64
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i += len(idx) {
 			if !hot || i == 0 {
 				for j := range idx {
@@ -98,7 +99,7 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 				}
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	}
 	for _, t := range []string{"load", "loadfence", "prefw", "lockor", "failcas"} {
 		b.Run("own/"+t, func(b *testing.B) { own(b, t, false, false) })
@@ -121,7 +122,7 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 		b.Run("fix/"+p.name, func(b *testing.B) {
 			now := f.now
 			small := m.small
-			cpu := startCPU()
+			cpu := cputime.Serial()
 			for i := 0; i < b.N; i += batch {
 				for j := range ks {
 					x = benchkeys.Next(x)
@@ -135,7 +136,7 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 				m.TakeBatchAt(ks, now, 1, out)
 				m.small = small
 			}
-			cpu.stop(b)
+			cpu.Stop(b)
 			f.now = now
 		})
 	}
@@ -155,7 +156,7 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 			words[j] = w
 		}
 		var sink uint64
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i += batch {
 			for _, old := range words {
 				var next uint64
@@ -171,18 +172,18 @@ func BenchmarkBatchHypotheses(b *testing.B) {
 				}
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		touchSink(sink)
 	})
 	b.Run("arith/hash", func(b *testing.B) {
 		copy(ks, keys)
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i += batch {
 			for j, k := range ks {
 				hs[j] = m.hash(k)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		touchSink(hs[0])
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/sluicedev/sluice/internal/benchkeys"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // BenchmarkBatchPhysics measures what a batched take on a large table is
@@ -88,18 +89,18 @@ func batchPhysics(b *testing.B, arr []uint64) {
 	}
 	b.Run("chase", func(b *testing.B) {
 		p := uint64(0)
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for range b.N {
 			p = arr[p]
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		touchSink(p)
 	})
 	indep := func(b *testing.B, second bool) {
 		var idx [64]uint64
 		x := benchkeys.Start
 		var sink uint64
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i += len(idx) {
 			for j := range idx {
 				x = benchkeys.Next(x)
@@ -112,7 +113,7 @@ func batchPhysics(b *testing.B, arr []uint64) {
 				}
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		touchSink(sink)
 	}
 	// cas64: 64 indexes drawn, then (touch) their words loaded, then
@@ -123,7 +124,7 @@ func batchPhysics(b *testing.B, arr []uint64) {
 		x := benchkeys.Start
 		var sink uint64
 		aw := (*[words]atomic.Uint64)(unsafe.Pointer(&arr[0]))
-		cpu := startCPU()
+		cpu := cputime.Serial()
 		for i := 0; i < b.N; i += len(idx) {
 			for j := range idx {
 				x = benchkeys.Next(x)
@@ -140,7 +141,7 @@ func batchPhysics(b *testing.B, arr []uint64) {
 				aw[k].CompareAndSwap(w, w+1)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	}
 	b.Run("touch64", func(b *testing.B) { indep(b, false) })
 	b.Run("cas64", func(b *testing.B) { cas(b, true) })

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // Sinks keep results alive so the compiler cannot drop the measured work.
@@ -76,11 +78,11 @@ func BenchmarkFloor(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var sum uint64
-			cpu := startCPU()
+			cpu := cputime.Serial()
 			for i := 0; i < b.N; i++ {
 				sum += m[ks.u[ks.draws[i&drawMask]]]
 			}
-			cpu.stop(b)
+			cpu.Stop(b)
 			sinkU64 = sum
 		})
 	}

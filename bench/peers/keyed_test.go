@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedev/sluice/atomicbucket"
 	"github.com/sluicedev/sluice/internal/benchcheck"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // keyedImpls is the ONE list of keyed limiters that BenchmarkKeyed,
@@ -188,7 +189,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
 	u, draws := ks.u, ks.draws
-	cpu := startCPU()
+	cpu := cputime.Serial()
 	for i := 0; i < b.N; i++ {
 		now += 10
 		j := draws[i&drawMask]
@@ -196,7 +197,7 @@ func keyedSerial(b *testing.B, ks *keySet, lim keyedLimiter) {
 			passed++
 		}
 	}
-	cpu.stop(b)
+	cpu.Stop(b)
 	b.StopTimer()
 	// Serially the clock is the driver's own counter: nothing stops
 	// between a reading and its take, so every take must pass.
@@ -254,7 +255,7 @@ func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 	now := atomicbucket.Nanotime()
 	b.ResetTimer()
 	u, draws := ks.u, ks.draws
-	cpu := startCPU()
+	cpu := cputime.Serial()
 	for i := 0; i < b.N; i += batch {
 		keys := buf[:min(batch, b.N-i)]
 		for j := range keys {
@@ -263,7 +264,7 @@ func keyedSerialBatch(b *testing.B, ks *keySet, lim batchLimiter, batch int) {
 		now += int64(10 * len(keys))
 		passed += bt.TakeBatch(keys, now)
 	}
-	cpu.stop(b)
+	cpu.Stop(b)
 	b.StopTimer()
 	benchcheck.AllPassed(b, passed, b.N)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicedev/sluice/core"
 	"github.com/sluicedev/sluice/fleet"
+	"github.com/sluicedev/sluice/internal/cputime"
 )
 
 // startRedis starts a redis-server of the caller's own on a free loopback
@@ -157,7 +158,7 @@ func BenchmarkStrict(b *testing.B) {
 				var failed atomic.Int64
 				b.ReportAllocs()
 				before := readRedisCost(b, addr)
-				cpu0 := processCPU()
+				cpu0 := cputime.Process()
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				for c := range callers {
@@ -174,7 +175,7 @@ func BenchmarkStrict(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
-				cpu1 := processCPU()
+				cpu1 := cputime.Process()
 				readRedisCost(b, addr).report(b, before)
 				if cpu0 >= 0 && cpu1 >= 0 {
 					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "client-cpu-ns/op")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bench
+package cputime
 
 import (
 	"syscall"
@@ -13,8 +13,14 @@ const (
 	clockThreadCPU  = 3 // CLOCK_THREAD_CPUTIME_ID
 )
 
-// cpuNow returns the CPU time consumed so far on clock, in ns, or -1.
-func cpuNow(clock int) int64 {
+// Thread returns the calling thread's CPU time in ns, or -1.
+func Thread() int64 { return now(clockThreadCPU) }
+
+// Process returns the process's CPU time (every thread's, user and
+// system) in ns, or -1.
+func Process() int64 { return now(clockProcessCPU) }
+
+func now(clock int) int64 {
 	var ts syscall.Timespec
 	// clock_gettime writes the Timespec before returning; the pointer
 	// conversion happens in the call expression, as unsafe.Pointer's rule
