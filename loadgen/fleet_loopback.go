@@ -32,8 +32,10 @@ type fleetLoopback struct {
 	srvs   []*server.Server
 	fleets []*fleet.Server
 	redis  *redisproc.Proc
-	addrs  []string
-	rt     *drive.RealTime // the run's clock, for the reads' times
+	// each server's TCP listener, and its WebSocket and UDP ones where
+	// the run speaks them
+	addrs, wsAddrs, udpAddrs []string
+	rt                       *drive.RealTime // the run's clock, for the reads' times
 
 	mu    sync.Mutex
 	reads []fleetRead
@@ -47,9 +49,6 @@ type fleetRead struct {
 
 // startFleetLoopback starts sp.Servers servers of policy p built from cfg.
 func startFleetLoopback(ctx context.Context, sp RunSpec, p core.Policy, cfg server.Config) (*fleetLoopback, error) {
-	if sp.uses(drive.TransportWS) {
-		return nil, &behave.ParamError{Owner: "run", Field: "Servers", Value: sp.Servers, Reason: "run over TCP: a run of several servers does not speak WebSocket"}
-	}
 	fl := &fleetLoopback{}
 	ok := false
 	defer func() {
@@ -74,6 +73,7 @@ func startFleetLoopback(ctx context.Context, sp RunSpec, p core.Policy, cfg serv
 	for i := range sp.Servers {
 		c := cfg
 		c.Policy = p
+		c.WebSocket, c.UDP = wsListen(sp), udpListen(sp)
 		if p.Fleet.Enabled() {
 			fs, err := fleet.Open(ctx, p, fmt.Sprintf("server-%d", i))
 			if err != nil {
@@ -91,6 +91,12 @@ func startFleetLoopback(ctx context.Context, sp RunSpec, p core.Policy, cfg serv
 		}
 		fl.srvs = append(fl.srvs, srv)
 		fl.addrs = append(fl.addrs, srv.Addr().String())
+		if sp.uses(drive.TransportWS) {
+			fl.wsAddrs = append(fl.wsAddrs, srv.WSAddr().String())
+		}
+		if sp.uses(drive.TransportUDP) {
+			fl.udpAddrs = append(fl.udpAddrs, srv.UDPAddr().String())
+		}
 	}
 	for _, fs := range fl.fleets {
 		if err := fs.Fleet.Start(); err != nil {

@@ -533,7 +533,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 			return nil, err
 		}
 		if fl != nil {
-			drivers[i].Fleet = &loopback.LoopFleet{Addrs: fl.addrs, Route: drive.NewServerRoute(sp.Servers, part)}
+			drivers[i].Fleet = &loopback.LoopFleet{Addrs: fl.addrs, WSAddrs: fl.wsAddrs, UDPAddrs: fl.udpAddrs, Route: drive.NewServerRoute(sp.Servers, part)}
 		}
 		drivers[i].Transports = sp.clientTransports(part)
 		drivers[i].WSAddr, drivers[i].UDPAddr = wsAddr, udpAddr

@@ -2,18 +2,25 @@ package loopback
 
 import "github.com/sluicedev/sluice/loadgen/drive"
 
-// LoopFleet routes a worker's connections over the servers.
+// LoopFleet routes a worker's connections over the servers: Addrs,
+// WSAddrs and UDPAddrs are each server's TCP, WebSocket and UDP
+// listeners, by server index (the last two only where the run speaks
+// that transport).
 type LoopFleet struct {
-	Addrs []string
-	Route drive.ServerRoute
+	Addrs, WSAddrs, UDPAddrs []string
+	Route                    drive.ServerRoute
 }
 
-// target is the address conn's client is to dial.
-func (l *Loopback) target(id drive.ConnID) string {
-	if l.Fleet == nil {
-		return l.server
+// addr is the listener for transport t of the server client is on.
+func (f *LoopFleet) addr(client int32, t string) string {
+	i := f.Route.Current(client)
+	switch {
+	case t == drive.TransportWS && i < len(f.WSAddrs):
+		return f.WSAddrs[i]
+	case t == drive.TransportUDP && i < len(f.UDPAddrs):
+		return f.UDPAddrs[i]
 	}
-	return l.Fleet.Addrs[l.Fleet.Route.Current(id.Client)]
+	return f.Addrs[i]
 }
 
 // DialServer implements serverDialer: with one server (no fleet), Dial.

@@ -140,7 +140,7 @@ func (l *Loopback) Dial(id drive.ConnID, addr uint32) error {
 		if src.IsValid() {
 			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
 		}
-		nc, err = d.DialContext(l.ctx, "tcp", l.target(id))
+		nc, err = d.DialContext(l.ctx, "tcp", l.addrOf(id.Client, drive.TransportTCP))
 	}
 	if err != nil {
 		return err
@@ -160,9 +160,13 @@ func (l *Loopback) transportOf(client int32) string {
 	return drive.TransportTCP
 }
 
-// addrOf is the server's address for transport t: WSAddr, UDPAddr, or
-// the driver's own.
-func (l *Loopback) addrOf(t string) string {
+// addrOf is the address of the server client dials over transport t: in
+// a run of several servers, the client's current server's listener for t
+// (Fleet); else WSAddr, UDPAddr, or the driver's own.
+func (l *Loopback) addrOf(client int32, t string) string {
+	if l.Fleet != nil {
+		return l.Fleet.addr(client, t)
+	}
 	switch {
 	case t == drive.TransportWS && l.WSAddr.IsValid():
 		return l.WSAddr.String()

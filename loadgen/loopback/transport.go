@@ -35,7 +35,7 @@ func WSDialModes(clients []behave.Client) []uint8 {
 // valid), and the reader of the server's frames when it is not the
 // connection itself.
 func (l *Loopback) dialWS(client int32, src netip.Addr) (net.Conn, io.Reader, error) {
-	server := l.addrOf(drive.TransportWS)
+	server := l.addrOf(client, drive.TransportWS)
 	ap, err := netip.ParseAddrPort(server)
 	if err != nil {
 		return nil, nil, err

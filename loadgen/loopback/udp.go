@@ -17,9 +17,9 @@ import (
 // docs/transports.md).
 func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
 	if int(id.Client) < len(l.UDPRaw) && l.UDPRaw[id.Client] != udpDialSession {
-		return l.dialUDPRaw(src, l.UDPRaw[id.Client])
+		return l.dialUDPRaw(id.Client, src, l.UDPRaw[id.Client])
 	}
-	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
+	ap, err := netip.ParseAddrPort(l.addrOf(id.Client, drive.TransportUDP))
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +44,10 @@ const (
 	udpDialReplay               // a udpconn.Raw with a replay socket (udpconn.DialReplay): a cookie replayer's
 )
 
-// dialUDPRaw is Dial's raw UDP socket for a behaviour that writes its own
+// dialUDPRaw is Dial's raw UDP socket for client, whose behaviour writes its own
 // datagrams, with a replay socket in mode udpDialReplay.
-func (l *Loopback) dialUDPRaw(src netip.Addr, mode uint8) (*udpconn.Raw, error) {
-	ap, err := netip.ParseAddrPort(l.addrOf(drive.TransportUDP))
+func (l *Loopback) dialUDPRaw(client int32, src netip.Addr, mode uint8) (*udpconn.Raw, error) {
+	ap, err := netip.ParseAddrPort(l.addrOf(client, drive.TransportUDP))
 	if err != nil {
 		return nil, err
 	}
