@@ -163,7 +163,8 @@ const (
 	// OpConnect opens a new connection (closing the client's current one,
 	// if any) and sends Hello with the client's account (or Action.Account)
 	// and population label. Until the hello's reply accepts the session,
-	// the client holds what it sends, as a real client waits for login.
+	// the client holds what it sends, as a real client waits for login
+	// (but OpFrames).
 	OpConnect Op = iota + 1
 	// OpRetry is one attempt of a reconnect ladder: an OpConnect made only
 	// if the client is down (never connected, refused, closed); skipped
@@ -199,7 +200,10 @@ const (
 	// traced read's, rebuilt), in one write, counting each frame under
 	// its kind (by its type and channel byte, raw when neither names one)
 	// as sent, with no reply awaited: what a replayed session sends is
-	// counted as messages, as in the sim, not as raw writes.
+	// counted as messages, as in the sim, not as raw writes. It is
+	// written at once while the Hello awaits its answer, not held: the
+	// recorded server read the frames at their time, whatever its client
+	// knew then.
 	OpFrames
 	numOps
 )

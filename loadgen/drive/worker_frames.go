@@ -50,7 +50,8 @@ func (w *Worker) eachFrame(data []byte, f func(k behave.Kind, size int)) {
 }
 
 // frames carries out an OpFrames: a.Data in one write, each frame
-// counted under its kind, none awaiting a reply.
+// counted under its kind, none awaiting a reply, written at once while
+// the Hello awaits its answer.
 func (w *Worker) frames(i int32, cs *clientState, a *behave.Action, now int64) {
 	w.wbuf, w.meta = append(w.wbuf[:0], a.Data...), w.meta[:0]
 	first := true
@@ -71,6 +72,17 @@ func (w *Worker) frames(i int32, cs *clientState, a *behave.Action, now int64) {
 	}
 	if cs.state == down || cs.state == halfClosed {
 		w.countAll(now, cs, w.meta, record.NotSent)
+		return
+	}
+	if cs.state == handshake && !cs.frozen && len(cs.held) == 0 {
+		// Not held for the Hello's answer, as OpSend's frames are: a
+		// traced read's frames were read by the recorded server at its
+		// time, so its client had sent them then, answered or not (a
+		// flood logs in and bursts within a round trip). Held, they
+		// would reach the server a round trip late, or, with the
+		// session's recorded close due first, never, and its strikes
+		// with them.
+		w.write(i, cs, w.wbuf, w.meta, now)
 		return
 	}
 	w.transmit(i, cs, now)
