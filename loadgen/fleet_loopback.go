@@ -47,8 +47,14 @@ type fleetRead struct {
 
 // startFleetLoopback starts sp.Servers servers of policy p built from cfg.
 func startFleetLoopback(ctx context.Context, sp RunSpec, p core.Policy, cfg server.Config) (*fleetLoopback, error) {
+	// The servers listen on TCP only: a client over another transport
+	// would find no listener (over UDP its datagrams go unanswered, and
+	// every session would count as Disconnected).
 	if sp.uses(drive.TransportWS) {
 		return nil, &behave.ParamError{Owner: "run", Field: "Servers", Value: sp.Servers, Reason: "run over TCP: a run of several servers does not speak WebSocket"}
+	}
+	if sp.uses(drive.TransportUDP) {
+		return nil, &behave.ParamError{Owner: "run", Field: "Servers", Value: sp.Servers, Reason: "run over TCP: a run of several servers does not speak UDP"}
 	}
 	fl := &fleetLoopback{}
 	ok := false
