@@ -543,13 +543,15 @@ func (s *Sim) Write(id drive.ConnID, p []byte) error {
 // once the requests it admitted are answered (at once if none is owed;
 // the server's DrainTimeout is never reached here, where a tick answers
 // every request), the client seeing the close (EvClosed).
+// Over WebSocket and UDP, which have no half-close, it is refused with
+// drive.ErrConnClosed, as the loopback driver refuses it (sim_ws.go).
 func (s *Sim) CloseWrite(id drive.ConnID) error {
 	c := s.conns.get(id)
 	if c == nil {
 		return drive.ErrConnClosed
 	}
-	if s.cfg.Transport == drive.TransportWS {
-		return errWSHalfClose
+	if t := s.transportOf(c); t == drive.TransportWS || t == drive.TransportUDP {
+		return errNoHalfClose
 	}
 	if !c.open {
 		return nil
