@@ -39,13 +39,14 @@ var agreeTransports = []struct {
 }{
 	{drive.TransportTCP, "flood-mix"},
 	{drive.TransportWS, "flood-mix"},
+	{drive.TransportUDP, "flood-mix"},
 }
 
 // unasserted lists the scenarios whose comparison is not asserted yet,
 // and why: they run, and their differences are logged (docs/transports.md,
 // "Sim against loopback").
 var unasserted = map[string]string{
-	"key-churn": "its churning populations connect again every 10 to 75 ms, and a hello or a refusal still in flight then is Disconnected over sockets (in a valid TCP run: 23 of 2,300 hellos, 18 churn chats against 9, TableFull sessions 173 against 180, 4%); on a shared machine that answers within the validity rule's 20 ms p99 that is inherent, but whether a faster machine brings it within 2% is not measured yet",
+	"key-churn": "its churning populations connect again every 10 to 75 ms, and a hello or a refusal still in flight then is Disconnected over sockets (in a valid TCP run: 23 of 2,300 hellos, 18 churn chats against 9, TableFull sessions 173 against 180, 4%); on a shared machine that answers within the validity rule's 20 ms p99 that is inherent, but whether a faster machine brings it within 2% is not measured yet; over UDP, whose hello waits a cookie round trip more, a valid run: churn chats Disconnected 9 against 15 (6 against 12 without the address limit), wide Malformed frames 88 against 84 (4.5%), the rest within 2%",
 }
 
 // Every shipped scenario, run in the sim and over loopback sockets with
@@ -82,7 +83,7 @@ func TestSimAgreesWithLoopback(t *testing.T) {
 				opt.Driver = DriverLoopback
 				loop, err := Run(context.Background(), s, opt)
 				var oe *OptionError
-				if errors.As(err, &oe) || err != nil && strings.Contains(err.Error(), "does not speak") {
+				if errors.As(err, &oe) {
 					t.Skipf("%s runs in the sim only over %s: %v", name, tr.Name, err)
 				}
 				require.NoError(t, err)

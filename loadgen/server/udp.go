@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -174,7 +175,14 @@ type udpListener struct {
 	sweepNs  int64                  // how often the reader sweeps the table
 
 	stopping atomic.Bool // no session is opened and no cookie sent; the reader ends once the table is empty
-	st       udpCounters
+
+	// Sessions whose writer has finished (runWriter), for the reader to
+	// finish at once rather than at its next sweep; endWake says ended
+	// holds some the reader has not taken.
+	endMu   sync.Mutex
+	ended   []udpEnded // endMu
+	endWake atomic.Bool
+	st      udpCounters
 }
 
 // listenUDP binds the UDP address, if one is configured (nil, nil
@@ -315,7 +323,12 @@ func (l *udpListener) run() {
 			}
 			time.Sleep(time.Millisecond) // an error of the socket's (none is expected): do not spin on it
 		}
-		if err != nil || now >= next {
+		woken := l.endWake.Swap(false)
+		if woken {
+			l.finishEnded(now)
+		}
+		switch {
+		case err != nil && (!woken || l.stopping.Load()) || now >= next:
 			if l.sweep(now) {
 				l.pc.Close()
 				return
@@ -326,6 +339,52 @@ func (l *udpListener) run() {
 			}
 			next = now + every
 			l.pc.SetReadDeadline(s.deadline(next))
+		case woken:
+			l.pc.SetReadDeadline(s.deadline(next))
+		default:
+			continue
+		}
+		if l.endWake.Load() {
+			// A writer finished since the Swap, and its wake may have come
+			// before the deadline just set: wake the next read.
+			l.pc.SetReadDeadline(aLongTimeAgo)
+		}
+	}
+}
+
+// udpEnded is a session whose writer has finished: its key, and its
+// udpConn, which tells it from a later session of the same key.
+type udpEnded struct {
+	key udpKey
+	nc  *udpConn
+}
+
+// runWriter runs a session's writer and, once it has written what it had
+// (the Disconnect last), hands the session to the reader, waking it, to
+// be finished at once: its gate session closed and its place in MaxConns
+// and the gate's per-address count given back, as a TCP connection's are
+// once its writer is done, rather than at the next sweep, up to
+// IdleTimeout/8 later.
+func (l *udpListener) runWriter(c *conn, k udpKey, nc *udpConn) {
+	defer l.s.wg.Done()
+	c.writeLoop()
+	l.endMu.Lock()
+	l.ended = append(l.ended, udpEnded{k, nc})
+	l.endMu.Unlock()
+	l.endWake.Store(true)              // before the wake: the reader clears it, then rearms
+	l.pc.SetReadDeadline(aLongTimeAgo) // wake the reader (an error once it has closed pc: none to wake)
+}
+
+// finishEnded finishes the sessions runWriter handed over that are still
+// in the table (the sweep may have finished one first).
+func (l *udpListener) finishEnded(now int64) {
+	l.endMu.Lock()
+	q := l.ended
+	l.ended = nil
+	l.endMu.Unlock()
+	for _, e := range q {
+		if u := l.sessions[e.key]; u != nil && u.nc == e.nc {
+			l.finish(e.key, u, now)
 		}
 	}
 }
@@ -488,7 +547,7 @@ func (l *udpListener) open(k udpKey, hello []byte, n int, now int64) {
 	nc := &udpConn{l: l, key: k, remote: net.UDPAddrFromAddrPort(k.src)}
 	c := s.newConn(nc)
 	s.conns[c] = struct{}{}
-	s.wg.Add(1)
+	s.wg.Add(2) // its writer, and the hand-over after it (runWriter)
 	open := s.open.Add(1)
 	s.mu.Unlock()
 	for p := s.peak.Load(); open > p && !s.peak.CompareAndSwap(p, open); p = s.peak.Load() {
@@ -497,7 +556,7 @@ func (l *udpListener) open(k udpKey, hello []byte, n int, now int64) {
 	l.sessions[k] = u
 	l.st.inTable.Add(1)
 	l.st.opened.Add(1)
-	go c.writeLoop()
+	go l.runWriter(c, k, nc)
 	if s.pingLim != nil {
 		c.pingWord.Store(s.pingLim.FullWord(now))
 	}

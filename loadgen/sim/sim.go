@@ -67,7 +67,10 @@ type SimConfig struct {
 	Traces []*TraceFeed
 	// OnClientOutcome, if set, is called with what a traced session's
 	// player would have seen that the server did not decide: a frame of
-	// a session the replay's server had already cut off is Disconnected.
+	// a session the replay's server had already cut off is Sent when it
+	// was recorded at the time of the cut (the rest of the write the
+	// server cut the session in, written unread), else NotSent, as the
+	// loopback driver's client counts them.
 	OnClientOutcome func(pop int, k behave.Kind, o record.Outcome, at int64)
 	// Transport is what the clients speak over (RunSpec.Transport): over
 	// TransportWS each write is read as its messages (sim_ws.go), over
@@ -195,6 +198,7 @@ type simConn struct {
 	owed         int             // requests accepted and not yet answered
 	halfClosed   bool            // the client shut down its sending side: closed once owed is 0
 	net          *drive.NetModel // over transport udp: its datagrams' fate (udp.go)
+	cutAt        int64           // a traced session the server cut: the time of the record it was cut at
 }
 
 // conns are the server's connections by ConnID (those it closed included,
@@ -543,13 +547,15 @@ func (s *Sim) Write(id drive.ConnID, p []byte) error {
 // once the requests it admitted are answered (at once if none is owed;
 // the server's DrainTimeout is never reached here, where a tick answers
 // every request), the client seeing the close (EvClosed).
+// Over WebSocket and UDP, which have no half-close, it is refused with
+// drive.ErrConnClosed, as the loopback driver refuses it (sim_ws.go).
 func (s *Sim) CloseWrite(id drive.ConnID) error {
 	c := s.conns.get(id)
 	if c == nil {
 		return drive.ErrConnClosed
 	}
-	if s.cfg.Transport == drive.TransportWS {
-		return errWSHalfClose
+	if t := s.transportOf(c); t == drive.TransportWS || t == drive.TransportUDP {
+		return errNoHalfClose
 	}
 	if !c.open {
 		return nil

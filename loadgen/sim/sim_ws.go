@@ -9,13 +9,14 @@ import (
 	"github.com/sluicedev/sluice/loadgen/wire"
 )
 
-// errWSHalfClose is CloseWrite's answer over WebSocket, as the loopback
-// driver's: WebSocket has no half-close (a client that stops sending
-// closes the connection, and the reference server reads the end of its
-// stream over WebSocket as a peer close, answering nothing more), so the
-// worker closes the connection instead and the replies awaited are
-// Disconnected.
-var errWSHalfClose = drive.ErrConnClosed
+// errNoHalfClose is CloseWrite's answer over WebSocket and UDP, as the
+// loopback driver's: neither has a half-close (a client that stops
+// sending closes the connection: the reference server reads the end of a
+// WebSocket stream as a peer close, and a UDP client's close sends a
+// Disconnect frame, which ends its session; either way it answers nothing
+// more), so the worker closes the connection instead and the replies
+// awaited are Disconnected.
+var errNoHalfClose = drive.ErrConnClosed
 
 // wsClientHeader is the size of the header of a client's WebSocket frame
 // carrying n payload bytes: 2, 4 or 10 bytes, and the 4-byte mask every

@@ -345,22 +345,46 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 	if !c.open {
 		if r.IsMessage() {
 			// The replay's server cut the session where the recorded one
-			// did not: the player would have sent this, and it is lost.
+			// did not. The player wrote this in the write the server cut
+			// it in (the records of that time), and it went out unread, or
+			// it would have written it later, on a connection it no
+			// longer had: sent, or not sent, as the loopback driver's
+			// client counts it.
 			f.stats.AfterCut++
 			if s.cfg.OnClientOutcome != nil && c.pop >= 0 {
-				s.cfg.OnClientOutcome(c.pop, s.traceKind(r), record.Disconnected, now)
+				o := record.NotSent
+				if now == c.cutAt {
+					o = record.Sent
+				}
+				s.cfg.OnClientOutcome(c.pop, s.traceKind(r), o, now)
 			}
 		}
 		return
 	}
+	s.replayLive(f, c, r, now)
+	if !c.open {
+		c.cutAt = now
+	}
+}
+
+// replayLive replays record r of traced session c, which the server has
+// open, at its time now.
+func (s *Sim) replayLive(f *TraceFeed, c *simConn, r *trace.Record, now int64) {
+	udp := s.transportOf(c) == drive.TransportUDP
 	switch r.Op {
 	case trace.OpAuth:
 		account := r.Account
 		if f.fresh {
 			account = account ^ uint64(f.copy)<<48 | 1<<40
 		}
+		if udp && !s.replayHandshake(c, now) {
+			return
+		}
 		s.replayHello(c, account, now)
 	case trace.OpRead:
+		if udp {
+			return // each frame is a datagram, charged on its own (replayDatagram)
+		}
 		c.readVerdict = s.gate.Read(c.h, r.Size, now)
 		if c.readVerdict.Action == core.Disconnect {
 			s.disconnect(c, c.readVerdict.Reason, now)
@@ -369,6 +393,19 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 		f.stats.Frames++
 		s.frames++
 		c.lastFrame = now
+		if s.cfg.OnClientOutcome != nil && c.pop >= 0 {
+			// Written, as a loopback client counts what it writes: with
+			// the rest of a write the server cut the session in (Sent,
+			// above), the frames sent are the frames written, decided or
+			// not.
+			s.cfg.OnClientOutcome(c.pop, s.traceKind(r), record.Sent, now)
+		}
+		if udp {
+			if at, ok := s.replayDatagram(c, r, now); ok {
+				s.replayFrame(c, r, at)
+			}
+			return
+		}
 		if r.Flags&core.FlagCharged == 0 {
 			// Recorded without a read (the server checked it whole): the
 			// frame's own charge is a read of its size.
@@ -381,6 +418,43 @@ func (s *Sim) replayRecord(f *TraceFeed, r *trace.Record, now int64) {
 		}
 		s.replayFrame(c, r, now)
 	}
+}
+
+// replayHandshake charges a traced session's Hello over UDP as the
+// server charges the Handshake datagram that carries it (udpDatagram),
+// and reports whether the Hello is then handled: a refused read drops it
+// (the session stays unauthenticated), or ends the session.
+func (s *Sim) replayHandshake(c *simConn, now int64) bool {
+	at := s.udp.readAt(now)
+	v := s.gate.Read(c.h, uint32(udpHandshakeSize(0)), at)
+	switch v.Action {
+	case core.Accept:
+		return true
+	case core.Disconnect:
+		s.disconnect(c, v.Reason, at)
+	default:
+		s.decide(c, behave.KindHello, v.Reason, at)
+	}
+	return false
+}
+
+// replayDatagram charges a traced frame over UDP as the server charges
+// the datagram that carries it: its header and the frame, at the instant
+// it is read (readAt). The loopback replay writes each recorded read's
+// frames together, and over UDP each goes in a datagram of its own, so
+// the recorded read's charge does not apply (a flush recorded over a
+// stream as one read is many datagrams here, each charged at least the
+// minimum). It returns when the frame is read, and false when the
+// charge ended the session (the frame is not decided, as the server
+// decides none after its session ends).
+func (s *Sim) replayDatagram(c *simConn, r *trace.Record, now int64) (int64, bool) {
+	at := s.udp.readAt(now)
+	c.readVerdict = s.gate.Read(c.h, uint32(wire.DatagramHeaderSize)+r.Size, at)
+	if c.readVerdict.Action == core.Disconnect {
+		s.disconnect(c, c.readVerdict.Reason, at)
+		return at, false
+	}
+	return at, true
 }
 
 // replayOpen opens a traced session, as the server did when it was

@@ -14,6 +14,23 @@ type simUDP struct {
 	seeds []uint64
 	late  []udpLate
 	head  int
+	clock int64 // when the listener read its latest datagram (readAt)
+}
+
+// readAt is when the server's UDP listener reads a datagram that arrives
+// at now: at now, but never at or before the datagram it read last. Its
+// one reader reads each datagram with a system call of its own and times
+// it, so no two are read at the same instant, those of one write included
+// (over a stream a write is one read, at one time). The nanosecond
+// matters where a count falls on a boundary: four ByteLimit drops read at
+// one instant add exactly the strike ladder's disconnect score, and the
+// fourth ends the session; read one after the other, the score has
+// drained by the time between them, and a fifth drop ends it, as over
+// sockets (lag-storm's flushes over udp: 52 ByteLimit moves against 70
+// over loopback, one more for each of the 18 sessions the budget ended).
+func (u *simUDP) readAt(now int64) int64 {
+	u.clock = max(u.clock+1, now)
+	return u.clock
 }
 
 // udpLate is a datagram the network model delayed: it reaches the server
@@ -40,7 +57,7 @@ func (s *Sim) deliverLate(t int64) {
 		u.late[u.head] = udpLate{}
 		u.head++
 		if d.c.open {
-			s.udpDatagram(d.c, d.msg, t)
+			s.udpDatagram(d.c, d.msg, u.readAt(t))
 		}
 	}
 	if u.head == len(u.late) {
@@ -72,7 +89,7 @@ func (s *Sim) receiveUDP(c *simConn, p []byte, now int64) {
 		msg := p[off : off+size]
 		off += size
 		if !c.hello && len(msg) > wire.LenSize && wire.Type(msg[wire.LenSize]) == wire.TypeHello {
-			s.udpDatagram(c, msg, now) // the handshake
+			s.udpDatagram(c, msg, s.udp.readAt(now)) // the handshake
 			continue
 		}
 		lost, delay := c.net.Fate()
@@ -81,7 +98,7 @@ func (s *Sim) receiveUDP(c *simConn, p []byte, now int64) {
 		case delay > 0:
 			s.udp.late = append(s.udp.late, udpLate{c: c, msg: append([]byte(nil), msg...), at: now + delay})
 		default:
-			s.udpDatagram(c, msg, now)
+			s.udpDatagram(c, msg, s.udp.readAt(now))
 		}
 	}
 }
