@@ -8,7 +8,7 @@
 // memory model (total store order) a plain MOV already keeps every
 // earlier store before it, and a Load is a plain MOV too.
 //
-// On amd64 without the race detector, Store is such a MOV in assembly: a
+// On amd64 (gc) without the race detector, Store is such a MOV in assembly: a
 // call the compiler cannot move a memory access across, whose store the
 // CPU does not reorder with earlier ones. Everywhere else (other
 // architectures, where sync/atomic's Store is already a release store or
