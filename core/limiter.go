@@ -103,6 +103,11 @@ func (l *Limiter) TakeAt(key uint64, now int64, n uint64) Decision {
 	if l.closed.Load() {
 		return Decision{Reason: Closed}
 	}
+	return l.takeOpen(key, now, n)
+}
+
+// takeOpen is TakeAt on a limiter found open.
+func (l *Limiter) takeOpen(key uint64, now int64, n uint64) Decision {
 	r, st := l.m.TakeAt(key, now, n)
 	if st == shardmap.Taken && r.OK() {
 		return Decision{Allowed: true, Remaining: r.Remaining()}

@@ -15,9 +15,9 @@ import (
 // lock and allocates nothing for tracked keys.
 //
 // Linearization: each key's take is one CompareAndSwap of its bucket word
-// (shardmap.Map.TakeBatchAt), ordered after the takes of the keys before it;
-// the batch as a whole is not atomic, so other goroutines' takes may fall
-// between two of its keys. A batch that starts before Close may still pass
+// (shardmap's TakeAt or TakeBatchAt), ordered after the takes of the keys
+// before it; the batch as a whole is not atomic, so other goroutines'
+// takes may fall between two of its keys. A batch that starts before Close may still pass
 // every key, as a single take that loads the closed flag before Close may.
 //
 // On a large table it is faster per key than TakeAt in a loop: the keys'
@@ -46,13 +46,15 @@ func (l *Limiter) TakeBatchAt(keys []uint64, now int64, n uint64, out []Decision
 
 // takeBatchCached is TakeBatchAt on an open limiter whose table is in
 // cache (shardmap.Map.Cached), where a batch has no misses to overlap: a
-// loop of TakeAt, whose outcomes come back in registers. Through the map's
+// loop of TakeAt's take, whose outcomes come back in registers. Through the map's
 // batch they would make a round trip through an array of outcomes, which
 // cost a hot batch more than reading the configuration and the clock once
 // per chunk saved it (bench/README.md, "Batched takes").
+// The closed flag was read once for the batch, as the chunked path reads
+// it: a batch never mixes decided keys with Closed ones.
 func (l *Limiter) takeBatchCached(keys []uint64, now int64, n uint64, out []Decision) {
 	for i, key := range keys {
-		out[i] = l.TakeAt(key, now, n)
+		out[i] = l.takeOpen(key, now, n)
 	}
 }
 

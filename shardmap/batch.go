@@ -100,9 +100,8 @@ func (m *Map) takeBatch(keys []uint64, now int64, n uint64, out []Took, stop boo
 
 // Cached reports whether every shard's cells together fit in a core's
 // cache (smallTable): a table on which a batch has no misses to overlap,
-// so that TakeBatchAt skips its first pass, and a caller that converts
-// each outcome (core.Limiter.TakeBatchAt) may as well take the keys one by
-// one with TakeAt.
+// so that TakeBatchAt skips its first pass, and on which taking the keys
+// one by one with TakeAt costs no more than a batch.
 func (m *Map) Cached() bool { return m.small }
 
 // smallTable is the most bytes of cells (over all shards) for which a
