@@ -190,6 +190,16 @@ type Result struct {
 	// Servers is what each game server admitted, for a run of several
 	// (RunSpec.Servers > 1); nil for one.
 	Servers []record.ServerCounts
+	// CookieReplays is what the udp-cookie-replay clients of a loopback
+	// run sent from their replay sockets (zero otherwise).
+	CookieReplays CookieReplays
+}
+
+// CookieReplays counts the handshakes udp-cookie-replay clients sent from
+// their replay sockets: Replays in all, of which Forged went out before
+// the client had a real cookie to put in them.
+type CookieReplays struct {
+	Replays, Forged uint64
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -620,6 +630,11 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	}
 	if fl != nil {
 		res.Servers = fl.counts(labels, channelKinds(&p, chans), sp.Warmup, sp.Interval, total)
+	}
+	for _, d := range drivers {
+		r := d.CookieReplays()
+		res.CookieReplays.Replays += r.Replays
+		res.CookieReplays.Forged += r.Forged
 	}
 	if demuxes != nil {
 		traces = closeDemuxes(demuxes)

@@ -18,8 +18,8 @@ import (
 // driver (a server of the test's own, so that its UDP counters can be
 // read): every session the server opened is an honest player's (no
 // replay, each carrying a real cookie from another port, opened one), the
-// server counted the replays as bad cookies, sent no unverified source
-// more than it received from it, the honest players kept their service,
+// server counted the replays as bad cookies, sent unverified sources no
+// more than it received from them (in all), the honest players kept their service,
 // and every goroutine ended. (The replay socket's own byte counts are
 // udpconn's TestReplaySocketReplaysTheCookieFromAnotherPort.)
 func TestLoopbackUDPCookieReplay(t *testing.T) {
@@ -57,6 +57,12 @@ func TestLoopbackUDPCookieReplay(t *testing.T) {
 	most := w - w/(1+replays)
 	assert.LessOrEqual(t, u.BadCookies, uint64(most), "only replays are bad cookies")
 	assert.GreaterOrEqual(t, u.BadCookies, uint64(most-replayers), "every replay counted as a bad cookie")
+	// The replays went out from the replay sockets, each with a cookie
+	// the server had sent the client: none forged, and as many as the
+	// server counted bad.
+	t.Logf("cookie replays %+v", res.CookieReplays)
+	assert.Zero(t, res.CookieReplays.Forged, "every replay carried a real cookie")
+	assert.Equal(t, u.BadCookies, res.CookieReplays.Replays, "every bad cookie the server counted is a replay from a replay socket")
 	assert.Zero(t, u.CookiesLimited)
 	assert.LessOrEqual(t, u.UnverifiedSent, u.UnverifiedBytes, "no more sent to unverified sources than received from them")
 }

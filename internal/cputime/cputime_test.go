@@ -15,6 +15,8 @@ func TestClocksAdvance(t *testing.T) {
 		}
 		t.Skip("no CPU clocks read on " + runtime.GOOS)
 	}
+	runtime.LockOSThread() // both thread readings of one thread
+	defer runtime.UnlockOSThread()
 	t0, p0 := Thread(), Process()
 	x := 1.0
 	for i := 0; i < 2_000_000; i++ {

@@ -11,16 +11,25 @@ type LoopFleet struct {
 	Route                    drive.ServerRoute
 }
 
-// addr is the listener for transport t of the server client is on.
+// addr is the listener for transport t of the server client is on, or ""
+// (an address no dial parses, so that the dial says so) when the servers
+// do not listen for t: a client must not fall back to another transport's
+// listener, where over UDP every session would go unanswered.
 func (f *LoopFleet) addr(client int32, t string) string {
 	i := f.Route.Current(client)
-	switch {
-	case t == drive.TransportWS && i < len(f.WSAddrs):
-		return f.WSAddrs[i]
-	case t == drive.TransportUDP && i < len(f.UDPAddrs):
-		return f.UDPAddrs[i]
+	var addrs []string
+	switch t {
+	case drive.TransportWS:
+		addrs = f.WSAddrs
+	case drive.TransportUDP:
+		addrs = f.UDPAddrs
+	default:
+		addrs = f.Addrs
 	}
-	return f.Addrs[i]
+	if i >= len(addrs) {
+		return ""
+	}
+	return addrs[i]
 }
 
 // DialServer implements serverDialer: with one server (no fleet), Dial.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicedev/sluice/loadgen/drive"
+	"github.com/sluicedev/sluice/loadgen/internal/udpconn"
 	"github.com/sluicedev/sluice/loadgen/proto"
 )
 
@@ -44,7 +45,8 @@ type Loopback struct {
 	wg      sync.WaitGroup
 	conns   map[drive.ConnID]*loopConn
 	stopped bool
-	Bind    bool // dial from each address group's own 127.x.y.z (a loopback server)
+	replays udpconn.ReplayStats // of the cookie replayers' connections closed so far (CookieReplays)
+	Bind    bool                // dial from each address group's own 127.x.y.z (a loopback server)
 	proto   proto.Protocol
 	// Transports is, per client, the transport it dials: drive.TransportWS
 	// (transport.go), drive.TransportUDP (udp.go), else TCP (a client
@@ -268,8 +270,18 @@ func (l *Loopback) CloseWrite(id drive.ConnID) error {
 func (l *Loopback) closeConn(id drive.ConnID, c *loopConn) {
 	delete(l.conns, id)
 	c.closed.Store(true)
+	if r, ok := c.nc.(*udpconn.Raw); ok {
+		st := r.ReplayStats() // final: the replays are sent by the worker, which closes
+		l.replays.Replays += st.Replays
+		l.replays.Forged += st.Forged
+	}
 	c.nc.Close()
 }
+
+// CookieReplays returns what the replay sockets of the connections the
+// driver has closed sent (udpconn.ReplayStats): for a run's result, once
+// the driver is stopped. The worker's goroutine only.
+func (l *Loopback) CookieReplays() udpconn.ReplayStats { return l.replays }
 
 // Poll waits for the next event until Now() ≥ until, or ctx ends (see
 // RealTime.Poll).

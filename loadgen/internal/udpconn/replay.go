@@ -93,12 +93,16 @@ func carriesCookie(p []byte) bool {
 func (p *replay) send(hs []byte, r *Raw) {
 	b := append(p.out[:0], hs...)
 	p.out = b
-	if ck, n := r.Cookie(); n > 0 {
+	ck, n := r.Cookie()
+	if n > 0 {
 		copy(b[wire.DatagramHeaderSize+1:], ck[:])
-	} else {
+	}
+	if _, err := p.pc.Write(b); err != nil {
+		return // a datagram the socket refuses is lost, as the network loses it, and not counted sent
+	}
+	if n == 0 {
 		p.forged.Add(1)
 	}
-	p.pc.Write(b) // a datagram the socket refuses is lost, as the network loses it
 	p.replays.Add(1)
 	p.sentBytes.Add(uint64(len(b)))
 }
