@@ -12,9 +12,9 @@ import (
 // plain UDP socket (udpconn.DialRaw), not a session, and none of them
 // logs in. What the server answers them with (cookies, nothing) is read
 // and dropped, but for the last cookie, which udp-cookie-replay
-// (hostile_udp_replay.go) replays. A datagram flood on a session is tiny-flood (or any
-// flooding behaviour) over transport udp: each of its frames is a
-// datagram, each charged at least the minimum charge.
+// (hostile_udp_replay.go) replays. A datagram flood on a session is
+// tiny-flood (or any flooding behaviour) over transport udp: each of its
+// frames is a datagram, each charged at least the minimum charge.
 
 // udpDatagrammer is implemented by behaviours that write UDP datagrams
 // themselves.

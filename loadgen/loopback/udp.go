@@ -12,9 +12,9 @@ import (
 
 // dialUDP is Dial's connection over UDP for client, from src (when
 // valid): a raw socket for a behaviour that writes its own datagrams, else
-// a udpconn.Conn, its datagrams' fate drawn from the network model, which carries what the behaviour writes one frame per
-// datagram and runs the cookie handshake around its Hello (see
-// docs/transports.md).
+// a udpconn.Conn, its datagrams' fate drawn from the network model, which
+// carries what the behaviour writes one frame per datagram and runs the
+// cookie handshake around its Hello (see docs/transports.md).
 func (l *Loopback) dialUDP(id drive.ConnID, src netip.Addr) (net.Conn, error) {
 	if int(id.Client) < len(l.UDPRaw) && l.UDPRaw[id.Client] != udpDialSession {
 		return l.dialUDPRaw(id.Client, src, l.UDPRaw[id.Client])
@@ -44,8 +44,8 @@ const (
 	udpDialReplay               // a udpconn.Raw with a replay socket (udpconn.DialReplay): a cookie replayer's
 )
 
-// dialUDPRaw is Dial's raw UDP socket for client, whose behaviour writes its own
-// datagrams, with a replay socket in mode udpDialReplay.
+// dialUDPRaw is Dial's raw UDP socket for client, whose behaviour writes
+// its own datagrams, with a replay socket in mode udpDialReplay.
 func (l *Loopback) dialUDPRaw(client int32, src netip.Addr, mode uint8) (*udpconn.Raw, error) {
 	ap, err := netip.ParseAddrPort(l.addrOf(client, drive.TransportUDP))
 	if err != nil {
