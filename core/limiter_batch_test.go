@@ -103,7 +103,7 @@ func TestLimiterTakeBatchMatchesTakes(t *testing.T) {
 		for _, p := range []struct {
 			name  string
 			batch func(*Limiter, []uint64, int64, uint64, []Decision)
-		}{{"", (*Limiter).TakeBatchAt}, {"/chunked", (*Limiter).takeBatchChunked}} {
+		}{{"", (*Limiter).TakeBatchAt}, {"-chunked", (*Limiter).takeBatchChunked}} {
 			t.Run(c.name+p.name, func(t *testing.T) {
 				for seed := range uint64(4) {
 					cfg := base

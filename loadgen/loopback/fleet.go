@@ -32,7 +32,7 @@ func (f *LoopFleet) addr(client int32, t string) string {
 	return addrs[i]
 }
 
-// DialServer implements serverDialer: with one server (no fleet), Dial.
+// DialServer implements drive.ServerDialer: with one server (no fleet), Dial.
 func (l *Loopback) DialServer(id drive.ConnID, addr uint32, server uint8) error {
 	if l.Fleet != nil {
 		if _, err := l.Fleet.Route.Pick(id.Client, server); err != nil {

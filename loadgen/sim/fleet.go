@@ -119,7 +119,7 @@ func (fs *Fleet) Dial(id drive.ConnID, addr uint32) error {
 	return fs.DialServer(id, addr, behave.ServerAssigned)
 }
 
-// DialServer implements serverDialer.
+// DialServer implements drive.ServerDialer.
 func (fs *Fleet) DialServer(id drive.ConnID, addr uint32, server uint8) error {
 	i, err := fs.route.Pick(id.Client, server)
 	if err != nil {
