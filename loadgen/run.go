@@ -196,10 +196,11 @@ type Result struct {
 }
 
 // CookieReplays counts the handshakes udp-cookie-replay clients sent from
-// their replay sockets: Replays in all, of which Forged went out before
-// the client had a real cookie to put in them.
+// their replay sockets (Replays, each with a real cookie the server had
+// sent the client), and those written before the client had one (Unarmed,
+// not sent).
 type CookieReplays struct {
-	Replays, Forged uint64
+	Replays, Unarmed uint64
 }
 
 // hardSlack is how long past Duration + Timeout a loopback run may take
@@ -634,7 +635,7 @@ func RunLoopback(ctx context.Context, spec RunSpec, p core.Policy) (*Result, err
 	for _, d := range drivers {
 		r := d.CookieReplays()
 		res.CookieReplays.Replays += r.Replays
-		res.CookieReplays.Forged += r.Forged
+		res.CookieReplays.Unarmed += r.Unarmed
 	}
 	if demuxes != nil {
 		traces = closeDemuxes(demuxes)

@@ -54,14 +54,15 @@ func TestLoopbackUDPCookieReplay(t *testing.T) {
 	// Each client's handshakes are rounds of 1 + replays, all but its last
 	// whole: its replays are its handshakes less its rounds, and its
 	// rounds at most one more than its whole rounds.
-	most := w - w/(1+replays)
-	assert.LessOrEqual(t, u.BadCookies, uint64(most), "only replays are bad cookies")
-	assert.GreaterOrEqual(t, u.BadCookies, uint64(most-replayers), "every replay counted as a bad cookie")
-	// The replays went out from the replay sockets, each with a cookie
-	// the server had sent the client: none forged, and as many as the
-	// server counted bad.
+	// Replays written before a client's first cookie came back are not
+	// sent (Unarmed): under load the first cookie can take longer than
+	// the behaviour's Every.
 	t.Logf("cookie replays %+v", res.CookieReplays)
-	assert.Zero(t, res.CookieReplays.Forged, "every replay carried a real cookie")
+	most := uint64(w-w/(1+replays)) - res.CookieReplays.Unarmed
+	assert.LessOrEqual(t, u.BadCookies, most, "only replays are bad cookies")
+	assert.GreaterOrEqual(t, u.BadCookies+replayers, most, "every replay counted as a bad cookie")
+	// The replays went out from the replay sockets, each with a cookie
+	// the server had sent the client, as many as the server counted bad.
 	assert.Equal(t, u.BadCookies, res.CookieReplays.Replays, "every bad cookie the server counted is a replay from a replay socket")
 	assert.Zero(t, u.CookiesLimited)
 	assert.LessOrEqual(t, u.UnverifiedSent, u.UnverifiedBytes, "no more sent to unverified sources than received from them")

@@ -23,8 +23,8 @@ import (
 // The stream is made before the run, so it cannot carry the cookie
 // itself: its replays carry a cookie of zeros, which the loopback driver's
 // replay socket (udpconn.DialReplay) replaces with the last cookie the
-// client's first socket received (one not yet received: sent as written,
-// a forged cookie).
+// client's first socket received (none received yet: the replay is not
+// sent).
 type UDPCookieReplay struct {
 	Persist `yaml:",inline"`
 	// Replays: replays of each cookie, after the handshake that obtains

@@ -273,7 +273,7 @@ func (l *Loopback) closeConn(id drive.ConnID, c *loopConn) {
 	if r, ok := c.nc.(*udpconn.Raw); ok {
 		st := r.ReplayStats() // final: the replays are sent by the worker, which closes
 		l.replays.Replays += st.Replays
-		l.replays.Forged += st.Forged
+		l.replays.Unarmed += st.Unarmed
 	}
 	c.nc.Close()
 }

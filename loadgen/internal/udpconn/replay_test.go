@@ -101,7 +101,7 @@ func TestReplaySocketReplaysTheCookieFromAnotherPort(t *testing.T) {
 
 	st, u := r.ReplayStats(), s.UDPStats()
 	assert.Equal(t, uint64(rounds*replays), st.Replays)
-	assert.Zero(t, st.Forged, "every replay carried the cookie the first socket got")
+	assert.Zero(t, st.Unarmed, "every replay had a cookie to carry")
 	assert.Equal(t, uint64(1), u.Opened, "only the honest session opened: no replay did")
 	assert.Equal(t, uint64(rounds*replays), u.BadCookies, "every replay refused as a bad cookie")
 	assert.Equal(t, st.Received, st.Cookies, "the replaying port got cookies only")
@@ -119,4 +119,50 @@ func TestReplaySocketReplaysTheCookieFromAnotherPort(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the reader did not end at Close")
 	}
+}
+
+// A replay written before the first socket has any cookie is not sent
+// (it would carry the zeros the behaviour wrote: a forgery, not a
+// replay): it is counted Unarmed, and the server sees nothing from the
+// replaying port.
+func TestReplaySocketSendsNoReplayWithoutACookie(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s, err := server.New(server.Config{Policy: behave.DefaultPolicy(), UDP: server.UDPConfig{Addr: "127.0.0.1:0"}})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	defer s.Close()
+	r, err := udpconn.DialReplay(context.Background(), s.UDPAddr(), netip.MustParseAddr("127.0.0.1"))
+	require.NoError(t, err)
+	defer r.Close()
+
+	var zero [wire.CookieSize]byte
+	replay, err := wire.AppendHandshake(nil, 77, zero[:], []byte("7"), nil)
+	require.NoError(t, err)
+	const n = 3
+	for range n {
+		r.Write(replay)
+	}
+	// A datagram from the first socket after them: once the server has
+	// counted it, it would have counted replays sent before it on the
+	// same loopback path too.
+	probe, err := wire.AppendHandshake(nil, 78, nil, []byte("7"), nil)
+	require.NoError(t, err)
+	r.Write(probe)
+	go func() { // the driver's reader: Read keeps the cookies; it ends at Close
+		var b [512]byte
+		for {
+			if _, err := r.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	eventually(t, 2*time.Second, "the probe answered with a cookie", func() bool {
+		_, got := r.Cookie()
+		return got == 1
+	})
+	st := r.ReplayStats()
+	assert.Equal(t, uint64(n), st.Unarmed)
+	assert.Zero(t, st.Replays)
+	assert.Zero(t, st.SentBytes)
+	assert.Zero(t, s.UDPStats().BadCookies, "no replay reached the server")
 }
