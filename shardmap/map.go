@@ -416,8 +416,9 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 	}
 	m.seed[1] |= 1
 	m.seed[3] |= 1
+	first := m.firstTables()
 	for i := range m.shards {
-		m.shards[i].tab.Store(m.newTable())
+		m.shards[i].tab.Store(first(i))
 		m.shards[i].noEvictUntil = noBackoff
 		m.shards[i].evictableAt = notKnown
 	}
@@ -426,6 +427,44 @@ func New(lim *atomicbucket.Limit, cfg Config, now int64) (*Map, error) {
 
 func (m *Map) newTable() *table {
 	return &table{cells: make([]cell, m.slots), marks: make([]atomic.Uint64, m.slots), m: m.slots}
+}
+
+// hugeSlab is the size of the shards' cells from which New puts the first
+// tables on 2 MiB pages.
+const hugeSlab = 4 * hugePage
+
+// firstTables returns the shards' first tables, shard i's from first(i).
+// On a large map they are cut from two allocations, one of every shard's
+// cells and one of its marks, each advised onto 2 MiB pages
+// (adviseHugePages): a take at a million keys misses in the first-level
+// TLB on almost every key, and a 4 KiB page's walk costs it about a
+// fifth of its miss (bench/README, "What the machine allows"). A shard's
+// own table, a few MiB at most, would cover few whole huge pages. The
+// cost: a shard's first table is freed only with every other shard's, so
+// until the last shard has compacted, the slabs stay (at most the first
+// tables' size again).
+func (m *Map) firstTables() func(i int) *table {
+	n := uint64(len(m.shards)) * m.slots
+	if uintptr(n)*unsafe.Sizeof(cell{}) < hugeSlab {
+		return func(int) *table { return m.newTable() }
+	}
+	cells, marks := make([]cell, n), make([]atomic.Uint64, n)
+	adviseHugePages(unsafe.Pointer(&cells[0]), uintptr(n)*unsafe.Sizeof(cell{}))
+	adviseHugePages(unsafe.Pointer(&marks[0]), uintptr(n)*unsafe.Sizeof(marks[0]))
+	// Fault the huge pages in now, a write to each, so that no take pays
+	// a huge page's fault (zeroing 2 MiB, or the kernel's compaction to
+	// find one) on a message's path. Where the advice took no effect this
+	// faults one 4 KiB page in 512. Nothing else sees the tables yet.
+	for i := uint64(0); i < n; i += hugePage / uint64(unsafe.Sizeof(cell{})) {
+		cells[i].key.Store(0)
+	}
+	for i := uint64(0); i < n; i += hugePage / 8 {
+		marks[i].Store(0)
+	}
+	return func(i int) *table {
+		lo, hi := uint64(i)*m.slots, uint64(i+1)*m.slots
+		return &table{cells: cells[lo:hi:hi], marks: marks[lo:hi:hi], m: m.slots}
+	}
 }
 
 // hash is the keyed mix: two rounds of multiply-fold with secret operands.
