@@ -35,6 +35,20 @@
 // and 2/3 puts 67% of keys in their home slot against 63% at 3/4 (a take
 // about 5% faster at 1M keys, for 4 bytes a key more).
 //
+// On a map whose cells come to 8 MiB or more (about 350,000 keys and up),
+// New cuts the shards' first tables from two allocations, one of cells and
+// one of marks, asks the kernel to back them with 2 MiB pages
+// (madvise(MADV_HUGEPAGE), Linux only, granted where transparent huge
+// pages are "madvise" or "always") and faults them in, so that no take
+// pays a huge page's fault. At a million keys a take misses the TLB on
+// almost every key, and a 4 KiB page's walk is a fifth of its miss; the
+// first tables take that walk away (bench/README, "2 MiB pages for a large
+// map"). The memory is still the Go heap's. The price: a shard's first
+// table is freed only with all the others, so until every shard has
+// compacted, the slabs stay (at most one first table's size per shard
+// more); a compaction's table is an allocation of its own, on the heap's
+// own pages.
+//
 // The shard header is padded to whole cache lines (two 128-byte blocks: the
 // table pointer that every take reads, and the lock and counters that inserts
 // write, so inserts do not invalidate the line takes read). Padding is
