@@ -27,6 +27,16 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// startUDPServer starts a reference server listening on a loopback UDP
+// port, with the default policy; the caller closes it.
+func startUDPServer(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.New(server.Config{Policy: behave.DefaultPolicy(), UDP: server.UDPConfig{Addr: "127.0.0.1:0"}})
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	return s
+}
+
 // A replay socket replays the cookie its first socket obtained, from
 // another port of the same address, against the reference server over
 // real sockets: no replay opens a session, the server counts every one as
@@ -35,10 +45,8 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // it opens and is answered. Close ends the replay socket's reader.
 func TestReplaySocketReplaysTheCookieFromAnotherPort(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, err := server.New(server.Config{Policy: behave.DefaultPolicy(), UDP: server.UDPConfig{Addr: "127.0.0.1:0"}})
-	require.NoError(t, err)
-	require.NoError(t, s.Start())
-	defer s.Close()
+	s := startUDPServer(t)
+	defer s.Close() // before goleak's check, which a Cleanup would run after
 	srv := s.UDPAddr()
 	ctx := context.Background()
 	src := netip.MustParseAddr("127.0.0.1")
@@ -127,10 +135,8 @@ func TestReplaySocketReplaysTheCookieFromAnotherPort(t *testing.T) {
 // replaying port.
 func TestReplaySocketSendsNoReplayWithoutACookie(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s, err := server.New(server.Config{Policy: behave.DefaultPolicy(), UDP: server.UDPConfig{Addr: "127.0.0.1:0"}})
-	require.NoError(t, err)
-	require.NoError(t, s.Start())
-	defer s.Close()
+	s := startUDPServer(t)
+	defer s.Close() // before goleak's check, which a Cleanup would run after
 	r, err := udpconn.DialReplay(context.Background(), s.UDPAddr(), netip.MustParseAddr("127.0.0.1"))
 	require.NoError(t, err)
 	defer r.Close()
