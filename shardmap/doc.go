@@ -22,7 +22,8 @@
 //
 // A take on a tracked key reads only cells: 16 bytes each, four to a cache
 // line, never straddling one (a cells array above 32 KiB starts on a
-// page), so a key in its home slot costs one line and most keys a probe
+// page, and a first table cut from a slab, below, at a multiple of 16
+// bytes), so a key in its home slot costs one line and most keys a probe
 // moves on stay in that line. It reads the mark too only while the shard
 // counts a held key (below). A shard table has ceil(3/2·perShard)+2 slots,
 // where perShard (see Bounds) is the most keys the shard may track: the
