@@ -48,7 +48,11 @@
 // table is freed only with all the others, so until every shard has
 // compacted, the slabs stay (at most one first table's size per shard
 // more); a compaction's table is an allocation of its own, on the heap's
-// own pages.
+// own pages. The advice outlives the slabs: the heap range stays eligible
+// for huge pages once the runtime reuses or returns it, which can keep
+// more of it resident. Memory the allocator reused (already faulted in)
+// keeps its 4 KiB pages. GODEBUG=disablethp=1, the Go runtime's switch
+// for keeping the heap off huge pages, turns the advice off here too.
 //
 // The shard header is padded to whole cache lines (two 128-byte blocks: the
 // table pointer that every take reads, and the lock and counters that inserts

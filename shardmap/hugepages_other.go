@@ -4,8 +4,15 @@ package shardmap
 
 import "unsafe"
 
-// hugePage is the size below which a table is not advised.
+// hugePage is the size of the huge page a slab would be advised onto.
 const hugePage = 2 << 20
+
+// haveHugePageAdvice reports that no advice is wired here: New gives
+// every shard a table of its own.
+const haveHugePageAdvice = false
 
 // adviseHugePages does nothing where madvise is not wired.
 func adviseHugePages(p unsafe.Pointer, n uintptr) {}
+
+// thpDisabled is GODEBUG=disablethp=1's flag, which only Linux has.
+const thpDisabled = false

@@ -445,7 +445,7 @@ const hugeSlab = 4 * hugePage
 // tables' size again).
 func (m *Map) firstTables() func(i int) *table {
 	n := uint64(len(m.shards)) * m.slots
-	if uintptr(n)*unsafe.Sizeof(cell{}) < hugeSlab {
+	if !haveHugePageAdvice || thpDisabled || uintptr(n)*unsafe.Sizeof(cell{}) < hugeSlab {
 		return func(int) *table { return m.newTable() }
 	}
 	cells, marks := make([]cell, n), make([]atomic.Uint64, n)
