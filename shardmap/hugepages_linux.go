@@ -9,11 +9,6 @@ import (
 	"unsafe"
 )
 
-// hugePage is the size of a transparent huge page on x86-64 (and on
-// arm64 with 4 KiB base pages; a 64 KiB-page kernel's are 512 MiB, and a
-// slab then covers none, so the advice changes nothing there).
-const hugePage = 2 << 20
-
 // haveHugePageAdvice reports that adviseHugePages asks the kernel for
 // huge pages: New cuts a large map's first tables from slabs only here.
 const haveHugePageAdvice = true
@@ -35,11 +30,11 @@ var thpDisabled = strings.Contains(","+os.Getenv("GODEBUG")+",", ",disablethp=1,
 // the table: the range, once the heap reuses or returns it, stays
 // eligible for huge pages, which can grow the process's resident memory
 // by up to a huge page per range the runtime returns in part (the cost
-// that made the Go runtime stop advising its heap). Where transparent
-// huge pages are off the call fails, and changes nothing.
+// that made the Go runtime stop advising its heap). A kernel built without
+// transparent huge pages refuses the call (EINVAL); one whose mode is
+// "never" takes the flag and grants nothing. Either way nothing changes.
 func adviseHugePages(p unsafe.Pointer, n uintptr) {
-	beg := (uintptr(p) + hugePage - 1) &^ (hugePage - 1)
-	end := (uintptr(p) + n) &^ (hugePage - 1)
+	beg, end := hugeSpan(uintptr(p), n)
 	if end <= beg {
 		return
 	}

@@ -23,7 +23,7 @@ import (
 func TestFirstTablesOnHugePages(t *testing.T) {
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || strings.Contains(string(mode), "[never]") {
-		t.Skipf("transparent huge pages are off here (%q, %v): madvise would refuse the advice", strings.TrimSpace(string(mode)), err)
+		t.Skipf("transparent huge pages are off here (%q, %v): no huge page would be granted", strings.TrimSpace(string(mode)), err)
 	}
 	if thpDisabled {
 		t.Skip("GODEBUG=disablethp=1: the map gives no advice, as asked")
@@ -39,8 +39,7 @@ func TestFirstTablesOnHugePages(t *testing.T) {
 		{"cells", uintptr(unsafe.Pointer(&cells[0])), n * unsafe.Sizeof(cell{})},
 		{"marks", uintptr(unsafe.Pointer(&marks[0])), n * 8},
 	} {
-		beg := (r.p + hugePage - 1) &^ (hugePage - 1)
-		end := (r.p + r.n) &^ (hugePage - 1)
+		beg, end := hugeSpan(r.p, r.n)
 		for _, a := range []uintptr{beg, end - 1} {
 			flags, huge := smapsAt(t, a)
 			t.Logf("%s: the mapping at %#x has VmFlags %v, AnonHugePages %d KiB", r.name, a, flags, huge)

@@ -4,9 +4,6 @@ package shardmap
 
 import "unsafe"
 
-// hugePage is the size of the huge page a slab would be advised onto.
-const hugePage = 2 << 20
-
 // haveHugePageAdvice reports that no advice is wired here: New gives
 // every shard a table of its own.
 const haveHugePageAdvice = false

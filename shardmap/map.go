@@ -429,10 +429,6 @@ func (m *Map) newTable() *table {
 	return &table{cells: make([]cell, m.slots), marks: make([]atomic.Uint64, m.slots), m: m.slots}
 }
 
-// hugeSlab is the size of the shards' cells from which New puts the first
-// tables on 2 MiB pages.
-const hugeSlab = 4 * hugePage
-
 // firstTables returns the shards' first tables, shard i's from first(i).
 // On a large map they are cut from two allocations, one of every shard's
 // cells and one of its marks, each advised onto 2 MiB pages
