@@ -175,7 +175,14 @@ func TestPreAuthCapOverSockets(t *testing.T) {
 		}
 		t.Cleanup(func() { c.nc.Close() })
 	}
-	eventually(t, 5*time.Second, "three sessions open", func() bool { return s.Stats().Conns.Open == 3 })
+	// Three sessions in the gate, not three sockets accepted: the accept
+	// loop counts a connection open before its reader opens its session,
+	// so a fourth dialled on the socket count alone can race the third to
+	// the gate, be opened itself, and leave the third refused.
+	eventually(t, 5*time.Second, "three sessions open in the gate", func() bool {
+		g := s.Stats().Gate
+		return g.Count("(session)", core.None) == 3
+	})
 	c, err := dialFrom(s.Addr(), src)
 	if err != nil {
 		t.Fatal(err)
